@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import type { Scope } from '../src/core/scopes.js';
+import type { Principal } from '../src/core/principal.js';
+import type { Services } from '../src/core/services.js';
+
+export type Risk = 'read' | 'write';
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface DeclaredError {
+  status: number;
+  code: string;
+  when: string;
+}
+
+/** What a handler may read besides its input. Handlers never see the database handle. */
+export interface HandlerContext {
+  principal: Principal;
+  /** The project the request is scoped to (resolved and access-checked by invoke). */
+  project: ProjectRef | null;
+  services: Services;
+  now: () => number;
+  requestId: string;
+  /** A face that speaks HTTP honours these; others ignore them. */
+  response: { status?: number; headers: Record<string, string> };
+}
+
+export interface ProjectRef {
+  id: string;
+  orgId: string;
+  name: string;
+}
+
+// `any` here keeps `defineOperation` an identity helper for inference; zod gives the real types.
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
+  operationId: string;
+  tag: string;
+  summary: string;
+  description: string;
+  method: HttpMethod;
+  /** OpenAPI form: /v1/projects/{project_id}/errors/{error_group_id} */
+  path: string;
+  /** All are required. Empty: any valid credential (projects.list / projects.get). */
+  scopes: readonly Scope[];
+  risk: Risk;
+  /** Hidden from the tool server (spec: sensitive or bulk operations). */
+  sensitive: boolean;
+  /** False only for projects.list and projects.get. */
+  projectScoped: boolean;
+  /** One flat object: path, query and body fields side by side. Must be a z.object. */
+  input: I;
+  output: O;
+  errors: readonly DeclaredError[];
+  /** Success status over HTTP (default 200; a handler may override through ctx.response.status). */
+  successStatus?: number;
+  /** Request headers copied into input fields (e.g. Idempotency-Key → idempotency_key). */
+  headerInputs?: Readonly<Record<string, string>>;
+  /** Body size cap in bytes for this operation (default: the server-wide cap). */
+  maxBodyBytes?: number;
+  /** Answer CORS preflight and allow cross-origin calls without cookies (browser feedback widgets). */
+  cors?: boolean;
+  /** A one-line example input for docs and MCP search (project_id omitted). */
+  example?: Record<string, unknown>;
+  handler: (input: z.output<I>, ctx: HandlerContext) => Promise<z.input<O>> | z.input<O>;
+}
+
+export type AnyOperation = Operation<z.ZodObject<any>, z.ZodType>;
+
+export function defineOperation<I extends z.ZodObject<any>, O extends z.ZodType>(op: Operation<I, O>): Operation<I, O> {
+  return op;
+}
+
+/** Path parameter names of an OpenAPI-form path. */
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]!);
+}
+
+/** Where each input field travels over HTTP. */
+export function fieldLocations(op: AnyOperation): { path: string[]; query: string[]; body: string[]; header: string[] } {
+  const path = pathParams(op.path);
+  const header = Object.values(op.headerInputs ?? {});
+  const rest = Object.keys(op.input.shape).filter((k) => !path.includes(k) && !header.includes(k));
+  const hasBody = op.method === 'POST' || op.method === 'PUT' || op.method === 'PATCH';
+  return { path, header, query: hasBody ? [] : rest, body: hasBody ? rest : [] };
+}

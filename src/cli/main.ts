@@ -1,0 +1,80 @@
+import { parseArgs } from 'node:util';
+import { createSightline } from '../server.js';
+import { bootstrapOrganization, type BootstrapResult } from '../core/bootstrap.js';
+import { loadConfig } from '../core/config.js';
+
+function snippets(base: string, ingest: string, mcp: string, r: BootstrapResult): string {
+  const host = new URL(ingest);
+  const dsn = `${host.protocol}//${r.ingest_key}@${host.host}${host.pathname}/${r.project_id}`;
+  return [
+    '',
+    `  Sightline is running at ${base}`,
+    '',
+    `  organization   ${r.organization_id}`,
+    `  project        ${r.project_id}`,
+    `  owner          ${r.owner_email}${r.owner_password ? `  password: ${r.owner_password}` : ''}`,
+    `  ingest key     ${r.ingest_key}   (events:ingest only: sends telemetry, cannot read it)`,
+    `  admin key      ${r.admin_key}   (*: every scope; keep it secret)`,
+    '',
+    '  These secrets are shown once; only their hashes are stored.',
+    '',
+    `  Sentry DSN     ${dsn}`,
+    `  OTLP endpoint  ${ingest}   (OTEL_EXPORTER_OTLP_ENDPOINT; header x-service-key=<ingest key>)`,
+    `  MCP server     ${mcp}`,
+    `  Try it         curl -H 'x-service-key: ${r.admin_key}' ${base}/v1/projects/${r.project_id}/feedback`,
+    '',
+  ].join('\n');
+}
+
+async function start(): Promise<number> {
+  const s = createSightline();
+  let created: BootstrapResult | null = null;
+  if (s.services.identity.isEmpty()) created = bootstrapOrganization(s.services, { now: Date.now() });
+  await s.listen();
+  if (created) process.stdout.write(snippets(s.config.baseUrl, s.config.ingestUrl, s.config.mcpUrl, created) + '\n');
+  else s.log.info({ url: s.config.baseUrl, db: s.config.dbFile }, 'Sightline is running');
+  const stop = async () => {
+    await s.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return new Promise<number>(() => {});
+}
+
+function init(argv: string[]): number {
+  const { values } = parseArgs({
+    args: argv,
+    options: { json: { type: 'boolean' }, org: { type: 'string' }, project: { type: 'string' }, email: { type: 'string' } },
+    strict: true,
+  });
+  const s = createSightline({}, { logger: undefined });
+  try {
+    const r = bootstrapOrganization(s.services, { org: values.org, project: values.project, email: values.email, now: Date.now() });
+    if (values.json) process.stdout.write(JSON.stringify({ ...r, base_url: s.config.baseUrl }) + '\n');
+    else process.stdout.write(snippets(s.config.baseUrl, s.config.ingestUrl, s.config.mcpUrl, r) + '\n');
+  } finally {
+    s.db.close();
+  }
+  return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  try {
+    switch (cmd) {
+      case 'start':
+        return await start();
+      case 'init':
+        return init(rest);
+      default:
+        process.stderr.write(`usage: sightline <start|init> [options]\n`);
+        return 2;
+    }
+  } catch (err) {
+    process.stderr.write(`sightline: ${(err as Error).message}\n`);
+    return err instanceof TypeError && /parseArgs|Unknown option/i.test(String(err)) ? 2 : 1;
+  }
+}
+
+export { loadConfig };

@@ -1,0 +1,127 @@
+/**
+ * One error hierarchy for every face. The HTTP face renders it as the spec's Shape A
+ * (`type`, `code`, `message`, optional `param`, `doc_url`, `retry_after`); MCP and the CLI show the
+ * same fields. Anything that is not an AppError becomes a generic 500 with no internal text.
+ */
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'permission_error'
+  | 'not_found_error'
+  | 'conflict_error'
+  | 'rate_limit_error'
+  | 'api_error';
+
+export const DOC_BASE = 'https://sightline.dev/docs/errors';
+
+export interface ErrorBody {
+  type: ErrorType;
+  code: string;
+  message: string;
+  param?: string;
+  doc_url?: string;
+  retry_after?: number;
+}
+
+export class AppError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  readonly code: string;
+  readonly param?: string;
+  readonly retryAfter?: number;
+  /** Extra response headers (rate-limit headers, WWW-Authenticate). */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    type: ErrorType,
+    code: string,
+    message: string,
+    opts: { param?: string; retryAfter?: number; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+    this.status = status;
+    this.type = type;
+    this.code = code;
+    this.param = opts.param;
+    this.retryAfter = opts.retryAfter;
+    this.headers = opts.headers ?? {};
+  }
+
+  toBody(): ErrorBody {
+    const body: ErrorBody = { type: this.type, code: this.code, message: this.message };
+    if (this.param !== undefined) body.param = this.param;
+    body.doc_url = `${DOC_BASE}#${this.code}`;
+    if (this.retryAfter !== undefined) body.retry_after = this.retryAfter;
+    return body;
+  }
+}
+
+export class ValidationError extends AppError {
+  constructor(message: string, param?: string, code = 'invalid_parameter') {
+    super(400, 'invalid_request_error', code, message, { param });
+  }
+}
+
+export class AuthenticationError extends AppError {
+  constructor(message = 'A valid credential is required: send an API key in x-service-key or a token in Authorization: Bearer.', headers?: Record<string, string>) {
+    super(401, 'authentication_error', 'unauthenticated', message, { headers });
+  }
+}
+
+export class InsufficientScopeError extends AppError {
+  constructor(required: readonly string[], code = 'insufficient_scope', message?: string) {
+    super(403, 'permission_error', code, message ?? `This credential lacks the scope this operation needs: ${required.join(' and ')}.`);
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(code: string, message: string) {
+    super(403, 'permission_error', code, message);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(what: string, param?: string) {
+    super(404, 'not_found_error', 'not_found', `${what} was not found.`, { param });
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(code: string, message: string, param?: string) {
+    super(409, 'conflict_error', code, message, { param });
+  }
+}
+
+export class PayloadTooLargeError extends AppError {
+  constructor(limitBytes: number) {
+    super(413, 'invalid_request_error', 'payload_too_large', `The request body is larger than the ${limitBytes}-byte limit.`);
+  }
+}
+
+export class UnprocessableError extends AppError {
+  constructor(code: string, message: string, param?: string) {
+    super(422, 'invalid_request_error', code, message, { param });
+  }
+}
+
+export class RateLimitedError extends AppError {
+  constructor(retryAfterSeconds: number, message: string, code = 'rate_limited', headers: Record<string, string> = {}) {
+    const retryAfter = Math.max(1, Math.ceil(retryAfterSeconds));
+    super(429, 'rate_limit_error', code, message, {
+      retryAfter,
+      headers: { 'Retry-After': String(retryAfter), ...headers },
+    });
+  }
+}
+
+export class InternalError extends AppError {
+  constructor() {
+    super(500, 'api_error', 'internal_error', 'The server failed to handle this request. It has been logged; try again later.');
+  }
+}
+
+export function toAppError(err: unknown): AppError {
+  return err instanceof AppError ? err : new InternalError();
+}

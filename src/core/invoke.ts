@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { AnyOperation, HandlerContext, ProjectRef } from '../../operations/define.js';
+import { catalogue } from '../../operations/index.js';
+import { AppError, AuthenticationError, InsufficientScopeError, InternalError, NotFoundError, ValidationError } from './errors.js';
+import { principalHolds, type Principal } from './principal.js';
+import type { Services } from './services.js';
+
+export interface InvokeOptions {
+  requestId?: string;
+  /** Faces that cannot reach hidden operations (the MCP sandbox) say so here. */
+  allowSensitive?: boolean;
+}
+
+export interface InvokeResult {
+  value: unknown;
+  status: number;
+  headers: Record<string, string>;
+}
+
+export interface Core {
+  services: Services;
+  operations: ReadonlyMap<string, AnyOperation>;
+  now: () => number;
+  onInternalError?: (err: unknown, operationId: string) => void;
+  invoke(operationId: string, input: unknown, principal: Principal | null, opts?: InvokeOptions): Promise<InvokeResult>;
+}
+
+/** Turn the first zod issue into a message a person can act on, naming the field. */
+export function validationErrorFrom(err: z.ZodError): ValidationError {
+  const issue = err.issues[0]!;
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0]!;
+    const path = [...issue.path, key].join('.');
+    return new ValidationError(`Unknown field \`${path}\`: this operation does not accept it.`, path, 'unknown_field');
+  }
+  const path = issue.path.map(String).join('.');
+  const where = path ? `\`${path}\`: ` : '';
+  return new ValidationError(`${where}${issue.message}`, path || undefined);
+}
+
+/**
+ * The one way in for every face (REST, MCP execute, CLI, client):
+ * authenticate → project access → scopes → parse input → handler → parse output.
+ */
+export function createCore(services: Services, opts: { now?: () => number; operations?: readonly AnyOperation[] } = {}): Core {
+  const operations = new Map((opts.operations ?? catalogue).map((op) => [op.operationId, op] as const));
+  const now = opts.now ?? Date.now;
+
+  const core: Core = {
+    services,
+    operations,
+    now,
+    async invoke(operationId, rawInput, principal, invokeOpts = {}) {
+      const op = operations.get(operationId);
+      if (!op || (op.sensitive && invokeOpts.allowSensitive === false)) {
+        throw new AppError(404, 'not_found_error', 'unknown_operation', `There is no operation \`${operationId}\`.`);
+      }
+      if (!principal) throw new AuthenticationError();
+
+      const input: Record<string, unknown> =
+        rawInput && typeof rawInput === 'object' && !Array.isArray(rawInput) ? { ...(rawInput as Record<string, unknown>) } : {};
+      if (rawInput !== undefined && rawInput !== null && (typeof rawInput !== 'object' || Array.isArray(rawInput))) {
+        throw new ValidationError('The input must be a JSON object.');
+      }
+
+      // Project access: a project another credential cannot see answers exactly like a missing one.
+      let project: ProjectRef | null = null;
+      if ('project_id' in op.input.shape) {
+        if (input.project_id === undefined && principal.kind === 'api_key') input.project_id = principal.projectId;
+        if (typeof input.project_id === 'number') input.project_id = String(input.project_id);
+        const pid = input.project_id;
+        if (typeof pid !== 'string') throw new ValidationError('`project_id` is required.', 'project_id');
+        const row = services.identity.projectById(pid);
+        const visible =
+          row && (principal.kind === 'api_key' ? principal.projectId === row.id : principal.roles[row.org_id] !== undefined);
+        if (!row || !visible) throw new NotFoundError('Project', 'project_id');
+        project = { id: row.id, orgId: row.org_id, name: row.name };
+      }
+
+      const orgId = project?.orgId ?? (principal.kind === 'api_key' ? principal.orgId : '');
+      const missing = op.scopes.filter((s) => !principalHolds(principal, orgId, s));
+      if (missing.length) throw new InsufficientScopeError(op.scopes);
+
+      const parsed = op.input.safeParse(input);
+      if (!parsed.success) throw validationErrorFrom(parsed.error);
+
+      const ctx: HandlerContext = {
+        principal,
+        project,
+        services,
+        now,
+        requestId: invokeOpts.requestId ?? randomUUID(),
+        response: { headers: {} },
+      };
+      let value: unknown;
+      try {
+        value = await op.handler(parsed.data, ctx);
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        core.onInternalError?.(err, operationId);
+        throw new InternalError();
+      }
+      const out = op.output.safeParse(value);
+      if (!out.success) {
+        core.onInternalError?.(out.error, operationId);
+        throw new InternalError();
+      }
+      return { value: out.data, status: ctx.response.status ?? op.successStatus ?? 200, headers: ctx.response.headers };
+    },
+  };
+  return core;
+}

@@ -1,0 +1,34 @@
+import { createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
+
+/** scrypt password hash, stored as `scrypt$N$r$p$salt$hash` (base64url). */
+export function hashPassword(password: string): string {
+  const salt = randomBytes(16);
+  const N = 16384, r = 8, p = 1;
+  const hash = scryptSync(password, salt, 32, { N, r, p });
+  return `scrypt$${N}$${r}$${p}$${salt.toString('base64url')}$${hash.toString('base64url')}`;
+}
+
+export function verifyPassword(password: string, stored: string): boolean {
+  const parts = stored.split('$');
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
+  const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
+  const expected = Buffer.from(hash, 'base64url');
+  const actual = scryptSync(password, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p) });
+  return timingSafeEqual(expected, actual);
+}
+
+/**
+ * API keys and tokens are 256-bit random secrets, so a plain SHA-256 is a sound at-rest hash
+ * (no dictionary to guess) and allows an indexed lookup.
+ */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+export function newSecret(prefix: string): string {
+  return `${prefix}_${randomBytes(32).toString('base64url')}`;
+}
+
+export function randomPassword(): string {
+  return randomBytes(12).toString('base64url');
+}

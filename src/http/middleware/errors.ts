@@ -1,0 +1,22 @@
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import { AppError, InternalError } from '../../core/errors.js';
+
+/** Renders every error as the spec's Shape A; unknown errors become a generic 500 with no internal text. */
+export function errorHandler(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      let e: AppError;
+      if (err instanceof AppError) e = err;
+      else {
+        log.error({ err, requestId: ctx.state.requestId, path: ctx.path }, 'unhandled error');
+        e = new InternalError();
+      }
+      ctx.status = e.status;
+      for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
+      ctx.body = e.toBody();
+    }
+  };
+}

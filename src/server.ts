@@ -1,0 +1,114 @@
+import http from 'node:http';
+import Koa from 'koa';
+import Router from '@koa/router';
+import { pino, type Logger } from 'pino';
+import { loadConfig, type AppConfig } from './core/config.js';
+import { createCore, type Core } from './core/invoke.js';
+import { createServices, type Services } from './core/services.js';
+import { openDatabase, type Db } from './storage/db.js';
+import { requestId } from './http/middleware/request-id.js';
+import { errorHandler } from './http/middleware/errors.js';
+import { RateLimiter } from './http/middleware/rate-limit.js';
+import { buildRestRouter } from './http/router.js';
+import { buildOpenApi } from './http/openapi.js';
+import { AppError } from './core/errors.js';
+import type { AnyOperation } from '../operations/define.js';
+
+export interface Sightline {
+  config: AppConfig;
+  db: Db;
+  services: Services;
+  core: Core;
+  app: Koa;
+  log: Logger;
+  /** Extra cleanup registered by faces (MCP sessions, sandbox pool). */
+  onClose: Array<() => Promise<void> | void>;
+  listen(): Promise<http.Server>;
+  close(): Promise<void>;
+}
+
+export interface SightlineOptions {
+  now?: () => number;
+  logger?: Logger;
+  operations?: readonly AnyOperation[];
+}
+
+/** A face that mounts its own routes (MCP, OAuth, ingest) on the shared app. */
+export type Mount = (s: Sightline, router: Router) => void;
+/** Faces with routes of their own, mounted in this order before the REST router. */
+const MOUNTS: Mount[] = [];
+
+export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: SightlineOptions = {}): Sightline {
+  const config = loadConfig(process.env, configOverrides);
+  const log = opts.logger ?? pino({ level: config.logLevel });
+  const db = openDatabase(config.dbFile);
+  const services = createServices(db, config);
+  const core = createCore(services, { now: opts.now, operations: opts.operations });
+  core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
+
+  const app = new Koa({ proxy: process.env.SIGHTLINE_TRUST_PROXY === '1' });
+  app.silent = true;
+  const limiter = new RateLimiter(config.rateLimit.limit, config.rateLimit.windowSeconds, core.now);
+  const openapi = buildOpenApi(core.operations.values(), config);
+
+  app.use(requestId());
+  app.use(errorHandler(log));
+
+  const base = new Router();
+  base.get('/', (ctx) => {
+    ctx.body = {
+      name: 'Sightline',
+      version: '1.0.0',
+      description: 'MCP-first observability and error tracking.',
+      links: {
+        docs: 'https://github.com/sightline-dev/sightline#readme',
+        openapi: `${config.baseUrl}/openapi.json`,
+        mcp: config.mcpUrl,
+        ingest: config.ingestUrl,
+        oauth_metadata: `${config.baseUrl}/.well-known/oauth-authorization-server`,
+      },
+      mcp: {
+        url: config.mcpUrl,
+        transport: 'streamable-http',
+        tools: ['search', 'execute'],
+        client_config: { mcpServers: { sightline: { type: 'http', url: config.mcpUrl } } },
+        stdio_config: { mcpServers: { sightline: { command: 'npx', args: ['sightline', 'mcp'], env: { SIGHTLINE_API_KEY: '<key>', SIGHTLINE_URL: config.baseUrl } } } },
+      },
+    };
+  });
+  base.get('/openapi.json', (ctx) => {
+    ctx.body = openapi;
+  });
+
+  const s: Sightline = {
+    config,
+    db,
+    services,
+    core,
+    app,
+    log,
+    onClose: [],
+    async listen() {
+      const server = http.createServer(app.callback());
+      await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
+      s.onClose.push(() => new Promise<void>((r) => server.close(() => r())));
+      return server;
+    },
+    async close() {
+      for (const fn of s.onClose.splice(0).reverse()) await fn();
+      db.close();
+    },
+  };
+
+  for (const m of MOUNTS) m(s, base);
+  app.use(base.routes());
+  const rest = buildRestRouter(core, limiter);
+  app.use(rest.routes());
+  app.use(rest.allowedMethods({ throw: false }));
+  app.use((ctx) => {
+    if (ctx.status === 404 && ctx.body === undefined) {
+      throw new AppError(404, 'not_found_error', 'route_not_found', `No route for ${ctx.method} ${ctx.path}. See ${config.baseUrl}/openapi.json.`);
+    }
+  });
+  return s;
+}

@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from './db.js';
+
+export interface DeploymentRow {
+  id: string;
+  project_id: string;
+  provider: string;
+  deployment_id: string;
+  service: string | null;
+  version: string | null;
+  environment: string | null;
+  status: string;
+  url: string | null;
+  commit_sha: string | null;
+  branch: string | null;
+  started_at: number | null;
+  finished_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export type DeploymentUpsert = Omit<DeploymentRow, 'id' | 'project_id' | 'created_at' | 'updated_at'>;
+
+export interface DeploymentFilter {
+  provider?: string;
+  environment?: string;
+  service?: string;
+  version?: string;
+  status?: string;
+  fromMs?: number;
+  toMs?: number;
+  limit: number;
+  offset: number;
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+const fromRow = (r: any): DeploymentRow => ({ ...r, project_id: String(r.project_id) });
+
+/** The time a deployment is placed at: when it started, else when we first heard of it. */
+const AT = 'COALESCE(started_at, created_at)';
+
+export function createDeploymentsRepo(db: Db) {
+  const s = {
+    byKey: db.prepare('SELECT * FROM deployments WHERE project_id = ? AND provider = ? AND deployment_id = ?'),
+    insert: db.prepare(`INSERT INTO deployments (id, project_id, provider, deployment_id, service, version, environment, status, url, commit_sha, branch, started_at, finished_at, created_at, updated_at)
+      VALUES (@id, @project_id, @provider, @deployment_id, @service, @version, @environment, @status, @url, @commit_sha, @branch, @started_at, @finished_at, @now, @now)`),
+    update: db.prepare(`UPDATE deployments SET service = @service, version = @version, environment = @environment, status = @status, url = @url,
+      commit_sha = @commit_sha, branch = @branch, started_at = @started_at, finished_at = @finished_at, updated_at = @now WHERE id = @id`),
+  };
+
+  function list(projectId: string, f: DeploymentFilter): { rows: DeploymentRow[]; total: number } {
+    const where = ['project_id = ?'];
+    const args: unknown[] = [Number(projectId)];
+    for (const col of ['provider', 'environment', 'service', 'version', 'status'] as const) {
+      if (f[col] !== undefined) {
+        where.push(`${col} = ?`);
+        args.push(f[col]);
+      }
+    }
+    if (f.fromMs !== undefined) {
+      where.push(`${AT} >= ?`);
+      args.push(f.fromMs);
+    }
+    if (f.toMs !== undefined) {
+      where.push(`${AT} <= ?`);
+      args.push(f.toMs);
+    }
+    const w = where.join(' AND ');
+    const total = (db.prepare(`SELECT COUNT(*) AS n FROM deployments WHERE ${w}`).get(...args) as { n: number }).n;
+    const rows = db
+      .prepare(`SELECT * FROM deployments WHERE ${w} ORDER BY ${AT} DESC, id DESC LIMIT ? OFFSET ?`)
+      .all(...args, f.limit, f.offset)
+      .map(fromRow);
+    return { rows, total };
+  }
+
+  return {
+    /** Create or update by provider + deployment_id. Returns the row and whether it was created. */
+    upsert(projectId: string, d: DeploymentUpsert, now: number): { row: DeploymentRow; created: boolean } {
+      return db.transaction(() => {
+        const existing = s.byKey.get(Number(projectId), d.provider, d.deployment_id) as any;
+        if (existing) {
+          s.update.run({ ...d, id: existing.id, now });
+          return { row: fromRow(s.byKey.get(Number(projectId), d.provider, d.deployment_id)), created: false };
+        }
+        s.insert.run({ ...d, id: randomUUID(), project_id: Number(projectId), now });
+        return { row: fromRow(s.byKey.get(Number(projectId), d.provider, d.deployment_id)), created: true };
+      })();
+    },
+    list,
+    /** Deployments of a service/environment that started at or before `beforeMs`, newest first. */
+    before(projectId: string, service: string | null, environment: string | null, beforeMs: number, limit: number): DeploymentRow[] {
+      const where = ['project_id = ?', `${AT} <= ?`];
+      const args: unknown[] = [Number(projectId), beforeMs];
+      if (service) {
+        where.push('service = ?');
+        args.push(service);
+      }
+      if (environment) {
+        where.push('environment = ?');
+        args.push(environment);
+      }
+      return db
+        .prepare(`SELECT * FROM deployments WHERE ${where.join(' AND ')} ORDER BY ${AT} DESC LIMIT ?`)
+        .all(...args, limit)
+        .map(fromRow);
+    },
+  };
+}
+
+export type DeploymentsRepo = ReturnType<typeof createDeploymentsRepo>;

@@ -1,0 +1,140 @@
+import type { Db } from './db.js';
+
+export interface FeedbackRow {
+  id: string;
+  project_id: string;
+  message: string;
+  contact_email: string | null;
+  name: string | null;
+  environment: string | null;
+  user_id: string | null;
+  release: string | null;
+  service: string | null;
+  url: string | null;
+  session_id: string | null;
+  replay_id: string | null;
+  trace_id: string | null;
+  error_group_id: string | null;
+  metadata: Record<string, string | number | boolean | null> | null;
+  status: 'new' | 'reviewed' | 'archived';
+  source: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export type FeedbackInsert = Omit<FeedbackRow, 'project_id' | 'status' | 'updated_at'>;
+
+export interface FeedbackFilter {
+  status?: string[];
+  environment?: string;
+  release?: string;
+  service?: string;
+  user_id?: string;
+  session_id?: string;
+  replay_id?: string;
+  trace_id?: string;
+  error_group_id?: string;
+  q?: string;
+  fromMs?: number;
+  toMs?: number;
+  /** Keyset position: rows strictly older than (created_at, id). */
+  before?: { created_at: number; id: string };
+  limit: number;
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+function fromRow(r: any): FeedbackRow {
+  return { ...r, project_id: String(r.project_id), metadata: r.metadata ? JSON.parse(r.metadata) : null };
+}
+
+const COLUMNS = [
+  'id', 'message', 'contact_email', 'name', 'environment', 'user_id', 'release', 'service', 'url',
+  'session_id', 'replay_id', 'trace_id', 'error_group_id', 'metadata', 'source', 'created_at',
+] as const;
+
+export function createFeedbackRepo(db: Db) {
+  const s = {
+    insert: db.prepare(
+      `INSERT INTO feedback (project_id, ${COLUMNS.join(', ')}, updated_at) VALUES (@project_id, ${COLUMNS.map((c) => '@' + c).join(', ')}, @created_at)`,
+    ),
+    get: db.prepare('SELECT * FROM feedback WHERE project_id = ? AND id = ?'),
+    updateStatus: db.prepare('UPDATE feedback SET status = ?, updated_at = ? WHERE project_id = ? AND id = ?'),
+    countSince: db.prepare('SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM feedback WHERE project_id = ? AND created_at > ?'),
+    nthNewestSince: db.prepare(
+      'SELECT created_at FROM feedback WHERE project_id = ? AND created_at > ? ORDER BY created_at DESC LIMIT 1 OFFSET ?',
+    ),
+    idem: db.prepare('SELECT payload_hash, feedback_id FROM feedback_idempotency WHERE project_id = ? AND key = ?'),
+    insertIdem: db.prepare('INSERT INTO feedback_idempotency (project_id, key, payload_hash, feedback_id, created_at) VALUES (?, ?, ?, ?, ?)'),
+  };
+
+  return {
+    insert(projectId: string, row: FeedbackInsert, idempotency?: { key: string; payloadHash: string }): FeedbackRow {
+      db.transaction(() => {
+        s.insert.run({ ...row, project_id: Number(projectId), metadata: row.metadata ? JSON.stringify(row.metadata) : null });
+        if (idempotency) s.insertIdem.run(Number(projectId), idempotency.key, idempotency.payloadHash, row.id, row.created_at);
+      })();
+      return fromRow(s.get.get(Number(projectId), row.id));
+    },
+    get(projectId: string, id: string): FeedbackRow | undefined {
+      const r = s.get.get(Number(projectId), id);
+      return r ? fromRow(r) : undefined;
+    },
+    updateStatus(projectId: string, id: string, status: string, now: number): boolean {
+      return s.updateStatus.run(status, now, Number(projectId), id).changes > 0;
+    },
+    /** Records created after `sinceMs`: their number, and the creation time of the oldest. */
+    countSince(projectId: string, sinceMs: number): { n: number; oldest: number | null } {
+      return s.countSince.get(Number(projectId), sinceMs) as { n: number; oldest: number | null };
+    },
+    /** created_at of the k-th newest record after `sinceMs` (k from 0), for quota recovery times. */
+    nthNewestSince(projectId: string, sinceMs: number, k: number): number | null {
+      const r = s.nthNewestSince.get(Number(projectId), sinceMs, k) as { created_at: number } | undefined;
+      return r?.created_at ?? null;
+    },
+    idempotency(projectId: string, key: string): { payload_hash: string; feedback_id: string } | undefined {
+      return s.idem.get(Number(projectId), key) as { payload_hash: string; feedback_id: string } | undefined;
+    },
+    list(projectId: string, f: FeedbackFilter): FeedbackRow[] {
+      const where = ['project_id = ?'];
+      const args: unknown[] = [Number(projectId)];
+      const eq = (col: string, v: string | undefined) => {
+        if (v !== undefined) {
+          where.push(`${col} = ?`);
+          args.push(v);
+        }
+      };
+      if (f.status?.length) {
+        where.push(`status IN (${f.status.map(() => '?').join(',')})`);
+        args.push(...f.status);
+      }
+      eq('environment', f.environment);
+      eq('release', f.release);
+      eq('service', f.service);
+      eq('user_id', f.user_id);
+      eq('session_id', f.session_id);
+      eq('replay_id', f.replay_id);
+      eq('trace_id', f.trace_id);
+      eq('error_group_id', f.error_group_id);
+      if (f.q) {
+        where.push("message LIKE ? ESCAPE '\\'");
+        args.push('%' + f.q.replace(/[\\%_]/g, (c) => '\\' + c) + '%');
+      }
+      if (f.fromMs !== undefined) {
+        where.push('created_at >= ?');
+        args.push(f.fromMs);
+      }
+      if (f.toMs !== undefined) {
+        where.push('created_at <= ?');
+        args.push(f.toMs);
+      }
+      if (f.before) {
+        where.push('(created_at < ? OR (created_at = ? AND id < ?))');
+        args.push(f.before.created_at, f.before.created_at, f.before.id);
+      }
+      const sql = `SELECT * FROM feedback WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`;
+      return db.prepare(sql).all(...args, f.limit).map(fromRow);
+    },
+  };
+}
+
+export type FeedbackRepo = ReturnType<typeof createFeedbackRepo>;
