@@ -13,6 +13,7 @@ import { buildRestRouter } from './http/router.js';
 import { buildOpenApi } from './http/openapi.js';
 import { AppError } from './core/errors.js';
 import type { AnyOperation } from '../operations/define.js';
+import { buildIngestRouter } from './ingest/mount.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -92,6 +93,17 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       const server = http.createServer(app.callback());
       await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
       s.onClose.push(() => new Promise<void>((r) => server.close(() => r())));
+      if (config.ingestPort) {
+        // Ingestion on its own port as well (SIGHTLINE_INGEST_PORT), same routes and state.
+        const ingestApp = new Koa({ proxy: app.proxy });
+        ingestApp.silent = true;
+        ingestApp.use(requestId());
+        ingestApp.use(errorHandler(log));
+        ingestApp.use(ingestRouter.routes());
+        const ingestServer = http.createServer(ingestApp.callback());
+        await new Promise<void>((resolve) => ingestServer.listen(config.ingestPort, config.host, resolve));
+        s.onClose.push(() => new Promise<void>((r) => ingestServer.close(() => r())));
+      }
       return server;
     },
     async close() {
@@ -100,6 +112,8 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     },
   };
 
+  const ingestRouter = buildIngestRouter(s);
+  app.use(ingestRouter.routes());
   for (const m of MOUNTS) m(s, base);
   app.use(base.routes());
   const rest = buildRestRouter(core, limiter);

@@ -14,6 +14,8 @@ export interface AppConfig {
   rateLimit: { limit: number; windowSeconds: number };
   /** Server-wide JSON body cap in bytes. */
   bodyLimitBytes: number;
+  /** Ingestion: compressed body cap, decompressed cap, and records per project per minute (0 = no quota). */
+  ingest: { maxBodyBytes: number; maxDecompressedBytes: number; quotaPerMinute: number };
   /** Origins allowed to call /mcp from a browser (besides requests with no Origin). */
   mcpAllowedOrigins: string[];
   logLevel: string;
@@ -45,6 +47,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       windowSeconds: int(env.SIGHTLINE_RATE_LIMIT_WINDOW, 60),
     },
     bodyLimitBytes: overrides.bodyLimitBytes ?? int(env.SIGHTLINE_BODY_LIMIT, 1024 * 1024),
+    ingest: overrides.ingest ?? {
+      maxBodyBytes: int(env.SIGHTLINE_INGEST_MAX_BODY, 16 * 1024 * 1024),
+      maxDecompressedBytes: int(env.SIGHTLINE_INGEST_MAX_DECOMPRESSED, 64 * 1024 * 1024),
+      quotaPerMinute: int(env.SIGHTLINE_INGEST_QUOTA_PER_MINUTE, 0),
+    },
     mcpAllowedOrigins:
       overrides.mcpAllowedOrigins ?? (env.SIGHTLINE_MCP_ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',

@@ -2,6 +2,10 @@ import type { Db } from '../storage/db.js';
 import { createIdentityRepo, type IdentityRepo } from '../storage/identity-repo.js';
 import { createFeedbackRepo, type FeedbackRepo } from '../storage/feedback-repo.js';
 import { createDeploymentsRepo, type DeploymentsRepo } from '../storage/deployments-repo.js';
+import { createSqliteTelemetryWriter } from '../storage/sqlite-telemetry-store.js';
+import type { TelemetryWriter } from '../storage/telemetry-store.js';
+import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
+import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import type { AppConfig } from './config.js';
 import type { Principal } from './principal.js';
 
@@ -15,6 +19,9 @@ export interface Services {
   feedback: FeedbackRepo;
   deployments: DeploymentsRepo;
   tokenResolvers: TokenResolver[];
+  telemetry: TelemetryWriter;
+  errorsIngest: ErrorsIngestRepo;
+  ingestMisc: IngestMiscRepo;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -23,15 +30,20 @@ export interface Services {
 }
 
 export function createServices(db: Db, config: AppConfig): Services {
+  const errorsIngest = createErrorsIngestRepo(db);
+  const ingestMisc = createIngestMiscRepo(db);
   return {
     config,
     identity: createIdentityRepo(db),
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
+    telemetry: createSqliteTelemetryWriter(db),
+    errorsIngest,
+    ingestMisc,
     lookups: {
-      errorGroupExists: () => false,
-      replaySessionFor: () => null,
+      errorGroupExists: (projectId, id) => errorsIngest.exists(projectId, id),
+      replaySessionFor: (projectId, replayId) => ingestMisc.replay(projectId, replayId.replace(/-/g, '').toLowerCase())?.replay_id ?? null,
     },
   };
 }

@@ -35,6 +35,10 @@ export interface FeedbackFilter {
   trace_id?: string;
   error_group_id?: string;
   q?: string;
+  /** Case-insensitive literal substring of url. */
+  url?: string;
+  /** Case-insensitive literal substring of name, contact_email or user_id. */
+  contact?: string;
   fromMs?: number;
   toMs?: number;
   /** Keyset position: rows strictly older than (created_at, id). */
@@ -115,9 +119,19 @@ export function createFeedbackRepo(db: Db) {
       eq('replay_id', f.replay_id);
       eq('trace_id', f.trace_id);
       eq('error_group_id', f.error_group_id);
+      // LIKE with every wildcard escaped: a literal, case-insensitive (ASCII) substring match.
+      const like = (v: string) => '%' + v.replace(/[\\%_]/g, (c) => '\\' + c) + '%';
       if (f.q) {
         where.push("message LIKE ? ESCAPE '\\'");
-        args.push('%' + f.q.replace(/[\\%_]/g, (c) => '\\' + c) + '%');
+        args.push(like(f.q));
+      }
+      if (f.url) {
+        where.push("url LIKE ? ESCAPE '\\'");
+        args.push(like(f.url));
+      }
+      if (f.contact) {
+        where.push("(name LIKE ? ESCAPE '\\' OR contact_email LIKE ? ESCAPE '\\' OR user_id LIKE ? ESCAPE '\\')");
+        args.push(like(f.contact), like(f.contact), like(f.contact));
       }
       if (f.fromMs !== undefined) {
         where.push('created_at >= ?');

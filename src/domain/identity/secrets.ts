@@ -25,8 +25,9 @@ export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
 }
 
+/** `prefix_` + 64 hex characters: word characters only, as a Sentry DSN's public key must be. */
 export function newSecret(prefix: string): string {
-  return `${prefix}_${randomBytes(32).toString('base64url')}`;
+  return `${prefix}_${randomBytes(32).toString('hex')}`;
 }
 
 export function randomPassword(): string {

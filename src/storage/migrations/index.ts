@@ -1,4 +1,6 @@
 import { m001Identity } from './001-identity.js';
+import { m002Telemetry } from './002-telemetry.js';
+import { m003Oauth } from './003-oauth.js';
 
 export interface Migration {
   version: number;
@@ -7,4 +9,4 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth];

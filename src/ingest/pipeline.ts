@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import type { ErrorEventRecord, SpanRecord } from '../domain/telemetry-types.js';
+import { groupKeyFor } from '../domain/grouping/fingerprint.js';
+import { parseStackTrace } from '../domain/grouping/stacktrace.js';
+import { environmentOf, serviceVersionOf } from '../storage/sqlite-telemetry-store.js';
+import type { Services } from '../core/services.js';
+import type { ProjectRow } from '../storage/identity-repo.js';
+
+/** Span `exception` events (OTel semantic conventions) become error events. */
+export function errorEventsFromSpans(spans: SpanRecord[], receivedMs: number): ErrorEventRecord[] {
+  const out: ErrorEventRecord[] = [];
+  for (const sp of spans) {
+    for (const ev of sp.events) {
+      if (ev.name !== 'exception') continue;
+      const a = ev.attributes;
+      const type = typeof a['exception.type'] === 'string' ? (a['exception.type'] as string) : '';
+      const value = typeof a['exception.message'] === 'string' ? (a['exception.message'] as string) : '';
+      const stack = typeof a['exception.stacktrace'] === 'string' ? (a['exception.stacktrace'] as string) : '';
+      if (!type && !value) continue;
+      out.push({
+        event_id: randomBytes(16).toString('hex'),
+        timestamp_ms: ev.time_ms || sp.end_ms,
+        received_ms: receivedMs,
+        source: 'otlp',
+        platform: typeof sp.resource['telemetry.sdk.language'] === 'string' ? (sp.resource['telemetry.sdk.language'] as string) : 'other',
+        level: 'error',
+        message: value,
+        exceptions: [{ type: type || 'Error', value, frames: parseStackTrace(stack) }],
+        fingerprint: null,
+        environment: environmentOf(sp.resource) || 'production',
+        release: serviceVersionOf(sp.resource),
+        service_name: sp.service_name,
+        server_name: typeof sp.resource['host.name'] === 'string' ? (sp.resource['host.name'] as string) : '',
+        transaction: sp.name,
+        tags: {},
+        user: null,
+        trace_id: sp.trace_id,
+        span_id: sp.span_id,
+        payload: { span: { trace_id: sp.trace_id, span_id: sp.span_id, name: sp.name, attributes: sp.attributes }, exception: a },
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * Spike protection: per project, error events above the threshold within one clock minute are
+ * dropped and counted. In memory: the threshold protects this process; counts reset each minute.
+ */
+export class SpikeGuard {
+  private counts = new Map<string, { minute: number; n: number }>();
+
+  /** How many of `n` events may be accepted now; the rest are dropped. */
+  admit(project: ProjectRow, n: number, now: number): number {
+    if (!project.spike_protection_enabled || project.spike_threshold_per_minute === null) return n;
+    const minute = Math.floor(now / 60_000);
+    let c = this.counts.get(project.id);
+    if (!c || c.minute !== minute) {
+      c = { minute, n: 0 };
+      this.counts.set(project.id, c);
+    }
+    const room = Math.max(0, project.spike_threshold_per_minute - c.n);
+    const admitted = Math.min(room, n);
+    c.n += admitted;
+    return admitted;
+  }
+
+  /** Seconds until the current minute ends (when spike protection admits events again). */
+  static secondsToNextMinute(now: number): number {
+    return Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000));
+  }
+}
+
+export interface ErrorIngestResult {
+  accepted: number;
+  dropped: number;
+  groups: string[];
+}
+
+/** Group and store error events, after spike protection. Committed when this returns. */
+export function ingestErrorEvents(services: Services, spike: SpikeGuard, project: ProjectRow, events: ErrorEventRecord[], now: number): ErrorIngestResult {
+  if (!events.length) return { accepted: 0, dropped: 0, groups: [] };
+  const admitted = spike.admit(project, events.length, now);
+  const dropped = events.length - admitted;
+  if (dropped) services.ingestMisc.recordOutcome(project.id, now, 'error', 'spike_protection', dropped);
+  const items = events.slice(0, admitted).map((event) => ({ event, key: groupKeyFor(event) }));
+  const { groups } = items.length ? services.errorsIngest.ingest(project.id, project.slug, items, now) : { groups: [] as string[] };
+  return { accepted: admitted, dropped, groups };
+}

@@ -1,0 +1,161 @@
+import { createHash } from 'node:crypto';
+import type { Db } from './db.js';
+import type { Attributes, AttrValue, LogRecordOut, MetricPointRecord, SpanRecord } from '../domain/telemetry-types.js';
+import { normalizeOperation } from '../domain/traces/operations.js';
+import type { TelemetryWriter } from './telemetry-store.js';
+
+/** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
+export function environmentOf(resource: Attributes): string {
+  const v = resource['deployment.environment.name'] ?? resource['deployment.environment'];
+  return typeof v === 'string' ? v : '';
+}
+
+export function serviceVersionOf(resource: Attributes): string {
+  const v = resource['service.version'];
+  return typeof v === 'string' ? v : '';
+}
+
+/** OTLP severity number → level name (OpenTelemetry log data model ranges). */
+export function levelOf(severityNumber: number, severityText: string): string {
+  if (severityNumber >= 21) return 'fatal';
+  if (severityNumber >= 17) return 'error';
+  if (severityNumber >= 13) return 'warn';
+  if (severityNumber >= 9) return 'info';
+  if (severityNumber >= 5) return 'debug';
+  if (severityNumber >= 1) return 'trace';
+  const t = severityText.toLowerCase();
+  if (t.startsWith('fatal') || t === 'critical' || t === 'crit' || t === 'emerg' || t === 'alert') return 'fatal';
+  if (t.startsWith('err')) return 'error';
+  if (t.startsWith('warn')) return 'warn';
+  if (t.startsWith('debug')) return 'debug';
+  if (t.startsWith('trace')) return 'trace';
+  return 'info';
+}
+
+/** A span's drill-down operation: the route when HTTP semantics give one, else its normalized name. */
+export function operationOf(span: Pick<SpanRecord, 'name' | 'attributes'>): string {
+  const a = span.attributes;
+  const method = (a['http.request.method'] ?? a['http.method']) as string | undefined;
+  const route = (a['http.route'] ?? undefined) as string | undefined;
+  if (typeof method === 'string' && typeof route === 'string' && route) return normalizeOperation(`${method} ${route}`);
+  if (typeof method === 'string' && span.name.toUpperCase() === method.toUpperCase()) {
+    const target = (a['url.path'] ?? a['http.target']) as string | undefined;
+    if (typeof target === 'string') return normalizeOperation(`${method} ${target}`);
+  }
+  return normalizeOperation(span.name);
+}
+
+function flattenValues(v: AttrValue, out: string[]): void {
+  if (v === null) return;
+  if (Array.isArray(v)) for (const x of v) flattenValues(x, out);
+  else if (typeof v === 'object') for (const x of Object.values(v)) flattenValues(x, out);
+  else out.push(String(v));
+}
+
+function attrsText(a: Attributes): string {
+  const out: string[] = [];
+  for (const v of Object.values(a)) flattenValues(v, out);
+  return out.join(' ');
+}
+
+
+export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourceId(projectId: string, attrs: Attributes): number } {
+  const resourceIds = new Map<string, number>();
+  const s = {
+    resByHash: db.prepare('SELECT id FROM resources WHERE project_id = ? AND hash = ?'),
+    resInsert: db.prepare('INSERT INTO resources (project_id, hash, attributes) VALUES (?, ?, ?)'),
+    span: db.prepare(`INSERT INTO spans (project_id, trace_id, span_id, parent_span_id, name, operation, kind, service_name, environment, service_version,
+      start_ms, end_ms, duration_ms, status_code, status_message, attributes, events, links, resource_id, scope_name, scope_version, trace_state, source, received_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    log: db.prepare(`INSERT INTO logs (project_id, time_ms, observed_ms, severity_number, severity_text, level, body, attributes, trace_id, span_id,
+      service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    fts: db.prepare('INSERT INTO logs_fts (rowid, body, attrs) VALUES (?, ?, ?)'),
+    point: db.prepare(`INSERT INTO metric_points (project_id, metric_name, type, unit, description, temporality, monotonic, service_name, environment,
+      series_key, scope_name, start_ms, time_ms, value, count, sum, min, max, buckets, attributes, resource_id, flags, received_ms)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+  };
+
+  // Resources repeat across every record of a batch and across batches: hash the same object once.
+  let lastObj: Attributes | null = null;
+  let lastKey = '';
+  let lastId = 0;
+  function resourceId(projectId: string, attrs: Attributes): number {
+    if (attrs === lastObj && lastKey.startsWith(projectId + ':')) return lastId;
+    const json = JSON.stringify(attrs);
+    const hash = createHash('sha1').update(json).digest('base64url');
+    const key = `${projectId}:${hash}`;
+    let id = resourceIds.get(key);
+    if (id === undefined) {
+      const row = s.resByHash.get(Number(projectId), hash) as { id: number } | undefined;
+      id = row ? row.id : Number(s.resInsert.run(Number(projectId), hash, json).lastInsertRowid);
+      if (resourceIds.size > 50_000) resourceIds.clear();
+      resourceIds.set(key, id);
+    }
+    lastObj = attrs;
+    lastKey = key;
+    lastId = id;
+    return id;
+  }
+
+  const insertSpans = db.transaction((projectId: string, spans: SpanRecord[], source: string, receivedMs: number) => {
+    const pid = Number(projectId);
+    for (const sp of spans) {
+      s.span.run(
+        pid, sp.trace_id, sp.span_id, sp.parent_span_id, sp.name, operationOf(sp), sp.kind, sp.service_name,
+        environmentOf(sp.resource), serviceVersionOf(sp.resource), sp.start_ms, sp.end_ms, Math.max(0, sp.end_ms - sp.start_ms),
+        sp.status_code, sp.status_message, JSON.stringify(sp.attributes),
+        sp.events.length ? JSON.stringify(sp.events) : null, sp.links.length ? JSON.stringify(sp.links) : null,
+        resourceId(projectId, sp.resource), sp.scope.name, sp.scope.version, sp.trace_state, source, receivedMs,
+      );
+    }
+    return spans.length;
+  });
+
+  const insertLogs = db.transaction(
+    (projectId: string, logs: LogRecordOut[], source: string, receivedMs: number, connectorKey: string | null) => {
+      const pid = Number(projectId);
+      for (const l of logs) {
+        const body = typeof l.body === 'string' ? l.body : l.body === null ? '' : JSON.stringify(l.body);
+        const attrs = JSON.stringify(l.attributes);
+        const logSource = typeof l.attributes['log.source'] === 'string' ? (l.attributes['log.source'] as string) : source;
+        const info = s.log.run(
+          pid, l.time_ms, l.observed_time_ms, l.severity_number, l.severity_text, levelOf(l.severity_number, l.severity_text),
+          body, attrs, l.trace_id, l.span_id, l.service_name, environmentOf(l.resource), serviceVersionOf(l.resource),
+          logSource, connectorKey, resourceId(projectId, l.resource), l.scope.name, receivedMs,
+        );
+        s.fts.run(info.lastInsertRowid, body, attrsText(l.attributes));
+      }
+      return logs.length;
+    },
+  );
+
+  const insertMetricPoints = db.transaction((projectId: string, points: MetricPointRecord[], receivedMs: number) => {
+    const pid = Number(projectId);
+    for (const p of points) {
+      const rid = resourceId(projectId, p.resource);
+      const attrs = JSON.stringify(p.attributes);
+      const seriesKey = createHash('sha1').update(`${p.metric_name}\u0000${p.type}\u0000${rid}\u0000${p.scope.name}\u0000${attrs}`).digest('base64url');
+      const buckets =
+        p.type === 'hist'
+          ? JSON.stringify({ bucket_counts: p.bucket_counts ?? [], explicit_bounds: p.explicit_bounds ?? [] })
+          : p.type === 'exponential_histogram'
+            ? JSON.stringify({ scale: p.scale ?? 0, zero_count: p.zero_count ?? 0, zero_threshold: p.zero_threshold ?? 0, positive: p.positive ?? null, negative: p.negative ?? null })
+            : null;
+      s.point.run(
+        pid, p.metric_name, p.type, p.unit, p.description, p.temporality, p.monotonic ? 1 : 0, p.service_name, environmentOf(p.resource),
+        seriesKey, p.scope.name, p.start_ms, p.time_ms, p.value ?? null, p.count ?? null, p.sum ?? null, p.min ?? null, p.max ?? null,
+        buckets, attrs, rid, p.flags, receivedMs,
+      );
+    }
+    return points.length;
+  });
+
+  return {
+    resourceId,
+    insertSpans: (projectId, spans, source, receivedMs) => insertSpans(projectId, spans, source, receivedMs),
+    insertLogs: (projectId, logs, source, receivedMs, connectorKey = null) => insertLogs(projectId, logs, source, receivedMs, connectorKey),
+    insertMetricPoints: (projectId, points, receivedMs) => insertMetricPoints(projectId, points, receivedMs),
+  };
+}
+
