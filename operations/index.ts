@@ -3,9 +3,14 @@ import * as projects from './projects.js';
 import * as apiKeys from './apiKeys.js';
 import * as feedback from './feedback.js';
 import * as deployments from './deployments.js';
+import * as errors from './errors.js';
+import * as events from './events.js';
 
 /** Every tag file, imported explicitly; the catalogue is the union of their operations. */
-export const tagModules: Record<string, Record<string, unknown>> = { projects, apiKeys, feedback, deployments };
+const modules = { projects, apiKeys, feedback, deployments, errors, events };
+export const tagModules: Record<string, Record<string, unknown>> = modules;
+/** The tag modules with their types kept (tag → export → descriptor): the typed client (src/client) is derived from it. */
+export type TagModules = typeof modules;
 
 function isOperation(v: unknown): v is AnyOperation {
   return !!v && typeof v === 'object' && 'operationId' in v && 'handler' in v;

@@ -6,6 +6,7 @@ import { createSqliteTelemetryWriter } from '../storage/sqlite-telemetry-store.j
 import type { TelemetryWriter } from '../storage/telemetry-store.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
+import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
 import type { AppConfig } from './config.js';
 import type { Principal } from './principal.js';
 
@@ -22,6 +23,7 @@ export interface Services {
   telemetry: TelemetryWriter;
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
+  errorGroups: ErrorGroupsRepo;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -41,6 +43,7 @@ export function createServices(db: Db, config: AppConfig): Services {
     telemetry: createSqliteTelemetryWriter(db),
     errorsIngest,
     ingestMisc,
+    errorGroups: createErrorGroupsRepo(db),
     lookups: {
       errorGroupExists: (projectId, id) => errorsIngest.exists(projectId, id),
       replaySessionFor: (projectId, replayId) => ingestMisc.replay(projectId, replayId.replace(/-/g, '').toLowerCase())?.replay_id ?? null,

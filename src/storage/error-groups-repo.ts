@@ -1,0 +1,707 @@
+import type { Db } from './db.js';
+import { groupFromRow, type ErrorGroupRow } from './errors-repo.js';
+import type { EventQueryTerm } from '../domain/errors/event-query.js';
+import { nearestRankIndex } from '../domain/errors/latency.js';
+
+/**
+ * The read and workflow side of error groups (the write side, grouping at ingest, is errors-repo.ts):
+ * listing with filters and facets, detail, workflow fields, per-user state, merge/unmerge, related
+ * traces, replays, triage runs, event search and ingestion latency.
+ *
+ * "The events of a group" are the events counted on it (error_events.group_id) plus, for a canonical
+ * group, those counted on its active merged duplicates before the merge. Events that arrive for a
+ * duplicate's fingerprint while it is merged count on the canonical (ingest reads merged_into live)
+ * and stay in the canonical's history after an unmerge, like the event counts.
+ */
+
+export const GROUP_STATUSES = ['unresolved', 'resolved', 'ignored', 'muted'] as const;
+export const GROUP_PRIORITIES = ['low', 'medium', 'high', 'critical'] as const;
+export type GroupStatus = (typeof GROUP_STATUSES)[number];
+export type GroupPriority = (typeof GROUP_PRIORITIES)[number];
+export type GroupSort = 'last_seen' | 'first_seen' | 'event_count' | 'priority';
+
+export interface GroupWithState extends ErrorGroupRow {
+  bookmarked: boolean;
+  subscribed: boolean;
+}
+
+export interface GroupListFilter {
+  fromMs?: number;
+  toMs?: number;
+  /** Empty or undefined: every status. */
+  statuses?: GroupStatus[];
+  priorities?: GroupPriority[];
+  levels?: string[];
+  service?: string;
+  environment?: string;
+  q?: string;
+  sort: GroupSort;
+  limit: number;
+  offset: number;
+  /** The current user (per-user bookmark/subscription); null for API keys. */
+  userId: string | null;
+}
+
+export interface FacetValue {
+  value: string;
+  count: number;
+}
+
+export interface GroupRef {
+  id: string;
+  short_id: string;
+  title: string;
+  merged_at: number | null;
+}
+
+export interface ErrorEventRow {
+  event_id: string;
+  group_id: string;
+  fingerprint_group_id: string;
+  timestamp_ms: number;
+  received_ms: number;
+  source: string;
+  platform: string;
+  level: string;
+  type: string;
+  message: string;
+  title: string;
+  service_name: string;
+  environment: string;
+  release: string;
+  transaction_name: string;
+  server_name: string;
+  trace_id: string | null;
+  span_id: string | null;
+  tags: Record<string, string>;
+  user: Record<string, unknown> | null;
+}
+
+export interface ErrorEventFull extends ErrorEventRow {
+  payload: unknown;
+}
+
+export interface RelatedTrace {
+  trace_id: string;
+  event_count: number;
+  first_event_ms: number;
+  last_event_ms: number;
+  span_count: number;
+  error_count: number;
+  root_span_name: string | null;
+  root_service_name: string | null;
+  started_ms: number | null;
+  duration_ms: number | null;
+}
+
+export interface LinkedReplay {
+  replay_id: string;
+  started_ms: number;
+  ended_ms: number;
+  segments: number;
+  urls: string[];
+  environment: string;
+  release: string;
+  linked_by: 'error' | 'window';
+}
+
+export type TriageStatus = 'queued' | 'running' | 'completed' | 'failed';
+export type TriageTrigger = 'manual' | 'automatic';
+
+export interface TriageRunRow {
+  id: string;
+  project_id: string;
+  group_id: string;
+  trigger: TriageTrigger;
+  triager: string;
+  cycle: string;
+  status: TriageStatus;
+  result: unknown;
+  error: string | null;
+  created_at: number;
+  completed_at: number | null;
+}
+
+export interface LatencyRow {
+  source: string;
+  count: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  p99_ms: number | null;
+  max_ms: number | null;
+  avg_ms: number | null;
+}
+
+export type MergeResult =
+  | { ok: true; merged: string[] }
+  | { ok: false; reason: 'canonical_missing' | 'canonical_is_merged' | 'self' | 'unknown' | 'merged_elsewhere' | 'has_duplicates'; id: string };
+
+export type UnmergeResult = { ok: true } | { ok: false; reason: 'missing' | 'not_merged' };
+
+/** Unbounded window ends (the Date range), bound as numbers. */
+const MIN_MS = -8.64e15;
+const MAX_MS = 8.64e15;
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+const withState = (r: any): GroupWithState => {
+  const { bookmarked, subscribed, ...rest } = r;
+  return { ...groupFromRow(rest), bookmarked: !!bookmarked, subscribed: !!subscribed };
+};
+
+const eventFromRow = (r: any): ErrorEventRow => ({
+  event_id: r.event_id,
+  group_id: r.group_id,
+  fingerprint_group_id: r.fingerprint_group_id,
+  timestamp_ms: r.timestamp_ms,
+  received_ms: r.received_ms,
+  source: r.source,
+  platform: r.platform,
+  level: r.level,
+  type: r.type,
+  message: r.message,
+  title: r.title,
+  service_name: r.service_name,
+  environment: r.environment,
+  release: r.release,
+  transaction_name: r.transaction_name,
+  server_name: r.server_name,
+  trace_id: r.trace_id,
+  span_id: r.span_id,
+  tags: safeJson(r.tags, {}),
+  user: r.user_json ? safeJson(r.user_json, null) : null,
+});
+
+function safeJson<T>(s: string | null | undefined, dflt: T): T {
+  if (!s) return dflt;
+  try {
+    return JSON.parse(s) as T;
+  } catch {
+    return dflt;
+  }
+}
+
+const triageFromRow = (r: any): TriageRunRow => ({
+  ...r,
+  project_id: String(r.project_id),
+  result: r.result ? safeJson(r.result, null) : null,
+});
+
+const PRIORITY_RANK = `CASE g.priority WHEN 'critical' THEN 4 WHEN 'high' THEN 3 WHEN 'medium' THEN 2 ELSE 1 END`;
+const ORDER: Record<GroupSort, string> = {
+  last_seen: 'g.last_seen DESC, g.id',
+  first_seen: 'g.first_seen DESC, g.id',
+  event_count: 'g.event_count DESC, g.last_seen DESC, g.id',
+  priority: `${PRIORITY_RANK} DESC, g.last_seen DESC, g.id`,
+};
+
+const EVENT_COLUMNS = `event_id, group_id, fingerprint_group_id, timestamp_ms, received_ms, source, platform, level, type, message, title,
+  service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json`;
+
+/** Columns an `exact` query term compares (spec keys → error_events columns; fixed strings, never user text). */
+const EXACT_COLUMN: Record<string, string> = {
+  level: 'level',
+  type: 'type',
+  service: 'service_name',
+  environment: 'environment',
+  release: 'release',
+  transaction: 'transaction_name',
+  server: 'server_name',
+  trace: "COALESCE(trace_id, '')",
+  source: 'source',
+  platform: 'platform',
+  event_id: 'event_id',
+};
+const TIME_COLUMN: Record<string, string> = { timestamp: 'timestamp_ms', received_at: 'received_ms' };
+
+/** `*` wildcard → LIKE pattern with `\` escaping % and _. */
+const likePattern = (v: string) => v.replace(/[\\%_]/g, (m) => `\\${m}`).replace(/\*/g, '%');
+/** JSON path of a tag key, as a bound parameter: `$."key"` (quotes in keys escaped). */
+const tagPath = (key: string) => `$."${key.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+
+/** Compiles parsed query terms to a WHERE fragment with bound parameters (values are never spliced into SQL). */
+export function compileEventTerms(terms: readonly EventQueryTerm[]): { sql: string[]; args: unknown[] } {
+  const sql: string[] = [];
+  const args: unknown[] = [];
+  const add = (frag: string, negated: boolean, a: unknown[]) => {
+    sql.push(negated ? `NOT (${frag})` : `(${frag})`);
+    args.push(...a);
+  };
+  for (const t of terms) {
+    switch (t.kind) {
+      case 'text': {
+        const v = t.text.toLowerCase();
+        add('instr(lower(message), ?) > 0 OR instr(lower(title), ?) > 0 OR instr(lower(type), ?) > 0', t.negated, [v, v, v]);
+        break;
+      }
+      case 'exact': {
+        const parts: string[] = [];
+        const a: unknown[] = [];
+        for (const v of t.values) {
+          if (t.field === 'group') {
+            if (v.includes('*')) {
+              parts.push("group_id LIKE ? ESCAPE '\\' OR fingerprint_group_id LIKE ? ESCAPE '\\'");
+              a.push(likePattern(v), likePattern(v));
+            } else {
+              parts.push('group_id = ? OR fingerprint_group_id = ?');
+              a.push(v, v);
+            }
+            continue;
+          }
+          const col = EXACT_COLUMN[t.field]!;
+          if (v.includes('*')) {
+            parts.push(`${col} LIKE ? ESCAPE '\\'`);
+            a.push(likePattern(v));
+          } else {
+            parts.push(`${col} = ? COLLATE NOCASE`);
+            a.push(v);
+          }
+        }
+        add(parts.join(' OR '), t.negated, a);
+        break;
+      }
+      case 'contains': {
+        const parts: string[] = [];
+        const a: unknown[] = [];
+        for (const v of t.values) {
+          if (v.includes('*')) {
+            parts.push(`${t.field} LIKE ? ESCAPE '\\'`);
+            a.push(`%${likePattern(v)}%`);
+          } else {
+            parts.push(`instr(lower(${t.field}), ?) > 0`);
+            a.push(v.toLowerCase());
+          }
+        }
+        add(parts.join(' OR '), t.negated, a);
+        break;
+      }
+      case 'time': {
+        const col = TIME_COLUMN[t.field]!;
+        const parts: string[] = [];
+        const a: unknown[] = [];
+        if (t.min) {
+          parts.push(`${col} ${t.min.inclusive ? '>=' : '>'} ?`);
+          a.push(t.min.ms);
+        }
+        if (t.max) {
+          parts.push(`${col} ${t.max.inclusive ? '<=' : '<'} ?`);
+          a.push(t.max.ms);
+        }
+        add(parts.join(' AND ') || '1', t.negated, a);
+        break;
+      }
+      case 'tag': {
+        const path = tagPath(t.key);
+        const parts: string[] = [];
+        const a: unknown[] = [];
+        for (const v of t.values) {
+          if (v.includes('*')) {
+            parts.push(`COALESCE(json_extract(tags, ?), '') LIKE ? ESCAPE '\\'`);
+            a.push(path, likePattern(v));
+          } else {
+            parts.push(`COALESCE(json_extract(tags, ?), '') = ? COLLATE NOCASE`);
+            a.push(path, v);
+          }
+        }
+        add(parts.join(' OR '), t.negated, a);
+        break;
+      }
+      case 'tag_compare': {
+        const path = tagPath(t.key);
+        // Only tag values that read as numbers take part in a comparison.
+        add(`json_extract(tags, ?) IS NOT NULL AND trim(json_extract(tags, ?)) GLOB '*[0-9]*' AND CAST(json_extract(tags, ?) AS REAL) ${t.op} ?`, t.negated, [
+          path,
+          path,
+          path,
+          t.value,
+        ]);
+        break;
+      }
+    }
+  }
+  return { sql, args };
+}
+
+export function createErrorGroupsRepo(db: Db) {
+  const STATE_JOIN = 'LEFT JOIN error_group_user_state us ON us.group_id = g.id AND us.user_id = ?';
+  const STATE_COLS = 'COALESCE(us.bookmarked, 0) AS bookmarked, COALESCE(us.subscribed, 0) AS subscribed';
+  const s = {
+    get: db.prepare(`SELECT g.*, ${STATE_COLS} FROM error_groups g ${STATE_JOIN} WHERE g.project_id = ? AND g.id = ?`),
+    raw: db.prepare('SELECT * FROM error_groups WHERE project_id = ? AND id = ?'),
+    mergedFrom: db.prepare('SELECT id, short_id, title, merged_at FROM error_groups WHERE project_id = ? AND merged_into = ? ORDER BY merged_at, id'),
+    ref: db.prepare('SELECT id, short_id, title, merged_at FROM error_groups WHERE project_id = ? AND id = ?'),
+    setMerged: db.prepare('UPDATE error_groups SET merged_into = ?, merged_at = ?, updated_at = ? WHERE project_id = ? AND id = ?'),
+    clearMerged: db.prepare('UPDATE error_groups SET merged_into = NULL, merged_at = NULL, updated_at = ? WHERE project_id = ? AND id = ?'),
+    countDuplicates: db.prepare('SELECT COUNT(*) AS n FROM error_groups WHERE project_id = ? AND merged_into = ?'),
+    assignAgent: db.prepare('UPDATE error_groups SET assigned_to = NULL, ai_assigned = 1, updated_at = ? WHERE project_id = ? AND id = ?'),
+    upsertState: db.prepare(`INSERT INTO error_group_user_state (group_id, user_id, bookmarked, subscribed) VALUES (@group_id, @user_id, COALESCE(@bookmarked, 0), COALESCE(@subscribed, 0))
+      ON CONFLICT (group_id, user_id) DO UPDATE SET bookmarked = COALESCE(@bookmarked, bookmarked), subscribed = COALESCE(@subscribed, subscribed)`),
+    others: db.prepare('SELECT * FROM error_groups WHERE project_id = ? AND id <> ? AND merged_into IS NULL ORDER BY last_seen DESC LIMIT ?'),
+    triageInsert: db.prepare(`INSERT INTO triage_runs (id, project_id, group_id, trigger, triager, cycle, status, result, error, created_at, completed_at)
+      VALUES (@id, @project_id, @group_id, @trigger, @triager, @cycle, @status, NULL, NULL, @created_at, NULL)`),
+    triageFinish: db.prepare('UPDATE triage_runs SET status = ?, result = ?, error = ?, completed_at = ? WHERE project_id = ? AND id = ?'),
+    triageStatus: db.prepare('UPDATE triage_runs SET status = ? WHERE project_id = ? AND id = ?'),
+    triageGet: db.prepare('SELECT * FROM triage_runs WHERE project_id = ? AND id = ?'),
+    triageList: db.prepare('SELECT * FROM triage_runs WHERE project_id = ? AND group_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?'),
+    triageCount: db.prepare('SELECT COUNT(*) AS n FROM triage_runs WHERE project_id = ? AND group_id = ?'),
+    triageLatestCompleted: db.prepare(
+      "SELECT * FROM triage_runs WHERE project_id = ? AND group_id = ? AND status = 'completed' ORDER BY completed_at DESC, created_at DESC, rowid DESC LIMIT 1",
+    ),
+    triageInCycle: db.prepare(
+      "SELECT * FROM triage_runs WHERE project_id = ? AND group_id = ? AND cycle = ? AND status <> 'failed' ORDER BY (status = 'completed') DESC, created_at DESC, rowid DESC LIMIT 1",
+    ),
+    event: db.prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND event_id = ?`),
+    traceSpans: db.prepare(`SELECT COUNT(*) AS span_count, SUM(status_code = 2) AS error_count, MIN(start_ms) AS started_ms, MAX(end_ms) AS ended_ms
+      FROM spans WHERE trace_id = ? AND project_id = ?`),
+    traceRoot: db.prepare(`SELECT name, service_name FROM spans WHERE trace_id = ? AND project_id = ?
+      ORDER BY (parent_span_id IS NULL OR parent_span_id = '') DESC, start_ms ASC LIMIT 1`),
+  };
+
+  /** The group plus its active merged duplicates: the group ids whose events make up its history. */
+  function eventGroupIds(projectId: string, groupId: string): string[] {
+    return [groupId, ...(s.mergedFrom.all(Number(projectId), groupId) as GroupRef[]).map((r) => r.id)];
+  }
+
+  const inList = (ids: readonly string[]) => ids.map(() => '?').join(', ');
+
+  function listWhere(f: GroupListFilter, skip?: 'service' | 'environment' | 'level'): { sql: string; args: unknown[] } {
+    const where = ['g.project_id = ?', 'g.merged_into IS NULL'];
+    const args: unknown[] = [];
+    if (f.fromMs !== undefined) {
+      where.push('g.last_seen >= ?');
+      args.push(f.fromMs);
+    }
+    if (f.toMs !== undefined) {
+      where.push('g.last_seen <= ?');
+      args.push(f.toMs);
+    }
+    if (f.statuses?.length) {
+      where.push(`g.status IN (${inList(f.statuses)})`);
+      args.push(...f.statuses);
+    }
+    if (f.priorities?.length) {
+      where.push(`g.priority IN (${inList(f.priorities)})`);
+      args.push(...f.priorities);
+    }
+    if (f.levels?.length && skip !== 'level') {
+      where.push(`lower(g.level) IN (${inList(f.levels)})`);
+      args.push(...f.levels.map((l) => l.toLowerCase()));
+    }
+    if (f.service !== undefined && skip !== 'service') {
+      where.push('g.service_name = ?');
+      args.push(f.service);
+    }
+    if (f.environment !== undefined && skip !== 'environment') {
+      where.push('g.environment = ?');
+      args.push(f.environment);
+    }
+    if (f.q) {
+      const q = f.q.toLowerCase();
+      where.push(
+        '(instr(lower(g.title), ?) > 0 OR instr(lower(g.type), ?) > 0 OR instr(lower(g.fingerprint), ?) > 0 OR instr(lower(g.service_name), ?) > 0 OR instr(lower(g.environment), ?) > 0)',
+      );
+      args.push(q, q, q, q, q);
+    }
+    return { sql: where.join(' AND '), args };
+  }
+
+  function facet(projectId: string, f: GroupListFilter, facetName: 'service' | 'environment' | 'level'): FacetValue[] {
+    const col = facetName === 'service' ? 'g.service_name' : facetName === 'environment' ? 'g.environment' : 'g.level';
+    const w = listWhere(f, facetName);
+    return db
+      .prepare(`SELECT ${col} AS value, COUNT(*) AS count FROM error_groups g WHERE ${w.sql} AND ${col} <> '' GROUP BY ${col} ORDER BY count DESC, value LIMIT 50`)
+      .all(Number(projectId), ...w.args) as FacetValue[];
+  }
+
+  return {
+    /** Groups of the project (merged duplicates never listed), with the page's total and facets. */
+    list(projectId: string, f: GroupListFilter): { rows: GroupWithState[]; total: number; facets: Record<'service' | 'environment' | 'level', FacetValue[]> } {
+      const w = listWhere(f);
+      const pid = Number(projectId);
+      const total = (db.prepare(`SELECT COUNT(*) AS n FROM error_groups g WHERE ${w.sql}`).get(pid, ...w.args) as { n: number }).n;
+      const rows = db
+        .prepare(`SELECT g.*, ${STATE_COLS} FROM error_groups g ${STATE_JOIN} WHERE ${w.sql} ORDER BY ${ORDER[f.sort]} LIMIT ? OFFSET ?`)
+        .all(f.userId, pid, ...w.args, f.limit, f.offset)
+        .map(withState);
+      return {
+        rows,
+        total,
+        facets: { service: facet(projectId, f, 'service'), environment: facet(projectId, f, 'environment'), level: facet(projectId, f, 'level') },
+      };
+    },
+
+    get(projectId: string, groupId: string, userId: string | null): GroupWithState | undefined {
+      const r = s.get.get(userId, Number(projectId), groupId);
+      return r ? withState(r) : undefined;
+    },
+
+    ref(projectId: string, groupId: string): GroupRef | undefined {
+      return s.ref.get(Number(projectId), groupId) as GroupRef | undefined;
+    },
+
+    /** Active duplicates merged into this group. */
+    mergedFrom(projectId: string, groupId: string): GroupRef[] {
+      return s.mergedFrom.all(Number(projectId), groupId) as GroupRef[];
+    },
+
+    /** Workflow fields. Setting `assigned_to` (even to null) clears `ai_assigned`: a human has taken over. */
+    update(projectId: string, groupId: string, patch: { assigned_to?: string | null; priority?: GroupPriority; status?: GroupStatus }, now: number): boolean {
+      const sets: string[] = ['updated_at = ?'];
+      const args: unknown[] = [now];
+      if (patch.assigned_to !== undefined) {
+        sets.push('assigned_to = ?', 'ai_assigned = 0');
+        args.push(patch.assigned_to);
+      }
+      if (patch.priority !== undefined) {
+        sets.push('priority = ?');
+        args.push(patch.priority);
+      }
+      if (patch.status !== undefined) {
+        sets.push('status = ?');
+        args.push(patch.status);
+      }
+      return db.prepare(`UPDATE error_groups SET ${sets.join(', ')} WHERE project_id = ? AND id = ?`).run(...args, Number(projectId), groupId).changes > 0;
+    },
+
+    /** The in-project agent takes the group: ai_assigned true, assigned_to null. */
+    assignToAgent(projectId: string, groupId: string, now: number): boolean {
+      return s.assignAgent.run(now, Number(projectId), groupId).changes > 0;
+    },
+
+    /** Per-user bookmark and subscription; undefined fields stay as they were. */
+    setUserState(projectId: string, groupId: string, userId: string, patch: { bookmarked?: boolean; subscribed?: boolean }): boolean {
+      if (!s.raw.get(Number(projectId), groupId)) return false;
+      const b = (v: boolean | undefined) => (v === undefined ? null : v ? 1 : 0);
+      s.upsertState.run({ group_id: groupId, user_id: userId, bookmarked: b(patch.bookmarked), subscribed: b(patch.subscribed) });
+      return true;
+    },
+
+    /**
+     * Merge `duplicateIds` into `canonicalId`, all or nothing. Rules: the canonical exists and is not
+     * itself merged; each duplicate exists in the project, is not the canonical, is not merged into
+     * another group and has no duplicates of its own (no chains). A duplicate already merged into this
+     * canonical is left as it is.
+     */
+    merge: db.transaction((projectId: string, canonicalId: string, duplicateIds: string[], now: number): MergeResult => {
+      const pid = Number(projectId);
+      const canonical = s.raw.get(pid, canonicalId) as any;
+      if (!canonical) return { ok: false, reason: 'canonical_missing', id: canonicalId };
+      if (canonical.merged_into) return { ok: false, reason: 'canonical_is_merged', id: canonicalId };
+      const ids = [...new Set(duplicateIds)];
+      const rows: any[] = [];
+      for (const id of ids) {
+        if (id === canonicalId) return { ok: false, reason: 'self', id };
+        const r = s.raw.get(pid, id) as any;
+        if (!r) return { ok: false, reason: 'unknown', id };
+        rows.push(r);
+      }
+      for (const r of rows) {
+        if (r.merged_into && r.merged_into !== canonicalId) return { ok: false, reason: 'merged_elsewhere', id: r.id };
+        if ((s.countDuplicates.get(pid, r.id) as { n: number }).n > 0) return { ok: false, reason: 'has_duplicates', id: r.id };
+      }
+      const merged: string[] = [];
+      for (const r of rows) {
+        if (r.merged_into === canonicalId) continue;
+        s.setMerged.run(canonicalId, now, now, pid, r.id);
+        merged.push(r.id);
+      }
+      return { ok: true, merged };
+    }),
+
+    unmerge(projectId: string, duplicateId: string, now: number): UnmergeResult {
+      const r = s.raw.get(Number(projectId), duplicateId) as any;
+      if (!r) return { ok: false, reason: 'missing' };
+      if (!r.merged_into) return { ok: false, reason: 'not_merged' };
+      s.clearMerged.run(now, Number(projectId), duplicateId);
+      return { ok: true };
+    },
+
+    /** The newest event of the group's history, with its stored payload. */
+    latestEvent(projectId: string, groupId: string): ErrorEventFull | undefined {
+      const ids = eventGroupIds(projectId, groupId);
+      const r = db
+        .prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND group_id IN (${inList(ids)}) ORDER BY timestamp_ms DESC, received_ms DESC LIMIT 1`)
+        .get(Number(projectId), ...ids) as any;
+      return r ? { ...eventFromRow(r), payload: safeJson(r.payload, null) } : undefined;
+    },
+
+    event(projectId: string, eventId: string): ErrorEventFull | undefined {
+      const r = s.event.get(Number(projectId), eventId) as any;
+      return r ? { ...eventFromRow(r), payload: safeJson(r.payload, null) } : undefined;
+    },
+
+    /** The time of the group's earliest event within a window (for suspect commits of a regression window). */
+    firstEventIn(projectId: string, groupId: string, fromMs?: number, toMs?: number): number | null {
+      const ids = eventGroupIds(projectId, groupId);
+      const r = db
+        .prepare(`SELECT MIN(timestamp_ms) AS t FROM error_events WHERE project_id = ? AND group_id IN (${inList(ids)}) AND timestamp_ms >= ? AND timestamp_ms <= ?`)
+        .get(Number(projectId), ...ids, fromMs ?? MIN_MS, toMs ?? MAX_MS) as { t: number | null };
+      return r.t;
+    },
+
+    /** Distinct trace ids of the group's events in the window, newest first, with a span summary when spans exist. */
+    relatedTraces(projectId: string, groupId: string, o: { fromMs?: number; toMs?: number; limit: number; offset: number }): { rows: RelatedTrace[]; total: number } {
+      const ids = eventGroupIds(projectId, groupId);
+      const pid = Number(projectId);
+      const where = `project_id = ? AND group_id IN (${inList(ids)}) AND trace_id IS NOT NULL AND trace_id <> '' AND timestamp_ms >= ? AND timestamp_ms <= ?`;
+      const args = [pid, ...ids, o.fromMs ?? MIN_MS, o.toMs ?? MAX_MS];
+      const total = (db.prepare(`SELECT COUNT(DISTINCT trace_id) AS n FROM error_events WHERE ${where}`).get(...args) as { n: number }).n;
+      const traces = db
+        .prepare(
+          `SELECT trace_id, COUNT(*) AS event_count, MIN(timestamp_ms) AS first_event_ms, MAX(timestamp_ms) AS last_event_ms FROM error_events WHERE ${where}
+           GROUP BY trace_id ORDER BY last_event_ms DESC, trace_id LIMIT ? OFFSET ?`,
+        )
+        .all(...args, o.limit, o.offset) as { trace_id: string; event_count: number; first_event_ms: number; last_event_ms: number }[];
+      const rows = traces.map((t) => {
+        const sum = s.traceSpans.get(t.trace_id, pid) as { span_count: number; error_count: number | null; started_ms: number | null; ended_ms: number | null };
+        const root = sum.span_count ? (s.traceRoot.get(t.trace_id, pid) as { name: string; service_name: string } | undefined) : undefined;
+        return {
+          ...t,
+          span_count: sum.span_count,
+          error_count: sum.error_count ?? 0,
+          root_span_name: root?.name ?? null,
+          root_service_name: root?.service_name ?? null,
+          started_ms: sum.started_ms,
+          duration_ms: sum.started_ms !== null && sum.ended_ms !== null ? sum.ended_ms - sum.started_ms : null,
+        };
+      });
+      return { rows, total };
+    },
+
+    /**
+     * Replays of the group: those whose error ids hold one of its events (`linked_by: 'error'`), then
+     * replays of the group's environment overlapping the window (`linked_by: 'window'`). At most `limit`.
+     */
+    replays(projectId: string, groupId: string, o: { fromMs: number; toMs: number; environment: string; limit: number }): LinkedReplay[] {
+      const ids = eventGroupIds(projectId, groupId);
+      const pid = Number(projectId);
+      const fromRow = (r: any, linked_by: LinkedReplay['linked_by']): LinkedReplay => ({
+        replay_id: r.replay_id,
+        started_ms: r.started_ms,
+        ended_ms: r.ended_ms,
+        segments: r.segments,
+        urls: safeJson(r.urls, []),
+        environment: r.environment,
+        release: r.release,
+        linked_by,
+      });
+      const linked = (
+        db
+          .prepare(
+            `SELECT r.* FROM replays r WHERE r.project_id = ? AND EXISTS (
+               SELECT 1 FROM json_each(r.error_ids) e JOIN error_events ev ON ev.project_id = r.project_id AND ev.event_id = e.value
+               WHERE ev.group_id IN (${inList(ids)}))
+             ORDER BY r.started_ms DESC LIMIT ?`,
+          )
+          .all(pid, ...ids, o.limit) as any[]
+      ).map((r) => fromRow(r, 'error'));
+      const seen = new Set(linked.map((r) => r.replay_id));
+      const room = o.limit - linked.length;
+      if (room <= 0) return linked;
+      const envWhere = o.environment ? 'AND environment = ?' : '';
+      const windowed = (
+        db
+          .prepare(`SELECT * FROM replays WHERE project_id = ? AND ended_ms >= ? AND started_ms <= ? ${envWhere} ORDER BY started_ms DESC LIMIT ?`)
+          .all(pid, o.fromMs, o.toMs, ...(o.environment ? [o.environment] : []), o.limit) as any[]
+      )
+        .filter((r) => !seen.has(r.replay_id))
+        .slice(0, room)
+        .map((r) => fromRow(r, 'window'));
+      return [...linked, ...windowed];
+    },
+
+    /** Other active groups of the project, most recent first (similar-group candidates). */
+    otherGroups(projectId: string, groupId: string, limit: number): ErrorGroupRow[] {
+      return s.others.all(Number(projectId), groupId, limit).map(groupFromRow);
+    },
+
+    // ---- triage runs ------------------------------------------------------------------------
+
+    createTriageRun(projectId: string, r: { id: string; group_id: string; trigger: TriageTrigger; triager: string; cycle: string; status: 'queued' | 'running'; created_at: number }): TriageRunRow {
+      s.triageInsert.run({ ...r, project_id: Number(projectId) });
+      return triageFromRow(s.triageGet.get(Number(projectId), r.id));
+    },
+    setTriageRunning(projectId: string, runId: string): void {
+      s.triageStatus.run('running', Number(projectId), runId);
+    },
+    finishTriageRun(projectId: string, runId: string, outcome: { status: 'completed'; result: unknown } | { status: 'failed'; error: string }, now: number): TriageRunRow {
+      if (outcome.status === 'completed') s.triageFinish.run('completed', JSON.stringify(outcome.result), null, now, Number(projectId), runId);
+      else s.triageFinish.run('failed', null, outcome.error, now, Number(projectId), runId);
+      return triageFromRow(s.triageGet.get(Number(projectId), runId));
+    },
+    triageRuns(projectId: string, groupId: string, limit: number, offset: number): { rows: TriageRunRow[]; total: number } {
+      const pid = Number(projectId);
+      return {
+        rows: s.triageList.all(pid, groupId, limit, offset).map(triageFromRow),
+        total: (s.triageCount.get(pid, groupId) as { n: number }).n,
+      };
+    },
+    latestCompletedTriage(projectId: string, groupId: string): TriageRunRow | undefined {
+      const r = s.triageLatestCompleted.get(Number(projectId), groupId);
+      return r ? triageFromRow(r) : undefined;
+    },
+    /** A run of this cycle that did not fail (completed ones first), if any. */
+    triageInCycle(projectId: string, groupId: string, cycle: string): TriageRunRow | undefined {
+      const r = s.triageInCycle.get(Number(projectId), groupId, cycle);
+      return r ? triageFromRow(r) : undefined;
+    },
+
+    // ---- events -----------------------------------------------------------------------------
+
+    /** Events matching compiled query terms within an optional window, newest first. */
+    searchEvents(projectId: string, o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number; limit: number; offset: number }): { rows: ErrorEventRow[]; total: number } {
+      const c = compileEventTerms(o.terms);
+      const where = ['project_id = ?', ...c.sql];
+      const args: unknown[] = [Number(projectId), ...c.args];
+      if (o.fromMs !== undefined) {
+        where.push('timestamp_ms >= ?');
+        args.push(o.fromMs);
+      }
+      if (o.toMs !== undefined) {
+        where.push('timestamp_ms <= ?');
+        args.push(o.toMs);
+      }
+      const w = where.join(' AND ');
+      const total = (db.prepare(`SELECT COUNT(*) AS n FROM error_events WHERE ${w}`).get(...args) as { n: number }).n;
+      const rows = db
+        .prepare(`SELECT ${EVENT_COLUMNS} FROM error_events WHERE ${w} ORDER BY timestamp_ms DESC, event_id LIMIT ? OFFSET ?`)
+        .all(...args, o.limit, o.offset)
+        .map(eventFromRow);
+      return { rows, total };
+    },
+
+    /**
+     * Ingestion latency (received minus event time, negative clock skew counted as 0) of events
+     * received in [fromMs, toMs], per source, by nearest-rank percentiles.
+     */
+    latency(projectId: string, o: { fromMs: number; toMs: number; service?: string; environment?: string }): LatencyRow[] {
+      const where = ['project_id = ?', 'received_ms >= ?', 'received_ms <= ?'];
+      const args: unknown[] = [Number(projectId), o.fromMs, o.toMs];
+      if (o.service !== undefined) {
+        where.push('service_name = ?');
+        args.push(o.service);
+      }
+      if (o.environment !== undefined) {
+        where.push('environment = ?');
+        args.push(o.environment);
+      }
+      const w = where.join(' AND ');
+      const LAT = 'MAX(0, received_ms - timestamp_ms)';
+      const sources = db
+        .prepare(`SELECT source, COUNT(*) AS count, MAX(${LAT}) AS max_ms, AVG(${LAT}) AS avg_ms FROM error_events WHERE ${w} GROUP BY source ORDER BY source`)
+        .all(...args) as { source: string; count: number; max_ms: number; avg_ms: number }[];
+      const nth = db.prepare(`SELECT ${LAT} AS v FROM error_events WHERE ${w} AND source = ? ORDER BY v LIMIT 1 OFFSET ?`);
+      const at = (source: string, n: number, p: number) => (nth.get(...args, source, nearestRankIndex(n, p)) as { v: number }).v;
+      return sources.map((x) => ({
+        source: x.source,
+        count: x.count,
+        p50_ms: at(x.source, x.count, 50),
+        p95_ms: at(x.source, x.count, 95),
+        p99_ms: at(x.source, x.count, 99),
+        max_ms: x.max_ms,
+        avg_ms: Math.round(x.avg_ms * 1000) / 1000,
+      }));
+    },
+  };
+}
+
+export type ErrorGroupsRepo = ReturnType<typeof createErrorGroupsRepo>;
