@@ -1,0 +1,65 @@
+import type { SandboxLimits } from './limits.js';
+
+export type { SandboxLimits } from './limits.js';
+
+export interface HostCallError {
+  status: number;
+  code: string;
+  message: string;
+  param?: string;
+}
+
+export type HostCallResult = { ok: true; value: unknown } | { ok: false; error: HostCallError };
+
+/** Runs outside the sandbox, in the main thread, with the caller's credentials (the sandbox never sees them). */
+export type HostCall = (operationId: string, input: unknown) => Promise<HostCallResult>;
+
+export interface ExecuteOptions {
+  /** Body of an async function (may use `await` and `return`). */
+  code: string;
+  /** operationIds the script may call, e.g. 'errors.list'; builds api.errors.list */
+  operations: string[];
+  limits?: Partial<SandboxLimits>;
+}
+
+export interface CallRecord {
+  operationId: string;
+  /** 200 for a successful call, otherwise the error status the host returned. */
+  status: number;
+  ms: number;
+}
+
+export interface ExecuteError {
+  name: string;
+  message: string;
+  status?: number;
+  code?: string;
+}
+
+export interface ExecuteResult {
+  /** The JSON value the script resolved with (undefined becomes null); a truncated string when too large. */
+  result: unknown;
+  logs: string[];
+  calls: CallRecord[];
+  error: ExecuteError | null;
+}
+
+export interface Executor {
+  /** Never throws: every failure is reported in `error`. */
+  execute(opts: ExecuteOptions, host: HostCall): Promise<ExecuteResult>;
+  close(): Promise<void>;
+}
+
+/**
+ * Error names produced by the sandbox itself (in addition to whatever the script throws,
+ * e.g. TypeError, SyntaxError, ReferenceError, or 'ApiError' for operation failures).
+ */
+export const SandboxErrorName = {
+  Timeout: 'TimeoutError',
+  Memory: 'MemoryLimitError',
+  StackOverflow: 'StackOverflowError',
+  Api: 'ApiError',
+  Crash: 'SandboxCrashError',
+  Closed: 'SandboxClosedError',
+  Internal: 'SandboxInternalError',
+} as const;

@@ -1,0 +1,743 @@
+// Sandbox worker: runs one untrusted script at a time in a fresh QuickJS runtime.
+//
+// Plain ESM JavaScript on purpose: worker threads do not reliably inherit TypeScript
+// loaders (vitest, tsx), and this file must load identically everywhere.
+//
+// Protocol (only JSON-serializable data crosses the thread boundary):
+//   main -> worker  { type: 'run', runId, code, operations, limits, guestInterrupt }
+//   worker -> main  { type: 'call', runId, id, operationId, input, logs }   input: JSON text
+//   main -> worker  { type: 'callResult', runId, id, json }                 json: HostCallResult as JSON text
+//   worker -> main  { type: 'done', runId, result, error, logs, fatal }
+//   worker -> main  { type: 'ready' } once QuickJS is loaded
+//   worker -> main  { type: 'started', runId } when the script's wall clock starts
+//
+// Security model: the guest only ever sees the `api` and `console` objects built by the
+// prelude below. The two raw host functions are passed to the prelude as arguments and live
+// only in its closure; they are never reachable from globalThis. Everything the guest could
+// tamper with is re-checked here on the host side anyway (allowed operationIds, call limit,
+// sizes), so a subverted prelude cannot do more than the public api.
+
+import { parentPort, workerData } from 'node:worker_threads';
+import { RELEASE_SYNC, newQuickJSWASMModule, newVariant, shouldInterruptAfterDeadline } from 'quickjs-emscripten';
+
+if (!parentPort) throw new Error('sandbox/worker.mjs must be started as a worker thread');
+const port = parentPort;
+
+const WASM_PAGE = 64 * 1024;
+/** quickjs-emscripten's own defaults: 16 MiB initial heap, 2 GiB maximum. */
+const WASM_MIN_PAGES = (16 * 1024 * 1024) / WASM_PAGE;
+const WASM_MAX_PAGES = 32768;
+
+/** Host calls may carry at most this much JSON input. */
+const MAX_INPUT_CHARS = 1024 * 1024;
+/** Results up to this many characters are copied out whole (exact byte count); larger ones are sliced in the guest. */
+const FULL_RESULT_FACTOR = 4;
+/** Time and memory granted to read out an error after the script's own budget is exhausted. */
+const DESCRIBE_GRACE_MS = 250;
+const DESCRIBE_EXTRA_MEMORY = 8 * 1024 * 1024;
+const MAX_ERROR_MESSAGE_CHARS = 2000;
+
+const PRELUDE = String.raw`(function (hostCall, hostLog, configJson) {
+  'use strict';
+  const G = globalThis;
+  const apply = Reflect.apply;
+  const jsonParse = JSON.parse;
+  const jsonStringify = JSON.stringify;
+  const freeze = Object.freeze;
+  const create = Object.create;
+  const defineProperty = Object.defineProperty;
+  const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+  const StringCtor = String;
+  const ErrorCtor = Error;
+  const strSlice = String.prototype.slice;
+  const strSplit = String.prototype.split;
+  const reExec = RegExp.prototype.exec;
+  const LINE_RE = /sandbox\.js:(\d+)/;
+
+  const config = jsonParse(configJson);
+  const LOG_CHARS = config.logChars;
+  const FULL_RESULT_CHARS = config.fullResultChars;
+  const RESULT_SLICE_CHARS = config.resultSliceChars;
+  const MAX_INPUT_CHARS = config.maxInputChars;
+
+  const slice = (s, end) => (s.length > end ? apply(strSlice, s, [0, end]) : s);
+  const setOwn = (obj, key, value, enumerable) =>
+    defineProperty(obj, key, { value, writable: true, enumerable, configurable: true });
+
+  const safeFormat = (v) => {
+    if (typeof v === 'string') return v;
+    try {
+      const s = jsonStringify(v);
+      if (typeof s === 'string') return s;
+    } catch (_) {}
+    try {
+      return StringCtor(v);
+    } catch (_) {
+      return '[unprintable value]';
+    }
+  };
+
+  const errorMessage = (e) => {
+    try {
+      if (e !== null && typeof e === 'object' && typeof e.message === 'string') return e.message;
+    } catch (_) {}
+    return safeFormat(e);
+  };
+
+  class ApiError extends ErrorCtor {
+    constructor(info) {
+      super(typeof info.message === 'string' ? info.message : 'Operation failed');
+      setOwn(this, 'name', 'ApiError', false);
+      setOwn(this, 'status', typeof info.status === 'number' ? info.status : 500, true);
+      setOwn(this, 'code', typeof info.code === 'string' ? info.code : 'error', true);
+      if (typeof info.param === 'string') setOwn(this, 'param', info.param, true);
+    }
+  }
+  freeze(ApiError.prototype);
+  freeze(ApiError);
+
+  const invoke = async (operationId, input) => {
+    const op = typeof operationId === 'string' ? operationId : safeFormat(operationId);
+    let json = 'null';
+    if (input !== undefined) {
+      let s;
+      try {
+        s = jsonStringify(input);
+      } catch (err) {
+        throw new ApiError({ status: 400, code: 'invalid_input',
+          message: 'The input for ' + op + ' is not JSON-serializable: ' + errorMessage(err) });
+      }
+      if (typeof s === 'string') json = s;
+      if (json.length > MAX_INPUT_CHARS) {
+        throw new ApiError({ status: 413, code: 'input_too_large',
+          message: 'The input for ' + op + ' is ' + json.length + ' characters of JSON; the limit is ' + MAX_INPUT_CHARS + '.' });
+      }
+    }
+    const reply = jsonParse(await hostCall(op, json));
+    if (reply.ok) return reply.value;
+    throw new ApiError(reply.error);
+  };
+
+  // ---- api: api.<tag>.<verb>(input) and api.call(operationId, input), deeply frozen ----
+  const api = create(null);
+  const namespaces = [];
+  const ops = config.operations;
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i];
+    const parts = apply(strSplit, op, ['.']);
+    if (parts.length < 2) continue;
+    let node = api;
+    let ok = true;
+    for (let j = 0; j < parts.length - 1 && ok; j++) {
+      const key = parts[j];
+      if (key === '' || (node === api && key === 'call')) { ok = false; break; }
+      const existing = getOwnPropertyDescriptor(node, key);
+      if (existing === undefined) {
+        const ns = create(null);
+        defineProperty(node, key, { value: ns, enumerable: true });
+        namespaces[namespaces.length] = ns;
+        node = ns;
+      } else if (typeof existing.value === 'object' && existing.value !== null) {
+        node = existing.value;
+      } else {
+        ok = false;
+      }
+    }
+    const leaf = parts[parts.length - 1];
+    if (!ok || leaf === '' || getOwnPropertyDescriptor(node, leaf) !== undefined) continue;
+    const fn = (input) => invoke(op, input);
+    defineProperty(fn, 'name', { value: op });
+    defineProperty(node, leaf, { value: freeze(fn), enumerable: true });
+  }
+  const call = (operationId, input) => invoke(operationId, input);
+  defineProperty(call, 'name', { value: 'call' });
+  defineProperty(api, 'call', { value: freeze(call), enumerable: false });
+  for (let i = 0; i < namespaces.length; i++) freeze(namespaces[i]);
+  freeze(api);
+
+  // ---- console ----
+  const formatArg = (v) => {
+    if (typeof v === 'string') return v;
+    try {
+      if (v instanceof ErrorCtor) return StringCtor(v.name) + ': ' + StringCtor(v.message);
+    } catch (_) {}
+    return safeFormat(v);
+  };
+  let logsFull = false;
+  let droppedLogs = 0;
+  const emit = (prefix, args) => {
+    if (logsFull) {
+      droppedLogs++;
+      return;
+    }
+    let line = prefix;
+    for (let i = 0; i < args.length; i++) {
+      if (i > 0) line += ' ';
+      line += formatArg(args[i]);
+      if (line.length > LOG_CHARS) break;
+    }
+    if (hostLog(slice(line, LOG_CHARS), line.length) === true) logsFull = true;
+  };
+  const console = create(null);
+  const methods = [['log', ''], ['info', ''], ['debug', '[debug] '], ['warn', '[warn] '], ['error', '[error] ']];
+  for (let i = 0; i < methods.length; i++) {
+    const prefix = methods[i][1];
+    const fn = (...args) => { emit(prefix, args); };
+    defineProperty(fn, 'name', { value: methods[i][0] });
+    defineProperty(console, methods[i][0], { value: freeze(fn), enumerable: true });
+  }
+  freeze(console);
+
+  defineProperty(G, 'api', { value: api, writable: false, enumerable: false, configurable: false });
+  defineProperty(G, 'console', { value: console, writable: false, enumerable: false, configurable: false });
+
+  // ---- host-side helpers (not reachable from the script) ----
+  const serialize = (value) => {
+    if (typeof value === 'string' && value.length > FULL_RESULT_CHARS) {
+      // Huge string: only encode the part that can survive truncation.
+      return [value.length + 2, jsonStringify(slice(value, RESULT_SLICE_CHARS)), false];
+    }
+    let s = value === undefined ? undefined : jsonStringify(value);
+    if (typeof s !== 'string') s = 'null';
+    const n = s.length;
+    return n > FULL_RESULT_CHARS ? [n, slice(s, RESULT_SLICE_CHARS), false] : [n, s, true];
+  };
+
+  const describe = (e) => {
+    const out = {};
+    if (e !== null && (typeof e === 'object' || typeof e === 'function')) {
+      let name, message, stack, status, code;
+      try { name = e.name; } catch (_) {}
+      try { message = e.message; } catch (_) {}
+      try { stack = e.stack; } catch (_) {}
+      try { status = e.status; } catch (_) {}
+      try { code = e.code; } catch (_) {}
+      out.name = typeof name === 'string' && name !== '' ? name : 'Error';
+      out.message = typeof message === 'string' ? message : safeFormat(e);
+      if (typeof status === 'number') out.status = status;
+      if (typeof code === 'string') out.code = code;
+      out.api = e instanceof ApiError;
+      if (typeof stack === 'string') {
+        const m = apply(reExec, LINE_RE, [stack]);
+        if (m) out.line = +m[1];
+      }
+    } else {
+      out.name = 'Error';
+      out.message = safeFormat(e);
+      out.nonError = true;
+    }
+    out.message = slice(StringCtor(out.message), config.maxErrorChars);
+    return jsonStringify(out);
+  };
+
+  const dropped = () => droppedLogs;
+
+  return { serialize, describe, dropped };
+})`;
+
+// QuickJS' own memory limit (JS_SetMemoryLimit) is not a reliable cumulative bound in the
+// emscripten build: it cannot measure the usable size of past allocations, so it only rejects
+// single allocations larger than the limit. The hard bound is the WebAssembly heap itself: this
+// worker's module gets a Memory whose maximum is the pool's memory budget plus overhead, so
+// running out of heap makes malloc fail and QuickJS throws a clean "out of memory".
+//
+// The heap is allocated at its full size up front and never grows. quickjs-emscripten reads some
+// out-parameters through typed-array views created *before* calling into wasm (e.g. in
+// executePendingJobs); if a job grows the memory, those views are detached, the read yields
+// undefined and the library silently creates (and leaks) a new context. A fixed-size heap avoids
+// every variant of that bug. Untouched pages cost address space, not resident memory.
+const wasmMemoryBytes = Number(workerData?.wasmMemoryBytes) || 96 * 1024 * 1024;
+const wasmPages = Math.min(WASM_MAX_PAGES, Math.max(WASM_MIN_PAGES, Math.ceil(wasmMemoryBytes / WASM_PAGE)));
+const wasmMemory = new WebAssembly.Memory({ initial: wasmPages, maximum: wasmPages });
+//
+// Host-side allocations in that heap (strings handed to the guest, argument arrays) go through the
+// emscripten module's `_malloc`, and quickjs-emscripten does not check its result: when a script has
+// filled the heap, a NULL pointer would be written through and corrupt the wasm instance. Wrap it so
+// such an allocation throws instead, and retire the worker afterwards to be safe.
+let hostAllocationFailed = false;
+const quickjsReady = newQuickJSWASMModule(newVariant(RELEASE_SYNC, { wasmMemory })).then((QuickJS) => {
+  const emscripten = QuickJS.module;
+  const rawMalloc = emscripten?._malloc;
+  if (typeof rawMalloc !== 'function') throw new Error('quickjs-emscripten internals changed: module._malloc not found');
+  emscripten._malloc = (size) => {
+    const ptr = rawMalloc(size);
+    if (!ptr && size > 0) {
+      hostAllocationFailed = true;
+      throw new Error(`out of memory: the sandbox heap is full (host allocation of ${size} bytes failed)`);
+    }
+    return ptr;
+  };
+  return QuickJS;
+});
+quickjsReady.then(
+  () => port.postMessage({ type: 'ready' }),
+  (err) => {
+    // Without QuickJS this worker is useless; crash so the pool replaces it.
+    setImmediate(() => {
+      throw err;
+    });
+  },
+);
+
+/** @type {Map<number, Run>} only one at a time in practice, keyed for stale-message safety */
+const runs = new Map();
+let busy = Promise.resolve();
+
+port.on('message', (msg) => {
+  if (!msg || typeof msg !== 'object') return;
+  if (msg.type === 'run') {
+    busy = busy
+      .then(() => runOne(msg))
+      .catch((err) => {
+        // runOne handles its own failures; this is a last resort so the queue never stalls.
+        port.postMessage({
+          type: 'done', runId: msg.runId, result: null, logs: [], fatal: true,
+          error: { name: 'SandboxInternalError', message: `The sandbox failed: ${err?.message ?? err}` },
+        });
+      });
+  } else if (msg.type === 'callResult') {
+    const run = runs.get(msg.runId);
+    if (run) run.deliver(msg.id, typeof msg.json === 'string' ? msg.json : null);
+  }
+});
+
+function utf8Truncate(text, maxBytes) {
+  const buf = Buffer.from(text, 'utf8');
+  if (buf.length <= maxBytes) return text;
+  let end = Math.max(0, maxBytes);
+  while (end > 0 && (buf[end] & 0xc0) === 0x80) end--;
+  return buf.subarray(0, end).toString('utf8');
+}
+
+function formatSeconds(ms) {
+  return `${Number((ms / 1000).toFixed(2))} s`;
+}
+
+function formatBytes(bytes) {
+  const MIB = 1024 * 1024;
+  if (bytes >= MIB && bytes % MIB === 0) return `${bytes / MIB} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
+function envelope(status, code, message) {
+  return JSON.stringify({ ok: false, error: { status, code, message } });
+}
+
+class Run {
+  constructor(msg) {
+    this.runId = msg.runId;
+    this.code = typeof msg.code === 'string' ? msg.code : '';
+    this.operations = Array.isArray(msg.operations) ? msg.operations.filter((o) => typeof o === 'string') : [];
+    this.allowed = new Set(this.operations);
+    this.limits = msg.limits;
+    this.deadline = Date.now() + this.limits.wallClockMs;
+    this.guestInterrupt = msg.guestInterrupt !== false;
+    this.callCount = 0;
+    this.nextCallId = 0;
+    /** @type {Map<number, import('quickjs-emscripten').QuickJSDeferredPromise>} */
+    this.inflight = new Map();
+    /** replies ready to be delivered into the guest: [id, json] */
+    this.replies = [];
+    this.wake = null;
+    // logs
+    this.pendingLogs = [];
+    this.logBytes = 0;
+    this.logsTruncated = false;
+    this.droppedLogEntries = 0;
+    this.rt = null;
+    this.ctx = null;
+  }
+
+  /** Arm the interrupt deadline inside QuickJS (the host timer in the main thread is the backstop). */
+  armInterrupt(deadline = this.deadline) {
+    if (this.guestInterrupt) this.rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
+  }
+
+  deliver(id, json) {
+    if (!this.inflight.has(id)) return;
+    this.replies.push([id, json ?? envelope(500, 'internal_error', 'The host returned an unreadable response.')]);
+    this.signal();
+  }
+
+  signal() {
+    const wake = this.wake;
+    this.wake = null;
+    if (wake) wake();
+  }
+
+  /** Wait until a reply arrives or the deadline passes. */
+  waitForReply() {
+    if (this.replies.length > 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = null;
+        resolve();
+      }, Math.max(0, this.deadline - Date.now()) + 1);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  addLog(text, fullChars) {
+    if (this.logsTruncated) {
+      this.droppedLogEntries++;
+      return;
+    }
+    const max = this.limits.maxLogBytes;
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (text.length >= fullChars && this.logBytes + bytes + 1 <= max) {
+      this.pendingLogs.push(text);
+      this.logBytes += bytes + 1;
+      return;
+    }
+    const room = max - this.logBytes - 1 - 3; // separator and the 3-byte ellipsis
+    if (room > 0) this.pendingLogs.push(utf8Truncate(text, room) + '…');
+    this.logBytes = max;
+    this.logsTruncated = true;
+  }
+
+  takeLogs(final) {
+    const out = this.pendingLogs;
+    this.pendingLogs = [];
+    if (final && this.logsTruncated) {
+      const dropped = this.droppedLogEntries;
+      out.push(
+        `…[truncated: logs exceeded the ${formatBytes(this.limits.maxLogBytes)} limit` +
+          (dropped > 0 ? `; ${dropped} later ${dropped === 1 ? 'entry was' : 'entries were'} dropped` : '') +
+          '; log less, or return the data you need as the result]',
+      );
+    }
+    return out;
+  }
+}
+
+async function runOne(msg) {
+  let QuickJS;
+  try {
+    QuickJS = await quickjsReady;
+  } catch (err) {
+    port.postMessage({
+      type: 'done', runId: msg.runId, result: null, logs: [], fatal: true,
+      error: { name: 'SandboxInternalError', message: `The sandbox failed to start: ${err?.message ?? err}` },
+    });
+    return;
+  }
+  const run = new Run(msg);
+  runs.set(run.runId, run);
+  hostAllocationFailed = false;
+  // The wall clock starts now (not while the worker was still loading QuickJS).
+  port.postMessage({ type: 'started', runId: run.runId });
+  let outcome;
+  let fatal = false;
+  try {
+    outcome = await execute(QuickJS, run);
+  } catch (err) {
+    // A host-side failure inside the interpreter (WebAssembly trap, emscripten abort, ...).
+    // The wasm instance may be corrupt: report and let the pool replace this worker.
+    fatal = true;
+    outcome = { result: null, error: hostFailure(run, err) };
+  }
+  try {
+    for (const deferred of run.inflight.values()) deferred.dispose();
+    run.inflight.clear();
+    run.ctx?.dispose();
+    run.rt?.dispose();
+  } catch (err) {
+    // Leaked handles abort inside JS_FreeRuntime; never reuse this wasm instance afterwards.
+    fatal = true;
+    if (!outcome.error) outcome = { result: null, error: hostFailure(run, err) };
+  }
+  runs.delete(run.runId);
+  if (hostAllocationFailed) fatal = true;
+  port.postMessage({
+    type: 'done',
+    runId: run.runId,
+    result: outcome.result,
+    error: outcome.error,
+    logs: run.takeLogs(true),
+    fatal,
+  });
+}
+
+function hostFailure(run, err) {
+  const message = String(err?.message ?? err);
+  if (/maximum call stack|stack overflow/i.test(message)) return stackError(run, undefined);
+  if (/out of memory|\bOOM\b|enlarge memory|allocation failed/i.test(message)) return memoryError(run, undefined);
+  if (Date.now() >= run.deadline) return timeoutError(run);
+  return { name: 'SandboxInternalError', message: `The sandbox failed while running the script: ${message}` };
+}
+
+function timeoutError(run) {
+  return {
+    name: 'TimeoutError',
+    message:
+      `The script exceeded the ${formatSeconds(run.limits.wallClockMs)} limit and was stopped. ` +
+      'Avoid busy loops, make fewer or smaller API calls, or split the work across several executes.',
+  };
+}
+
+function memoryError(run, line) {
+  return {
+    name: 'MemoryLimitError',
+    message:
+      `The script exceeded the ${formatBytes(run.limits.memoryBytes)} memory limit` +
+      (line ? ` (line ${line})` : '') +
+      '. Work with less data at once: use filters, smaller page sizes, or return a summary.',
+  };
+}
+
+function stackError(run, line) {
+  return {
+    name: 'StackOverflowError',
+    message:
+      `Maximum call stack size exceeded (stack limit ${formatBytes(run.limits.stackBytes)})` +
+      (line ? ` at line ${line}` : '') +
+      '. Check for unbounded recursion.',
+  };
+}
+
+async function execute(QuickJS, run) {
+  const { limits } = run;
+  const rt = (run.rt = QuickJS.newRuntime());
+  rt.setMemoryLimit(limits.memoryBytes);
+  rt.setMaxStackSize(limits.stackBytes);
+  rt.setModuleLoader(() => {
+    throw new Error('Modules are not available in the sandbox: import() and import statements are disabled. Use the api object.');
+  });
+  const ctx = (run.ctx = rt.newContext());
+
+  // ---- host functions handed to the prelude (never placed on globalThis) ----
+  const hostCall = ctx.newFunction('hostCall', (opHandle, jsonHandle) => {
+    // Calls refused here never leave the worker; the reply is returned synchronously (the guest
+    // awaits it all the same).
+    const reject = (status, code, message) => ctx.newString(envelope(status, code, message));
+    if (ctx.typeof(opHandle) !== 'string' || ctx.typeof(jsonHandle) !== 'string') {
+      return reject(400, 'invalid_call', 'api.call(operationId, input) needs an operationId string.');
+    }
+    const operationId = ctx.getString(opHandle);
+    if (!run.allowed.has(operationId)) {
+      return reject(
+        404,
+        'unknown_operation',
+        `Unknown operation "${operationId.slice(0, 200)}": it is not available to this script. ` +
+          'Use the search tool to find the right operationId.',
+      );
+    }
+    if (run.callCount >= limits.maxCalls) {
+      return reject(
+        429,
+        'call_limit_exceeded',
+        `Call limit exceeded: a script may make at most ${limits.maxCalls} API calls per execute. ` +
+          'Fetch more per call (filters, larger pages) or split the work across several executes.',
+      );
+    }
+    const input = ctx.getString(jsonHandle);
+    if (input.length > MAX_INPUT_CHARS) {
+      return reject(413, 'input_too_large', `The input for ${operationId} exceeds ${MAX_INPUT_CHARS} characters of JSON.`);
+    }
+    run.callCount++;
+    const deferred = ctx.newPromise();
+    const id = ++run.nextCallId;
+    run.inflight.set(id, deferred);
+    port.postMessage({ type: 'call', runId: run.runId, id, operationId, input, logs: run.takeLogs(false) });
+    return deferred.handle;
+  });
+  const hostLog = ctx.newFunction('hostLog', (textHandle, lengthHandle) => {
+    if (ctx.typeof(textHandle) !== 'string') return;
+    const text = ctx.getString(textHandle);
+    const full = ctx.typeof(lengthHandle) === 'number' ? ctx.getNumber(lengthHandle) : text.length;
+    run.addLog(text, full);
+    // Once the budget is spent the guest stops calling (it only counts what it drops).
+    return run.logsTruncated ? ctx.true : ctx.false;
+  });
+  const config = ctx.newString(
+    JSON.stringify({
+      operations: run.operations,
+      logChars: limits.maxLogBytes + 1,
+      fullResultChars: limits.maxResultBytes * FULL_RESULT_FACTOR,
+      resultSliceChars: limits.maxResultBytes,
+      maxInputChars: MAX_INPUT_CHARS,
+      maxErrorChars: MAX_ERROR_MESSAGE_CHARS,
+    }),
+  );
+  const preludeFn = ctx.unwrapResult(ctx.evalCode(PRELUDE, 'prelude.js'));
+  const kit = ctx.unwrapResult(ctx.callFunction(preludeFn, ctx.undefined, hostCall, hostLog, config));
+  preludeFn.dispose();
+  config.dispose();
+  hostCall.dispose();
+  hostLog.dispose();
+  const serialize = ctx.getProp(kit, 'serialize');
+  const describe = ctx.getProp(kit, 'describe');
+  const dropped = ctx.getProp(kit, 'dropped');
+  kit.dispose();
+  try {
+    return await runScript(run, serialize, describe);
+  } finally {
+    serialize.dispose();
+    describe.dispose();
+    readDroppedLogs(run, dropped);
+    dropped.dispose();
+  }
+}
+
+/** Log entries the guest dropped by itself after the budget was spent. */
+function readDroppedLogs(run, dropped) {
+  const { rt, ctx } = run;
+  try {
+    rt.removeInterruptHandler();
+    const res = ctx.callFunction(dropped, ctx.undefined);
+    if (res.error) res.error.dispose();
+    else run.droppedLogEntries += res.value.consume((h) => (ctx.typeof(h) === 'number' ? ctx.getNumber(h) : 0));
+  } catch {
+    // Best effort: only the count in the truncation marker is affected.
+  }
+}
+
+async function runScript(run, serialize, describe) {
+  const { rt, ctx, limits } = run;
+  run.armInterrupt();
+
+  // Keep the user's first line on line 1 so reported line numbers match their code.
+  const evaluated = ctx.evalCode(`(async () => {${run.code}\n})()`, 'sandbox.js');
+  if (evaluated.error) return { result: null, error: consumeError(run, describe, evaluated.error) };
+  const promise = evaluated.value;
+  try {
+    for (;;) {
+      // Deliver host replies into the guest.
+      while (run.replies.length > 0) {
+        const [id, json] = run.replies.shift();
+        const deferred = run.inflight.get(id);
+        if (!deferred) continue;
+        const value = ctx.newString(json); // may throw when the heap is full; the deferred is then disposed with the rest
+        run.inflight.delete(id);
+        try {
+          deferred.resolve(value);
+        } catch {
+          // Resolving can only fail when the runtime is out of budget; the checks below report it.
+        } finally {
+          value.dispose();
+          deferred.dispose();
+        }
+      }
+      const jobs = rt.executePendingJobs();
+      if (jobs.error) return { result: null, error: consumeError(run, describe, jobs.error) };
+
+      const state = ctx.getPromiseState(promise);
+      if (state.type === 'fulfilled') {
+        if (state.notAPromise) return readResult(run, serialize, describe, promise);
+        try {
+          return readResult(run, serialize, describe, state.value);
+        } finally {
+          state.value.dispose();
+        }
+      }
+      if (state.type === 'rejected') return { result: null, error: consumeError(run, describe, state.error) };
+
+      if (run.replies.length > 0 || rt.hasPendingJob()) continue;
+      if (Date.now() >= run.deadline) return { result: null, error: timeoutError(run) };
+      if (run.inflight.size === 0) {
+        return {
+          result: null,
+          error: {
+            name: 'Error',
+            message:
+              'The script is waiting on a promise that can never settle. Only api.* calls are asynchronous ' +
+              'in the sandbox (there are no timers, fetch or I/O); make sure every await leads to one.',
+          },
+        };
+      }
+      await run.waitForReply();
+    }
+  } finally {
+    promise.dispose();
+  }
+}
+
+/** Serialize the script's resolved value inside the guest and apply the result budget. */
+function readResult(run, serialize, describe, valueHandle) {
+  const { ctx, limits } = run;
+  const call = ctx.callFunction(serialize, ctx.undefined, valueHandle);
+  if (call.error) {
+    const error = consumeError(run, describe, call.error);
+    if (error.name === 'TypeError' || error.name === 'RangeError' || error.name === 'InternalError') {
+      error.message = `The script's return value could not be converted to JSON: ${error.message}`;
+    }
+    return { result: null, error };
+  }
+  let total, text, complete;
+  const totalHandle = ctx.getProp(call.value, 0);
+  const textHandle = ctx.getProp(call.value, 1);
+  const completeHandle = ctx.getProp(call.value, 2);
+  try {
+    total = ctx.getNumber(totalHandle);
+    text = ctx.getString(textHandle);
+    complete = ctx.typeof(completeHandle) === 'boolean' && ctx.dump(completeHandle) === true;
+  } finally {
+    totalHandle.dispose();
+    textHandle.dispose();
+    completeHandle.dispose();
+    call.value.dispose();
+  }
+  const max = limits.maxResultBytes;
+  let size;
+  if (complete) {
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes <= max) return { result: JSON.parse(text), error: null };
+    size = `${bytes} bytes`;
+  } else {
+    size = `at least ${total} bytes`;
+  }
+  const marker =
+    `…[truncated: result was ${size}, limit ${max}; ` +
+    'narrow the query with filters or a smaller limit, or return only the fields you need]';
+  const budget = Math.max(0, max - Buffer.byteLength(marker, 'utf8'));
+  return { result: utf8Truncate(text, budget) + marker, error: null };
+}
+
+/** Turn a guest exception handle into an ExecuteResult error (disposes the handle). */
+function consumeError(run, describe, errorHandle) {
+  const { rt, ctx, limits } = run;
+  const timedOut = Date.now() >= run.deadline;
+  let info = null;
+  try {
+    // The script's own budgets may be exhausted (that is often why we are here); grant a little
+    // time and memory to read the error out.
+    rt.setInterruptHandler(shouldInterruptAfterDeadline(Date.now() + DESCRIBE_GRACE_MS));
+    rt.setMemoryLimit(limits.memoryBytes + DESCRIBE_EXTRA_MEMORY);
+    const described = ctx.callFunction(describe, ctx.undefined, errorHandle);
+    if (described.error) {
+      described.error.dispose();
+    } else {
+      const json = described.value.consume((h) => (ctx.typeof(h) === 'string' ? ctx.getString(h) : null));
+      if (json) info = JSON.parse(json);
+    }
+  } catch {
+    info = null;
+  } finally {
+    errorHandle.dispose();
+    if (run.guestInterrupt) run.armInterrupt();
+    else rt.removeInterruptHandler();
+    rt.setMemoryLimit(limits.memoryBytes);
+  }
+  if (!info) {
+    if (timedOut) return timeoutError(run);
+    return {
+      name: 'Error',
+      message: 'The script failed with an error that could not be read (the sandbox may have run out of memory).',
+    };
+  }
+  const { name, message } = info;
+  if (name === 'InternalError') {
+    if (message === 'interrupted') return timeoutError(run);
+    if (message === 'out of memory') return memoryError(run, info.line);
+    if (message === 'stack overflow') return stackError(run, info.line);
+  }
+  if (timedOut && message === 'interrupted') return timeoutError(run);
+  const error = { name, message: info.api || !info.line ? message : `${message} (line ${info.line})` };
+  if (typeof info.status === 'number') error.status = info.status;
+  if (typeof info.code === 'string') error.code = info.code;
+  return error;
+}
