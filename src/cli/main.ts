@@ -1,7 +1,20 @@
 import { parseArgs } from 'node:util';
-import { createSightline } from '../server.js';
-import { bootstrapOrganization, type BootstrapResult } from '../core/bootstrap.js';
+import type { BootstrapResult } from '../core/bootstrap.js';
 import { loadConfig } from '../core/config.js';
+import { runCommands, type LifecycleCommand } from './commands.js';
+
+// The server and storage load only for the commands that need them, so `sightline <tag> <verb>` stays quick.
+const loadServer = () => import('../server.js');
+const loadBootstrap = () => import('../core/bootstrap.js');
+
+/** Commands of the CLI itself, dispatched before the `<tag> <verb>` commands derived from the catalogue. */
+export const LIFECYCLE: readonly LifecycleCommand[] = [
+  { name: 'start', summary: 'run the server (REST, OpenAPI, MCP, ingestion); sets up an empty database' },
+  { name: 'init', summary: 'create an organization, project and keys, print them (--json for scripts)' },
+  { name: 'mcp', summary: 'serve the MCP tools over stdio for a local assistant' },
+  { name: 'login', summary: 'sign in with OAuth and store the token for later commands' },
+  { name: 'logout', summary: 'forget the stored token' },
+];
 
 function snippets(base: string, ingest: string, mcp: string, r: BootstrapResult): string {
   const host = new URL(ingest);
@@ -27,6 +40,7 @@ function snippets(base: string, ingest: string, mcp: string, r: BootstrapResult)
 }
 
 async function start(): Promise<number> {
+  const [{ createSightline }, { bootstrapOrganization }] = await Promise.all([loadServer(), loadBootstrap()]);
   const s = createSightline();
   let created: BootstrapResult | null = null;
   if (s.services.identity.isEmpty()) created = bootstrapOrganization(s.services, { now: Date.now() });
@@ -42,7 +56,8 @@ async function start(): Promise<number> {
   return new Promise<number>(() => {});
 }
 
-function init(argv: string[]): number {
+async function init(argv: string[]): Promise<number> {
+  const [{ createSightline }, { bootstrapOrganization }] = await Promise.all([loadServer(), loadBootstrap()]);
   const { values } = parseArgs({
     args: argv,
     options: { json: { type: 'boolean' }, org: { type: 'string' }, project: { type: 'string' }, email: { type: 'string' } },
@@ -66,10 +81,16 @@ export async function main(argv: string[]): Promise<number> {
       case 'start':
         return await start();
       case 'init':
-        return init(rest);
+        return await init(rest);
+      case 'mcp':
+        return (await import('../mcp/stdio.js')).runStdio();
+      case 'login':
+        return await (await import('./login.js')).login(rest);
+      case 'logout':
+        return await (await import('./login.js')).logout(rest);
       default:
-        process.stderr.write(`usage: sightline <start|init> [options]\n`);
-        return 2;
+        // Everything else is `<tag> <verb>` (or help), derived from the catalogue.
+        return await runCommands(argv, { lifecycle: LIFECYCLE });
     }
   } catch (err) {
     process.stderr.write(`sightline: ${(err as Error).message}\n`);
