@@ -78,15 +78,39 @@ const feedbackSchema = z.object({
   updated_at: z.string(),
 });
 
-function feedbackOut(r: FeedbackRow, ctx: HandlerContext): z.input<typeof feedbackSchema> {
-  const { project_id, created_at, updated_at, contact_email, name, user_id, source: _source, ...rest } = r;
-  const out: z.input<typeof feedbackSchema> = { ...rest, project_id, created_at: toIso(created_at)!, updated_at: toIso(updated_at)! };
+function feedbackOut(r: FeedbackRow, ctx: HandlerContext, reader = principalHolds(ctx.principal, ctx.project!.orgId, 'errors:read')): z.input<typeof feedbackSchema> {
+  // Fields listed one by one (not rest/spread): this runs per row of every list and is a hot path.
+  const out: z.input<typeof feedbackSchema> = {
+    id: r.id,
+    project_id: r.project_id,
+    message: r.message,
+    environment: r.environment,
+    release: r.release,
+    service: r.service,
+    url: r.url,
+    session_id: r.session_id,
+    replay_id: r.replay_id,
+    trace_id: r.trace_id,
+    error_group_id: r.error_group_id,
+    metadata: r.metadata,
+    status: r.status,
+    created_at: toIso(r.created_at)!,
+    updated_at: toIso(r.updated_at)!,
+  };
   // Spec: contact fields (name, email, user id) are visible only to project readers.
-  if (principalHolds(ctx.principal, ctx.project!.orgId, 'errors:read')) Object.assign(out, { contact_email, name, user_id });
+  if (reader) {
+    out.contact_email = r.contact_email;
+    out.name = r.name;
+    out.user_id = r.user_id;
+  }
   return out;
 }
 
 const feedbackId = z.string().uuid('must be a feedback id (UUID)');
+
+/** Spec (Endpoints, Feedback): create returns `id`, `project_id`, `created_at`; message and contact details are not repeated. */
+const createdSchema = z.object({ id: z.string(), project_id: z.string(), created_at: z.string() });
+const createdOut = (r: FeedbackRow): z.input<typeof createdSchema> => ({ id: r.id, project_id: r.project_id, created_at: toIso(r.created_at)! });
 
 export const create = defineOperation({
   operationId: 'feedback.create',
@@ -113,7 +137,7 @@ export const create = defineOperation({
       .describe('Sent as the Idempotency-Key header over HTTP.'),
     ...feedbackFields,
   }),
-  output: feedbackSchema,
+  output: createdSchema,
   errors: [
     { status: 400, code: 'invalid_parameter', when: 'a field breaks its rule; unknown field; error_group_id names no group of this project' },
     { status: 409, code: 'idempotency_conflict', when: 'Idempotency-Key reused with a different payload' },
@@ -132,7 +156,7 @@ export const create = defineOperation({
           throw new ConflictError('idempotency_conflict', 'This Idempotency-Key was already used with a different payload.', 'idempotency_key');
         }
         const original = repo.get(pid, prior.feedback_id);
-        if (original) return feedbackOut(original, ctx);
+        if (original) return createdOut(original);
       }
     }
     if (fields.error_group_id && !ctx.services.lookups.errorGroupExists(pid, fields.error_group_id)) {
@@ -165,7 +189,7 @@ export const create = defineOperation({
       },
       idempotency_key !== undefined ? { key: idempotency_key, payloadHash: hash } : undefined,
     );
-    return feedbackOut(row, ctx);
+    return createdOut(row);
   },
 });
 
@@ -184,7 +208,7 @@ export const list = defineOperation({
   tag: 'feedback',
   summary: 'List user feedback, newest first',
   description:
-    'Feedback records of the project, newest first, with cursor pagination: send `cursor` = the previous `next_cursor` until it is null. Filters: status (comma-separated), environment, release, service, user_id, session_id, replay_id, trace_id, error_group_id, q (substring of the message), from/to (creation time).',
+    'Feedback records of the project, newest first, with cursor pagination: send `cursor` = the previous `next_cursor` until it is null, keeping the same filters. Exact filters: status (comma-separated), environment, release, service, user_id, session_id, replay_id, trace_id, error_group_id. Case-insensitive literal substrings: url (of the submitted URL), contact (of name, email or user id), q (of the message). from/to: creation time.',
   method: 'GET',
   path: '/v1/projects/{project_id}/feedback',
   scopes: ['errors:read'],
@@ -203,6 +227,8 @@ export const list = defineOperation({
     trace_id: z.string().optional(),
     error_group_id: z.string().optional(),
     q: z.string().max(256).optional().describe('Substring of the message.'),
+    url: z.string().max(2048).optional().describe('Case-insensitive literal substring of the submitted URL.'),
+    contact: z.string().max(256).optional().describe('Case-insensitive literal substring of the name, email or user id.'),
     from: isoDateTime.optional(),
     to: isoDateTime.optional(),
     limit: queryInt({ min: 1, max: 100, default: 50, describe: 'Page size, 1 to 100 (default 50).' }),
@@ -223,6 +249,8 @@ export const list = defineOperation({
       trace_id: input.trace_id?.toLowerCase(),
       error_group_id: input.error_group_id,
       q: input.q,
+      url: input.url,
+      contact: input.contact,
       fromMs: parseIso(input.from),
       toMs: parseIso(input.to),
       before: input.cursor ? decodeCursor(input.cursor) : undefined,
@@ -232,7 +260,8 @@ export const list = defineOperation({
     const last = page[page.length - 1];
     const next_cursor =
       rows.length > input.limit && last ? Buffer.from(JSON.stringify({ t: last.created_at, id: last.id })).toString('base64url') : null;
-    return { data: page.map((r) => feedbackOut(r, ctx)), next_cursor };
+    const reader = principalHolds(ctx.principal, ctx.project!.orgId, 'errors:read');
+    return { data: page.map((r) => feedbackOut(r, ctx, reader)), next_cursor };
   },
 });
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 
 export interface DeploymentRow {
@@ -48,6 +49,14 @@ export function createDeploymentsRepo(db: Db) {
       commit_sha = @commit_sha, branch = @branch, started_at = @started_at, finished_at = @finished_at, updated_at = @now WHERE id = @id`),
   };
 
+  // One statement per filter combination, prepared once (compiling SQL per request is a hot-path cost).
+  const statements = new Map<string, Statement>();
+  const cached = (sql: string): Statement => {
+    let st = statements.get(sql);
+    if (!st) statements.set(sql, (st = db.prepare(sql)));
+    return st;
+  };
+
   function list(projectId: string, f: DeploymentFilter): { rows: DeploymentRow[]; total: number } {
     const where = ['project_id = ?'];
     const args: unknown[] = [Number(projectId)];
@@ -66,9 +75,8 @@ export function createDeploymentsRepo(db: Db) {
       args.push(f.toMs);
     }
     const w = where.join(' AND ');
-    const total = (db.prepare(`SELECT COUNT(*) AS n FROM deployments WHERE ${w}`).get(...args) as { n: number }).n;
-    const rows = db
-      .prepare(`SELECT * FROM deployments WHERE ${w} ORDER BY ${AT} DESC, id DESC LIMIT ? OFFSET ?`)
+    const total = (cached(`SELECT COUNT(*) AS n FROM deployments WHERE ${w}`).get(...args) as { n: number }).n;
+    const rows = cached(`SELECT * FROM deployments WHERE ${w} ORDER BY ${AT} DESC, id DESC LIMIT ? OFFSET ?`)
       .all(...args, f.limit, f.offset)
       .map(fromRow);
     return { rows, total };

@@ -1,0 +1,200 @@
+/**
+ * Access checks generated from the catalogue, independent of the face that runs them.
+ *
+ * `accessCases(env)` walks every operation and returns cases of four kinds:
+ *  - `no_credential`   no credential at all                                   → 401
+ *  - `other_project`   a credential of another organization's project           → 404
+ *                      (projects.list: 200 and the other project is not listed)
+ *  - `missing_scope`   a key of the same project lacking the operation's scope  → 403
+ *  - `unknown_field`   an unknown body field on a strict POST/PUT/PATCH input     → 400 `unknown_field`
+ *
+ * Each case carries a flat `input` (what `core.invoke`, the MCP sandbox's `api.<tag>.<verb>(input)`,
+ * the CLI and the client take) and the credential secret to call with. `httpRequestFor()` turns a
+ * case into an HTTP request for the REST face; another face only needs its own runner.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { AnyOperation } from '../../operations/define.js';
+import { fieldLocations, pathParams } from '../../operations/define.js';
+import { catalogue } from '../../operations/index.js';
+import { holdsAll } from '../../src/core/scopes.js';
+import { toJsonSchema, type JsonSchema } from '../../src/core/json-schema.js';
+
+export type AccessCheck = 'no_credential' | 'other_project' | 'missing_scope' | 'unknown_field';
+
+export interface AccessCase {
+  /** Sentence for the test name. */
+  title: string;
+  check: AccessCheck;
+  operationId: string;
+  op: AnyOperation;
+  /** Flat input (path, query and body fields side by side). */
+  input: Record<string, unknown>;
+  /** Credential secret, or null for none. */
+  credential: string | null;
+  expect: {
+    status: number;
+    code?: string;
+    param?: string;
+    /** projects.list with another project's key: this project id must not be listed. */
+    notListedProjectId?: string;
+  };
+}
+
+export interface AccessEnv {
+  projectId: string;
+  keys: { admin: string };
+  otherProject: { projectId: string; adminKey: string };
+  mintKey(scopes: string[], projectId?: string): string;
+}
+
+/** Scope sets tried, in order, for a key that lacks an operation's scopes. */
+const LACKING_CANDIDATES: string[][] = [['events:ingest'], ['errors:read'], ['deployments:read']];
+
+/** A scope set that does not cover `required` (null when the op needs no scope). */
+export function lackingScopes(required: readonly string[]): string[] | null {
+  if (!required.length) return null;
+  return LACKING_CANDIDATES.find((c) => !holdsAll(c, required)) ?? null;
+}
+
+/** A strict input object (z.strictObject): unknown fields are rejected, not stripped. */
+export function isStrictObject(schema: z.ZodType): boolean {
+  const def = (schema as unknown as { def: { type: string; catchall?: { def?: { type?: string } } } }).def;
+  return def.type === 'object' && def.catchall?.def?.type === 'never';
+}
+
+export const UNKNOWN_FIELD = 'zz_not_a_field';
+
+/** A value that satisfies a (simple) JSON schema, for required fields the example does not give. */
+function sample(js: JsonSchema): unknown {
+  if ('const' in js) return js.const;
+  if (Array.isArray(js.enum)) return js.enum[0];
+  if (Array.isArray(js.anyOf)) return sample(js.anyOf[0] as JsonSchema);
+  if (Array.isArray(js.oneOf)) return sample(js.oneOf[0] as JsonSchema);
+  const type = Array.isArray(js.type) ? js.type[0] : js.type;
+  switch (type) {
+    case 'string':
+      if (js.format === 'uuid') return randomUUID();
+      if (js.format === 'date-time') return new Date().toISOString();
+      if (js.format === 'email') return 'someone@example.com';
+      if (js.format === 'uri' || js.format === 'url') return 'https://example.com/';
+      return 'x'.repeat(Math.max(1, Number(js.minLength ?? 1)));
+    case 'integer':
+    case 'number':
+      return typeof js.minimum === 'number' ? js.minimum : typeof js.exclusiveMinimum === 'number' ? js.exclusiveMinimum + 1 : 1;
+    case 'boolean':
+      return true;
+    case 'array':
+      return Array.from({ length: Number(js.minItems ?? 0) }, () => sample((js.items ?? {}) as JsonSchema));
+    case 'object': {
+      const out: Record<string, unknown> = {};
+      const props = (js.properties ?? {}) as Record<string, JsonSchema>;
+      for (const k of (js.required ?? []) as string[]) out[k] = sample(props[k] ?? {});
+      return out;
+    }
+    case 'null':
+      return null;
+    default:
+      return 'x';
+  }
+}
+
+/**
+ * A valid-looking flat input: required fields sampled from the schema, overlaid by the descriptor's
+ * `example`, then path parameters (`project_id` given, other ids random UUIDs).
+ */
+export function inputFor(op: AnyOperation, projectId: string): Record<string, unknown> {
+  const js = toJsonSchema(op.input, 'input');
+  const props = (js.properties ?? {}) as Record<string, JsonSchema>;
+  const input: Record<string, unknown> = {};
+  for (const k of (js.required ?? []) as string[]) if (k !== 'project_id') input[k] = sample(props[k] ?? {});
+  Object.assign(input, op.example ?? {});
+  for (const p of pathParams(op.path)) input[p] = p === 'project_id' ? projectId : randomUUID();
+  if (!('project_id' in op.input.shape)) delete input.project_id;
+  return input;
+}
+
+export async function accessCases(env: AccessEnv, operations: readonly AnyOperation[] = catalogue): Promise<AccessCase[]> {
+  const keyCache = new Map<string, string>();
+  const keyWith = (scopes: string[]) => {
+    const k = scopes.join(' ');
+    if (!keyCache.has(k)) keyCache.set(k, env.mintKey(scopes));
+    return keyCache.get(k)!;
+  };
+  const cases: AccessCase[] = [];
+  for (const op of operations) {
+    const input = inputFor(op, env.projectId);
+    const base = { operationId: op.operationId, op };
+    cases.push({ ...base, check: 'no_credential', title: `${op.operationId} answers 401 without a credential`, input, credential: null, expect: { status: 401, code: 'unauthenticated' } });
+
+    if (op.operationId === 'projects.list') {
+      cases.push({
+        ...base,
+        check: 'other_project',
+        title: 'projects.list with another project\'s key does not list this project',
+        input,
+        credential: env.otherProject.adminKey,
+        expect: { status: 200, notListedProjectId: env.projectId },
+      });
+    } else {
+      cases.push({
+        ...base,
+        check: 'other_project',
+        title: `${op.operationId} answers 404 to a credential of another project`,
+        input,
+        credential: env.otherProject.adminKey,
+        expect: { status: 404 },
+      });
+    }
+
+    const lacking = lackingScopes(op.scopes);
+    if (lacking) {
+      cases.push({
+        ...base,
+        check: 'missing_scope',
+        title: `${op.operationId} answers 403 to a key holding only ${lacking.join(', ')}`,
+        input,
+        credential: keyWith(lacking),
+        expect: { status: 403 },
+      });
+    }
+
+    if (fieldLocations(op).body.length && isStrictObject(op.input)) {
+      cases.push({
+        ...base,
+        check: 'unknown_field',
+        title: `${op.operationId} answers 400 to an unknown body field`,
+        input: { ...input, [UNKNOWN_FIELD]: 1 },
+        credential: env.keys.admin,
+        expect: { status: 400, code: 'unknown_field', param: UNKNOWN_FIELD },
+      });
+    }
+  }
+  return cases;
+}
+
+/** The HTTP request (REST face) for an operation and a flat input. */
+export function httpRequestFor(
+  op: AnyOperation,
+  input: Record<string, unknown>,
+  credential: string | null,
+): { method: string; path: string; headers: Record<string, string>; body?: string } {
+  const where = fieldLocations(op);
+  let path = op.path;
+  for (const p of where.path) path = path.replace(`{${p}}`, encodeURIComponent(String(input[p])));
+  const query = new URLSearchParams();
+  const body: Record<string, unknown> = {};
+  const headers: Record<string, string> = {};
+  const headerOf = Object.fromEntries(Object.entries(op.headerInputs ?? {}).map(([h, f]) => [f, h]));
+  const hasBody = op.method === 'POST' || op.method === 'PUT' || op.method === 'PATCH';
+  for (const [k, v] of Object.entries(input)) {
+    if (where.path.includes(k)) continue;
+    if (headerOf[k]) headers[headerOf[k]] = String(v);
+    else if (hasBody) body[k] = v;
+    else query.set(k, Array.isArray(v) ? v.join(',') : String(v));
+  }
+  if (credential) headers['x-service-key'] = credential;
+  if (hasBody) headers['content-type'] = 'application/json';
+  const qs = query.toString();
+  return { method: op.method, path: path + (qs ? `?${qs}` : ''), headers, body: hasBody ? JSON.stringify(body) : undefined };
+}

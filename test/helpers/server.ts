@@ -1,0 +1,118 @@
+/**
+ * A real Sightline on a temp SQLite file, served over real HTTP on a free port.
+ *
+ *   const t = await startTestServer();            // or startTestServer({ now: () => clock, config: {...} })
+ *   await fetch(`${t.url}/v1/projects/${t.projectId}/feedback`, { headers: { 'x-service-key': t.keys.admin } });
+ *   await t.close();
+ *
+ * Two organizations are created: the main one (project `projectId`, keys `admin` = `*` and
+ * `ingest` = `events:ingest`) and another one (`otherProject`) for cross-tenant checks.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSightline, type Sightline, type SightlineOptions } from '../../src/server.js';
+import type { AppConfig } from '../../src/core/config.js';
+import { bootstrapOrganization } from '../../src/core/bootstrap.js';
+import { hashSecret, newSecret } from '../../src/domain/identity/secrets.js';
+
+export interface TestServerOptions {
+  /** Config overrides (rateLimit, bodyLimitBytes, ...). dbFile, port and host are set by the helper. */
+  config?: Partial<AppConfig>;
+  /** Injectable clock, passed to createSightline (quota windows, rate limits, key expiry use it). */
+  now?: () => number;
+  /** Other createSightline options (operations, logger). */
+  options?: Omit<SightlineOptions, 'now'>;
+}
+
+export interface TestServer {
+  s: Sightline;
+  /** http://127.0.0.1:<port>, no trailing slash. */
+  url: string;
+  /** The temp SQLite file. */
+  dbFile: string;
+  keys: { admin: string; ingest: string };
+  projectId: string;
+  organizationId: string;
+  otherProject: { projectId: string; organizationId: string; adminKey: string };
+  /** Mint an API key (returns its secret) with these scopes, in `projectId` by default. */
+  mintKey(scopes: string[], projectId?: string, opts?: { expiresAt?: number | null; label?: string }): string;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(opts: TestServerOptions = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'sightline-test-'));
+  const dbFile = join(dir, 'test.db');
+  const now = opts.now ?? Date.now;
+  const s = createSightline(
+    { logLevel: 'silent', ...opts.config, dbFile, port: 0, host: '127.0.0.1' },
+    { ...opts.options, now: opts.now },
+  );
+  const main = bootstrapOrganization(s.services, { org: 'Test org', project: 'test', email: 'owner@test.local', now: now() });
+  const other = bootstrapOrganization(s.services, { org: 'Other org', project: 'other', email: 'other@test.local', now: now() });
+
+  const server = http.createServer(s.app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  s.onClose.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  );
+
+  let closed = false;
+  return {
+    s,
+    url,
+    dbFile,
+    keys: { admin: main.admin_key, ingest: main.ingest_key },
+    projectId: main.project_id,
+    organizationId: main.organization_id,
+    otherProject: { projectId: other.project_id, organizationId: other.organization_id, adminKey: other.admin_key },
+    mintKey(scopes, projectId = main.project_id, o = {}) {
+      const secret = newSecret('sl');
+      s.services.identity.createApiKey(
+        projectId,
+        { label: o.label ?? `test ${scopes.join(' ')}`, prefix: secret.slice(0, 10), secretHash: hashSecret(secret), scopes, expiresAt: o.expiresAt ?? null },
+        now(),
+      );
+      return secret;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A JSON request to the test server; returns status, headers and parsed body (null when empty). */
+export async function api(
+  t: Pick<TestServer, 'url'>,
+  method: string,
+  path: string,
+  opts: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.key) headers['x-service-key'] = opts.key;
+  let body: string | undefined;
+  if (opts.rawBody !== undefined) body = opts.rawBody;
+  else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  const res = await fetch(t.url + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: any = null;
+  if (text) {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = text;
+    }
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}
