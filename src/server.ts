@@ -14,6 +14,8 @@ import { buildOpenApi } from './http/openapi.js';
 import { AppError } from './core/errors.js';
 import type { AnyOperation } from '../operations/define.js';
 import { buildIngestRouter } from './ingest/mount.js';
+import { oauthMount } from './oauth/mount.js';
+import { mcpMount } from './mcp/http.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -37,7 +39,7 @@ export interface SightlineOptions {
 /** A face that mounts its own routes (MCP, OAuth, ingest) on the shared app. */
 export type Mount = (s: Sightline, router: Router) => void;
 /** Faces with routes of their own, mounted in this order before the REST router. */
-const MOUNTS: Mount[] = [];
+const MOUNTS: Mount[] = [oauthMount, mcpMount];
 
 export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: SightlineOptions = {}): Sightline {
   const config = loadConfig(process.env, configOverrides);

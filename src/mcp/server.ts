@@ -1,0 +1,221 @@
+/**
+ * The MCP server: Code Mode with two tools, `search` then `execute` (docs/architecture "MCP Code
+ * Mode"). Transport-agnostic: `http.ts` serves it over Streamable HTTP at /mcp, `stdio.ts` over
+ * stdio; tests drive it over an in-memory transport. Everything is derived from the catalogue.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { AnyOperation } from '../../operations/define.js';
+import type { Executor, SandboxLimits } from '../../sandbox/executor.js';
+import { formatBytes, formatSeconds, resolveLimits } from '../../sandbox/limits.js';
+import { runExecute, type ExecuteOutput, type McpCaller } from './execute.js';
+import { createSearchIndex, type SearchIndex } from './search.js';
+import { exampleCall, operationSignature } from './signatures.js';
+
+export const SERVER_NAME = 'sightline';
+export const SERVER_VERSION = '1.0.0';
+
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+export interface McpServerDeps {
+  /** The catalogue (sensitive operations are filtered out here). */
+  operations: Iterable<AnyOperation>;
+  /** The sandbox (or a function giving it, so a pool starts only when first needed). */
+  executor: Executor | (() => Executor);
+  /** Per-execute limits (defaults: sandbox/limits.ts); also what the tool description states. */
+  limits?: Partial<SandboxLimits>;
+  /** The caller of one tool call, from the request (HTTP: its authenticated principal), or null. */
+  caller(extra: ToolExtra): McpCaller | null;
+  /** Shared across sessions: building it once per process keeps session creation cheap. */
+  searchIndex?: SearchIndex;
+  log?: Pick<Logger, 'error'>;
+}
+
+export const SEARCH_DEFAULT_LIMIT = 5;
+export const SEARCH_MAX_LIMIT = 20;
+
+function describeLimits(l: SandboxLimits): string {
+  return `${formatSeconds(l.wallClockMs)} wall clock, ${formatBytes(l.memoryBytes)} memory, ${l.maxCalls} operation calls, ${formatBytes(l.maxResultBytes)} of result and ${formatBytes(l.maxLogBytes)} of logs`;
+}
+
+/** How an agent uses the tools; shown in tools/list (and the gist in the initialize instructions). */
+export function toolDescriptions(limits: SandboxLimits): { search: string; execute: string; instructions: string } {
+  const search = [
+    'Find the Sightline API operations for a task. Sightline is an observability and error-tracking backend: errors and events, logs, metrics, traces, deployments and releases, user feedback, projects.',
+    '',
+    'Code Mode, two steps: (1) `search` for operations, (2) `execute` JavaScript that calls them.',
+    'Query in plain words or keywords, e.g. "unresolved errors in production", "record a deployment", "user feedback about checkout", "slow traces". Each hit gives:',
+    '- `operationId` (`<tag>.<verb>`), `summary`, `risk` (read or write), a short `description`;',
+    '- `scopes` it needs and `scopes_held`: whether your credential holds them (if false, the call will answer 403);',
+    '- `input` and `output`: compact TypeScript signatures of the one flat input object (path, query and body fields side by side) and of the result;',
+    '- `call`: a ready line for `execute`, e.g. `await api.feedback.list({ status: "new", limit: 20 })`.',
+    '`project_id` can be left out: it defaults to your credential\'s project. Search again with other words if nothing fits.',
+  ].join('\n');
+
+  const execute = [
+    'Run JavaScript that calls Sightline operations found with `search` (step 2 of search → execute).',
+    '`code` is the body of an async function: use `await`, and `return` the JSON value you want back. Inside it:',
+    '- `await api.<tag>.<verb>(input)` calls an operation, e.g. `await api.errors.list({ status: "unresolved", limit: 10 })`; `await api.call("<operationId>", input)` does the same by name. `input` is one flat object; `project_id` defaults to your credential\'s project.',
+    '- A failed call throws an error with `status`, `code` and `message` (400 invalid_parameter, 403 insufficient_scope, 404 not_found, 429 ...); use try/catch to carry on.',
+    '- `console.log(...)` lines come back in `logs`. There is no network, filesystem, timers, `require` or `import`: only `api` and standard JavaScript.',
+    '- Do the work in one script: several calls, loops, filtering and aggregation, then return only what you need.',
+    '',
+    'Pagination, two styles (the output signature shows which):',
+    '- Offset (results carry `total`, `limit`, `offset`): send `limit` and `offset`; the next page uses offset + limit, while offset + limit < total.',
+    '    for (let offset = 0, total = 1; offset < total; offset += 100) { const p = await api.deployments.list({ limit: 100, offset }); total = p.total; /* use p.data */ }',
+    '- Cursor (results carry `next_cursor`): send `limit`, then `cursor` set to the previous `next_cursor` unchanged (same filters), until `next_cursor` is null:',
+    '    const rows = []; let cursor;',
+    '    do { const page = await api.feedback.list({ status: "new", limit: 100, cursor }); rows.push(...page.data); cursor = page.next_cursor; } while (cursor);',
+    '    return rows.length;',
+    '',
+    `Limits per run: ${describeLimits(limits)}. A larger result is cut short: filter, aggregate or page inside the script and return less.`,
+    '',
+    'Returns JSON `{ result, logs, calls: [{ operationId, status, ms }], error }`: `error` is null on success, else `{ name, message, status?, code? }`.',
+  ].join('\n');
+
+  const instructions = [
+    'Sightline MCP (Code Mode). Use `search` to find operations (it returns TypeScript signatures and a ready `api` call), then `execute` a JavaScript async-function body that calls them as `await api.<tag>.<verb>(input)` and returns the result.',
+    `Pagination: offset lists continue while offset + limit < total; cursor lists pass next_cursor until it is null. Limits per execute: ${describeLimits(limits)}.`,
+  ].join(' ');
+  return { search, execute, instructions };
+}
+
+export interface SearchResultItem {
+  operationId: string;
+  summary: string;
+  description: string;
+  risk: 'read' | 'write';
+  scopes: string[];
+  scopes_held: boolean | null;
+  pagination: 'offset' | 'cursor' | null;
+  input: string;
+  output: string;
+  call: string;
+}
+
+function pagination(op: AnyOperation): 'offset' | 'cursor' | null {
+  const inKeys = Object.keys(op.input.shape);
+  if (inKeys.includes('cursor')) return 'cursor';
+  if (inKeys.includes('offset')) return 'offset';
+  return null;
+}
+
+function shorten(text: string, max: number): string {
+  const t = text.replace(/\s+/g, ' ').trim();
+  return t.length <= max ? t : `${t.slice(0, max - 1).replace(/\s+\S*$/, '')} …`;
+}
+
+export function searchResults(index: SearchIndex, caller: McpCaller | null, query: string, limit: number): SearchResultItem[] {
+  return index.search(query, limit).map(({ op }) => {
+    const sig = operationSignature(op);
+    return {
+      operationId: op.operationId,
+      summary: op.summary,
+      description: shorten(op.description, 400),
+      risk: op.risk,
+      scopes: [...op.scopes],
+      scopes_held: caller ? caller.holds(op) : null,
+      pagination: pagination(op),
+      input: sig.input,
+      output: sig.output,
+      call: exampleCall(op),
+    };
+  });
+}
+
+const executeOutputSchema = {
+  result: z.unknown().describe('What the script returned (null when it failed).'),
+  logs: z.array(z.string()),
+  calls: z.array(z.object({ operationId: z.string(), status: z.number(), ms: z.number() })),
+  error: z
+    .object({ name: z.string(), message: z.string(), status: z.number().optional(), code: z.string().optional() })
+    .nullable(),
+};
+
+const searchOutputSchema = {
+  query: z.string(),
+  results: z.array(
+    z.object({
+      operationId: z.string(),
+      summary: z.string(),
+      description: z.string(),
+      risk: z.enum(['read', 'write']),
+      scopes: z.array(z.string()),
+      scopes_held: z.boolean().nullable(),
+      pagination: z.enum(['offset', 'cursor']).nullable(),
+      input: z.string(),
+      output: z.string(),
+      call: z.string(),
+    }),
+  ),
+  hint: z.string(),
+};
+
+const UNAUTHENTICATED = 'A valid credential is required: send an API key in x-service-key or a token in Authorization: Bearer.';
+
+/** One MCP server (one per session: the SDK binds a server to one transport). */
+export function createMcpServer(deps: McpServerDeps): McpServer {
+  const limits = resolveLimits(deps.limits);
+  const index = deps.searchIndex ?? createSearchIndex(deps.operations);
+  const operationIds = index.operations.map((op) => op.operationId);
+  const tags = [...new Set(index.operations.map((op) => op.tag))];
+  const text = toolDescriptions(limits);
+  const executor = () => (typeof deps.executor === 'function' ? deps.executor() : deps.executor);
+
+  const server = new McpServer(
+    { name: SERVER_NAME, version: SERVER_VERSION },
+    { capabilities: { tools: { listChanged: false } }, instructions: text.instructions },
+  );
+
+  server.registerTool(
+    'search',
+    {
+      title: 'Search Sightline operations',
+      description: text.search,
+      inputSchema: {
+        query: z.string().min(1).max(500).describe('What you want to do, in plain words or keywords.'),
+        limit: z.number().int().min(1).max(SEARCH_MAX_LIMIT).optional().describe(`Hits to return, 1 to ${SEARCH_MAX_LIMIT} (default ${SEARCH_DEFAULT_LIMIT}).`),
+      },
+      outputSchema: searchOutputSchema,
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    async ({ query, limit }, extra) => {
+      const caller = deps.caller(extra);
+      const results = searchResults(index, caller, query, limit ?? SEARCH_DEFAULT_LIMIT);
+      const hint = results.length
+        ? 'Call `execute` with JavaScript that uses the `call` lines above (project_id may be left out).'
+        : `No operation matched. Try other words; the operation groups are: ${tags.join(', ')}.`;
+      const out = { query, results, hint };
+      return { content: [{ type: 'text' as const, text: JSON.stringify(out) }], structuredContent: out };
+    },
+  );
+
+  server.registerTool(
+    'execute',
+    {
+      title: 'Execute JavaScript against the Sightline API',
+      description: text.execute,
+      inputSchema: {
+        code: z.string().min(1).max(100_000).describe('Body of an async function: call `await api.<tag>.<verb>(input)` and `return` the result.'),
+      },
+      outputSchema: executeOutputSchema,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    async ({ code }, extra) => {
+      const caller = deps.caller(extra);
+      let out: ExecuteOutput;
+      if (!caller) out = { result: null, logs: [], calls: [], error: { name: 'ApiError', message: UNAUTHENTICATED, status: 401, code: 'unauthenticated' } };
+      else out = await runExecute(executor(), code, operationIds, caller.call, { limits: deps.limits, log: deps.log });
+      return {
+        content: [{ type: 'text' as const, text: JSON.stringify(out) }],
+        structuredContent: out as unknown as Record<string, unknown>,
+        isError: out.error !== null,
+      };
+    },
+  );
+
+  return server;
+}

@@ -1,0 +1,99 @@
+/**
+ * Evaluation set for MCP `search`: natural-language tasks, as the spec words them and as developers
+ * ask, each with the operationId it needs. Only tasks whose operationId is in the catalogue at test
+ * time are evaluated (the catalogue grows issue by issue); every MCP-visible operation must have at
+ * least one task (test/mcp/search.test.ts checks both).
+ */
+export interface SearchTask {
+  task: string;
+  operationId: string;
+}
+
+export const SEARCH_EVAL: readonly SearchTask[] = [
+  // projects
+  { task: 'which projects can this API key access', operationId: 'projects.list' },
+  { task: 'list my projects', operationId: 'projects.list' },
+  { task: 'what projects exist in my organization', operationId: 'projects.list' },
+  { task: 'get the details of my project, its name and feature flags', operationId: 'projects.get' },
+  { task: 'is product analytics enabled for this project', operationId: 'projects.get' },
+  { task: 'show the current spike protection settings of the project', operationId: 'projects.get' },
+  { task: 'set the spike protection threshold to 500 error events per minute', operationId: 'projects.updateSpikeProtection' },
+  { task: 'turn off spike protection', operationId: 'projects.updateSpikeProtection' },
+  { task: 'stop a flood of errors from eating our quota: drop events above a rate limit', operationId: 'projects.updateSpikeProtection' },
+
+  // feedback
+  { task: 'show me new user feedback', operationId: 'feedback.list' },
+  { task: 'what are users complaining about this week', operationId: 'feedback.list' },
+  { task: 'list user reports that mention checkout', operationId: 'feedback.list' },
+  { task: 'page through all feedback with next_cursor', operationId: 'feedback.list' },
+  { task: 'feedback submitted by ana@example.com', operationId: 'feedback.list' },
+  { task: 'submit user feedback: the export button does nothing', operationId: 'feedback.create' },
+  { task: 'capture a feedback record with contact email and url', operationId: 'feedback.create' },
+  { task: 'send a bug report from a customer on behalf of the widget', operationId: 'feedback.create' },
+  { task: 'open one feedback record by its id and see its session replay', operationId: 'feedback.get' },
+  { task: 'get feedback details for feedback_id 3f2a', operationId: 'feedback.get' },
+  { task: 'mark a feedback record as reviewed', operationId: 'feedback.update' },
+  { task: 'archive user feedback we already handled', operationId: 'feedback.update' },
+  { task: 'change the status of a feedback record', operationId: 'feedback.update' },
+
+  // deployments
+  { task: 'record a deployment from our CI pipeline', operationId: 'deployments.create' },
+  { task: 'we just shipped version 1.4.2 of the api service to production', operationId: 'deployments.create' },
+  { task: 'mark the deployment gh-run-4312 as ready', operationId: 'deployments.create' },
+  { task: 'list recent deployments', operationId: 'deployments.list' },
+  { task: 'what was deployed to production yesterday', operationId: 'deployments.list' },
+  { task: 'show deploys of the checkout service with status failed', operationId: 'deployments.list' },
+
+  // releases
+  { task: 'list releases per service and environment', operationId: 'releases.list' },
+  { task: 'which releases regressed compared with the previous release', operationId: 'releases.list' },
+  { task: 'health of one release: error rate and p95 compared with the previous release', operationId: 'releases.get' },
+
+  // errors
+  { task: 'show unresolved errors in production', operationId: 'errors.list' },
+  { task: 'what are the top bugs right now by event count', operationId: 'errors.list' },
+  { task: 'list exceptions of the checkout service', operationId: 'errors.list' },
+  { task: 'get one error group with its latest event and stack trace', operationId: 'errors.get' },
+  { task: 'details of issue 8b1f including session replays', operationId: 'errors.get' },
+  { task: 'resolve an error group', operationId: 'errors.update' },
+  { task: 'assign this bug to a teammate and set priority high', operationId: 'errors.update' },
+  { task: 'ignore the noisy exception', operationId: 'errors.update' },
+  { task: 'merge duplicate error groups into one', operationId: 'errors.merge' },
+  { task: 'unmerge a group that was merged by mistake', operationId: 'errors.unmerge' },
+  { task: 'which traces did this error occur in', operationId: 'errors.listRelatedTraces' },
+  { task: 'which commit caused this error, suspect commits', operationId: 'errors.listSuspectCommits' },
+  { task: 'what deploy introduced this regression', operationId: 'errors.listSuspectCommits' },
+  { task: 'run AI triage on an error group to find the probable cause', operationId: 'errors.createTriage' },
+  { task: 'history of triage runs for an issue', operationId: 'errors.listTriageRuns' },
+
+  // events
+  { task: 'search error events with a field query like level:error release:1.2', operationId: 'events.search' },
+  { task: 'find events whose message mentions timeout', operationId: 'events.search' },
+  { task: 'how long do error events take to arrive, ingestion latency by source', operationId: 'events.latency' },
+
+  // logs
+  { task: 'search logs for "connection refused" in the api service', operationId: 'logs.search' },
+  { task: 'show error level log lines from the last hour', operationId: 'logs.search' },
+  { task: 'log volume over time by severity', operationId: 'logs.histogram' },
+  { task: 'histogram of log counts per level', operationId: 'logs.histogram' },
+  { task: 'common log patterns and top values of log attributes', operationId: 'logs.insights' },
+
+  // metrics
+  { task: 'which metrics does the checkout service send', operationId: 'metrics.list' },
+  { task: 'find metric names containing http', operationId: 'metrics.list' },
+  { task: 'p95 of http.server.duration over the last day as a time series', operationId: 'metrics.timeline' },
+  { task: 'chart a metric over time with 5 minute granularity', operationId: 'metrics.timeline' },
+  { task: 'inspect one metric: its attributes, temporality and summary', operationId: 'metrics.inspect' },
+
+  // overview
+  { task: 'give me an overview of the health of the project: log levels, notable logs and key metrics', operationId: 'observability.summary' },
+  { task: 'observability summary for the api service in production', operationId: 'observability.summary' },
+
+  // traces
+  { task: 'list slow traces over 2 seconds', operationId: 'traces.list' },
+  { task: 'find traces with status error for the checkout service', operationId: 'traces.list' },
+  { task: 'slowest endpoints by p95 latency and error rate', operationId: 'traces.operations' },
+  { task: 'show all spans of trace 4bf92f3577b34da6a3ce929d0e0e4736', operationId: 'traces.get' },
+  { task: 'error groups correlated with one trace', operationId: 'traces.errors' },
+  { task: 'service map: which services call which, dependencies', operationId: 'traces.serviceMap' },
+];
