@@ -64,7 +64,7 @@ tracer.startActiveSpan('POST /checkout', { kind: 1, attributes: { 'http.request.
 // emitted (SimpleLogRecordProcessor); a long-running service would batch (BatchLogRecordProcessor).
 const loggerProvider = new LoggerProvider({
   resource,
-  processors: [new SimpleLogRecordProcessor(reportFailures(new OTLPLogExporter({ url: `${ingestUrl}/v1/logs`, headers }), 'logs'))],
+  processors: [new SimpleLogRecordProcessor({ exporter: reportFailures(new OTLPLogExporter({ url: `${ingestUrl}/v1/logs`, headers }), 'logs') })],
 });
 const logger = loggerProvider.getLogger('example');
 logger.emit({ severityNumber: 9, severityText: 'INFO', body: 'checkout started', attributes: { 'cart.items': 3 } });

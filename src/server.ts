@@ -24,6 +24,8 @@ export interface Sightline {
   core: Core;
   app: Koa;
   log: Logger;
+  /** The per-credential rate limit shared by every face (REST, MCP). */
+  limiter: RateLimiter;
   /** Extra cleanup registered by faces (MCP sessions, sandbox pool). */
   onClose: Array<() => Promise<void> | void>;
   listen(): Promise<http.Server>;
@@ -55,6 +57,11 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   const openapi = buildOpenApi(core.operations.values(), config);
 
   app.use(requestId());
+  app.use(async (ctx, next) => {
+    // Spec, Limits: responses carry RateLimit-Limit and RateLimit-Policy.
+    ctx.set(limiter.headers());
+    await next();
+  });
   app.use(errorHandler(log));
 
   const base = new Router();
@@ -90,6 +97,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     core,
     app,
     log,
+    limiter,
     onClose: [],
     async listen() {
       const server = http.createServer(app.callback());

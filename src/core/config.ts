@@ -19,6 +19,8 @@ export interface AppConfig {
   /** Origins allowed to call /mcp from a browser (besides requests with no Origin). */
   mcpAllowedOrigins: string[];
   logLevel: string;
+  /** Worker threads running MCP execute scripts (0: the sandbox default, 2). */
+  sandboxPoolSize: number;
 }
 
 function int(v: string | undefined, dflt: number): number {
@@ -55,5 +57,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     mcpAllowedOrigins:
       overrides.mcpAllowedOrigins ?? (env.SIGHTLINE_MCP_ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',
+    sandboxPoolSize: overrides.sandboxPoolSize ?? int(env.SIGHTLINE_SANDBOX_POOL_SIZE, 0),
   };
 }

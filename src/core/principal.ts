@@ -1,6 +1,8 @@
 import { holdsScope } from './scopes.js';
 
-export type Role = 'owner' | 'admin' | 'member';
+import type { Role } from '../domain/identity/roles.js';
+
+export type { Role };
 
 export interface ApiKeyPrincipal {
   kind: 'api_key';

@@ -144,3 +144,22 @@ export interface ErrorEventRecord {
   /** The full payload as received (Sentry event JSON, or the span + exception event for OTLP). */
   payload: unknown;
 }
+
+/** A release-health session update (Sentry `session`) or one bucket of pre-aggregated `sessions`. */
+export interface SessionRecord {
+  /** null for pre-aggregated `sessions` items */
+  sid: string | null;
+  distinct_id: string | null;
+  init: boolean;
+  /** ok | exited | errored | crashed | abnormal */
+  status: string;
+  started_ms: number;
+  timestamp_ms: number;
+  duration_ms: number | null;
+  errors: number;
+  release: string;
+  environment: string;
+  user_agent: string;
+  /** 1 for a single session update; the bucket count for aggregates */
+  quantity: number;
+}

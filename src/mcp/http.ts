@@ -73,12 +73,9 @@ function jsonRpcError(ctx: Koa.Context, status: number, code: number, message: s
   ctx.body = { jsonrpc: '2.0', error: { code, message }, id: null };
 }
 
-/** Read-only environment knobs of the sandbox pool (documented in the README by the lead). */
-function envLimits(env: NodeJS.ProcessEnv): Partial<SandboxLimits> {
-  const out: Partial<SandboxLimits> = {};
-  const n = (v: string | undefined) => (v && /^\d+$/.test(v) ? Number(v) : undefined);
-  if (n(env.SIGHTLINE_SANDBOX_POOL_SIZE) !== undefined) out.poolSize = n(env.SIGHTLINE_SANDBOX_POOL_SIZE);
-  return out;
+/** Sandbox pool size from configuration (SIGHTLINE_SANDBOX_POOL_SIZE). */
+function configLimits(config: { sandboxPoolSize: number }): Partial<SandboxLimits> {
+  return config.sandboxPoolSize ? { poolSize: config.sandboxPoolSize } : {};
 }
 
 export function createMcpMount(opts: McpHttpOptions = {}): Mount {
@@ -93,7 +90,7 @@ export function mountMcp(s: Sightline, router: Router, opts: McpHttpOptions = {}
   const path = new URL(config.mcpUrl).pathname.replace(/\/+$/, '') || '/';
   const idleMs = opts.idleMs ?? 30 * 60_000;
   const maxPerOwner = opts.maxSessionsPerPrincipal ?? 50;
-  const limits = { ...envLimits(process.env), ...opts.limits };
+  const limits = { ...configLimits(s.config), ...opts.limits };
 
   const allowedOrigins = new Set(
     [config.baseUrl, config.mcpUrl, ...config.mcpAllowedOrigins].map((o) => originOf(o) ?? o.toLowerCase()),
@@ -179,6 +176,7 @@ export function mountMcp(s: Sightline, router: Router, opts: McpHttpOptions = {}
     }
 
     const secret = credentialFromHeaders(ctx.headers);
+    s.limiter.hit(secret ?? `ip:${ctx.ip}`);
     const principal = authenticate(core.services, secret, core.now());
     if (!principal) {
       throw new AuthenticationError(

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
-import type { Role } from '../core/principal.js';
+import type { Role } from '../domain/identity/roles.js';
 
 export interface OrganizationRow { id: string; name: string; created_at: number }
 export interface UserRow { id: string; email: string; name: string; password_hash: string; created_at: number }

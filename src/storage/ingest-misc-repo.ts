@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import type { SessionRecord } from '../ingest/sentry/normalize.js';
+import type { SessionRecord } from '../domain/telemetry-types.js';
 
 export interface ReplayUpsert {
   replay_id: string;

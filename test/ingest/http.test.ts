@@ -68,7 +68,7 @@ describe('ingestion over HTTP', () => {
         { traceId: 'zz', spanId: hex(4, 16), name: 'bad-trace-id' },
       ])));
       expect(r.status).toBe(200);
-      const body = await r.json();
+      const body = (await r.json()) as { partialSuccess: { rejectedSpans: string; errorMessage: string } };
       expect(Number(body.partialSuccess.rejectedSpans)).toBe(1);
       expect(body.partialSuccess.errorMessage).toBeTruthy();
       expect(count("SELECT COUNT(*) n FROM spans WHERE name IN ('good','bad-trace-id')")).toBe(1);

@@ -616,23 +616,8 @@ export function feedbackFromSentry(payload: any, receivedMs: number): FeedbackRe
   };
 }
 
-export interface SessionRecord {
-  /** null for pre-aggregated `sessions` items */
-  sid: string | null;
-  distinct_id: string | null;
-  init: boolean;
-  /** ok | exited | errored | crashed | abnormal */
-  status: string;
-  started_ms: number;
-  timestamp_ms: number;
-  duration_ms: number | null;
-  errors: number;
-  release: string;
-  environment: string;
-  user_agent: string;
-  /** 1 for a single session update; the bucket count for aggregates */
-  quantity: number;
-}
+export type { SessionRecord } from '../../domain/telemetry-types.js';
+import type { SessionRecord } from '../../domain/telemetry-types.js';
 
 /**
  * A `session` item (`{ sid, did?, init, started, timestamp, status, errors, duration, attrs: { release,

@@ -1,0 +1,2 @@
+/** Organization membership roles. */
+export type Role = 'owner' | 'admin' | 'member';
