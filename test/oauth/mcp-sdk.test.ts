@@ -71,17 +71,6 @@ afterAll(async () => {
   await t.close();
 });
 
-/** Is the MCP transport mounted at /mcp (another helper builds it)? */
-async function mcpMounted(): Promise<boolean> {
-  const res = await fetch(t.mcpUrl, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-  });
-  await res.arrayBuffer();
-  return res.status !== 404;
-}
-
 describe('the MCP SDK OAuth client provider against Sightline', () => {
   it('discovers from the MCP URL, registers, sends the user through sign-in and consent, and exchanges the code', async () => {
     const provider = new IdeProvider(t);
@@ -109,11 +98,7 @@ describe('the MCP SDK OAuth client provider against Sightline', () => {
     expect((await restProjects(t, provider.saved!.access_token)).status).toBe(200);
   });
 
-  it('connects the Streamable HTTP transport after sign-in and lists tools (when /mcp is mounted)', async () => {
-    if (!(await mcpMounted())) {
-      console.warn('MCP tools/list check not run: nothing answers at /mcp yet (src/mcp is not mounted); the OAuth part is covered above.');
-      return;
-    }
+  it('connects the Streamable HTTP transport after sign-in and lists tools', async () => {
     const provider = new IdeProvider(t);
     // First connection: 401 from /mcp → the SDK runs discovery and sends the user to authorize.
     const first = new StreamableHTTPClientTransport(new URL(t.mcpUrl), { authProvider: provider });
