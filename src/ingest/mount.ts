@@ -52,19 +52,22 @@ export function buildIngestRouter(s: Sightline): Router {
       if (signal === 'traces') {
         const r = decodeTraces(body, enc);
         quota.take(id.project.id, r.records.length, t);
-        services.telemetry.insertSpans(id.project.id, r.records, 'otlp', t);
-        const errs = ingestErrorEvents(services, spike, id.project, errorEventsFromSpans(r.records, t), t);
+        const errorEvents = errorEventsFromSpans(r.records, t);
+        const errs = await services.writeBatch(() => {
+          services.telemetry.insertSpans(id.project.id, r.records, 'otlp', t);
+          return ingestErrorEvents(services, spike, id.project, errorEvents, t);
+        });
         ({ rejected, rejectionMessage: message } = r);
         if (errs.dropped) message = [message, `${errs.dropped} exception event(s) dropped by spike protection`].filter(Boolean).join('; ');
       } else if (signal === 'logs') {
         const r = decodeLogs(body, enc);
         quota.take(id.project.id, r.records.length, t);
-        services.telemetry.insertLogs(id.project.id, r.records, 'otlp', t);
+        await services.writeBatch(() => services.telemetry.insertLogs(id.project.id, r.records, 'otlp', t));
         ({ rejected, rejectionMessage: message } = r);
       } else {
         const r = decodeMetrics(body, enc);
         quota.take(id.project.id, r.records.length, t);
-        services.telemetry.insertMetricPoints(id.project.id, r.records, t);
+        await services.writeBatch(() => services.telemetry.insertMetricPoints(id.project.id, r.records, t));
         ({ rejected, rejectionMessage: message } = r);
       }
     } catch (err) {
@@ -193,13 +196,13 @@ export function buildIngestRouter(s: Sightline): Router {
         throw err;
       }
     }
-    if (spans.length) {
-      quota.take(id.project.id, spans.length, t);
-      services.telemetry.insertSpans(id.project.id, spans, 'sentry', t);
-    }
-    if (logs.length) services.telemetry.insertLogs(id.project.id, logs, 'sentry', t);
+    if (spans.length) quota.take(id.project.id, spans.length, t);
+    const r = await services.writeBatch(() => {
+      if (spans.length) services.telemetry.insertSpans(id.project.id, spans, 'sentry', t);
+      if (logs.length) services.telemetry.insertLogs(id.project.id, logs, 'sentry', t);
+      return ingestErrorEvents(services, spike, id.project, errors, t);
+    });
     for (const fb of feedbackItems) await recordFeedback(id, fb, t);
-    const r = ingestErrorEvents(services, spike, id.project, errors, t);
     sentryReply(ctx, typeof env.header.event_id === 'string' ? env.header.event_id : undefined, r.dropped, r.accepted + (env.items.length - errors.length));
   };
 
@@ -215,7 +218,7 @@ export function buildIngestRouter(s: Sightline): Router {
     }
     const t = now();
     const rec = errorEventFromSentry(event, t);
-    const r = ingestErrorEvents(services, spike, id.project, [rec], t);
+    const r = await services.writeBatch(() => ingestErrorEvents(services, spike, id.project, [rec], t));
     sentryReply(ctx, rec.event_id, r.dropped, r.accepted);
   };
 

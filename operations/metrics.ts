@@ -1,0 +1,265 @@
+import { z } from 'zod';
+import { defineOperation } from './define.js';
+import { projectId, queryInt, toIso } from './shared.js';
+import { UnprocessableError, ValidationError } from '../src/core/errors.js';
+import {
+  GRANULARITIES,
+  HOUR_MS,
+  WindowError,
+  checkBucketCount,
+  defaultGranularity,
+  granularityMs,
+  resolveWindow,
+  type ResolvedWindow,
+  type WindowOptions,
+} from '../src/domain/metrics/window.js';
+import {
+  AGGREGATIONS,
+  UnsupportedTemporalityError,
+  checkAggregationSupported,
+  inspect as inspectMetric,
+  timeline as metricTimeline,
+} from '../src/domain/metrics/aggregate.js';
+import type { MetricType } from '../src/domain/telemetry-types.js';
+
+export const METRIC_TYPES = ['gauge', 'sum', 'hist', 'exponential_histogram'] as const satisfies readonly MetricType[];
+
+// ---------------------------------------------------------------------------------------------
+// Shared by the telemetry read operations (logs, metrics, observability summary)
+
+/** `from`/`to` as text: the domain parser gives the precise message (and accepts a `+` decoded to a space). */
+export const windowFields = {
+  from: z.string().max(64).optional().describe('Window start, ISO 8601 with a timezone (default: 24 hours before `to`).'),
+  to: z.string().max(64).optional().describe('Window end, ISO 8601 with a timezone (default: now).'),
+};
+
+/** Optional text filter; empty counts as absent. */
+export const textFilter = (max: number, describe: string) =>
+  z
+    .string()
+    .max(max)
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : v))
+    .describe(describe);
+
+/**
+ * Runs domain code and turns its errors into API errors: a rejected window or granularity → 400
+ * (`invalid_parameter`, naming the parameter; `rename` maps domain names such as `granularity` to
+ * this operation's), a percentile of a cumulative exponential histogram → 422
+ * `UNSUPPORTED_METRIC_TEMPORALITY`.
+ */
+export function domainCall<T>(fn: () => T, rename: Record<string, string> = {}): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof WindowError) throw new ValidationError(err.message, rename[err.param] ?? err.param);
+    if (err instanceof UnsupportedTemporalityError) throw new UnprocessableError(err.code, err.message, 'aggregation');
+    throw err;
+  }
+}
+
+/** Resolves `from`/`to` (400 before any query for an invalid, reversed or oversized window). */
+export function windowOf(input: { from?: string; to?: string }, now: number, opts: Partial<WindowOptions> = {}): ResolvedWindow {
+  return domainCall(() => resolveWindow({ from: input.from, to: input.to }, { now, ...opts }));
+}
+
+export const windowOut = (w: ResolvedWindow) => ({ from: toIso(w.fromMs)!, to: toIso(w.toMs)! });
+
+// ---------------------------------------------------------------------------------------------
+
+const metricTypeParam = z.enum(METRIC_TYPES).describe('gauge, sum, hist (explicit-bucket histogram) or exponential_histogram');
+const metricSelector = {
+  metric_name: z.string().min(1).max(512).describe('Metric name as sent (e.g. http.server.request.duration).'),
+  metric_type: metricTypeParam,
+  service_name: textFilter(256, 'Only points from this service (resource service.name).'),
+  environment: textFilter(128, 'Only points from this deployment environment.'),
+};
+
+const bucketSchema = z.object({
+  time: z.string().describe('Bucket start, ISO 8601 UTC (buckets are aligned to the granularity since the epoch).'),
+  value: z.number().nullable().describe('Aggregated value; null when the bucket has no points.'),
+  point_count: z.number().int().describe('Stored points in the bucket.'),
+  sample_count: z.number().describe('Measurements represented: 1 per gauge/sum point, the (delta) count for histograms.'),
+});
+
+const seriesSchema = z.object({
+  metric_name: z.string(),
+  type: z.enum(METRIC_TYPES),
+  unit: z.string(),
+  description: z.string(),
+  service_name: z.string(),
+  first_seen: z.string().describe('ISO 8601 time of the first point in the window.'),
+  last_seen: z.string().describe('ISO 8601 time of the last point in the window.'),
+  point_count: z.number().int(),
+  sample_count: z.number().describe('Gauge and sum: points. Histograms: measurements (Σ count, reset-aware for cumulative series).'),
+});
+
+const WINDOW_ERRORS = [
+  { status: 400, code: 'invalid_parameter', when: 'timestamp without a timezone or unparseable, from not before to, window above 30 days, or an unknown value' },
+] as const;
+
+export const list = defineOperation({
+  operationId: 'metrics.list',
+  tag: 'metrics',
+  summary: 'List metrics seen in a window',
+  description:
+    'One row per metric name, type and service that sent points in the window (default the last 24 hours; at most 30 days): unit, description, first and last seen, point count and sample count (gauge/sum: points; histograms: measurements). Filter by `metric_type`, `service_name`, `environment`, and `q` (case-insensitive substring of name, unit or service). Sorted by name; offset pagination.',
+  method: 'GET',
+  path: '/v1/projects/{project_id}/metrics',
+  scopes: ['read'],
+  risk: 'read',
+  sensitive: false,
+  projectScoped: true,
+  input: z.object({
+    project_id: projectId,
+    ...windowFields,
+    metric_type: metricTypeParam.optional(),
+    service_name: textFilter(256, 'Only metrics from this service.'),
+    environment: textFilter(128, 'Only metrics from this deployment environment.'),
+    q: textFilter(256, 'Case-insensitive substring of the metric name, unit or service.'),
+    limit: queryInt({ min: 1, max: 1000, default: 100, describe: 'Page size, 1 to 1000 (default 100).' }),
+    offset: queryInt({ min: 0, max: 100_000, default: 0, describe: 'Rows to skip; the next page uses offset + limit.' }),
+  }),
+  output: z.object({
+    data: z.array(seriesSchema),
+    total: z.number().int().describe('Rows matching the filters.'),
+    limit: z.number().int(),
+    offset: z.number().int(),
+    from: z.string().describe('Effective window start (ISO 8601).'),
+    to: z.string().describe('Effective window end (ISO 8601).'),
+  }),
+  errors: [...WINDOW_ERRORS],
+  example: { q: 'http', limit: 20 },
+  handler(input, ctx) {
+    const w = windowOf(input, ctx.now());
+    const { rows, total } = ctx.services.metricsRead.listSeries(
+      ctx.project!.id,
+      { ...w, type: input.metric_type, service: input.service_name, environment: input.environment, q: input.q },
+      { limit: input.limit, offset: input.offset },
+    );
+    return {
+      data: rows.map((r) => ({ ...r, first_seen: toIso(r.first_seen)!, last_seen: toIso(r.last_seen)! })),
+      total,
+      limit: input.limit,
+      offset: input.offset,
+      ...windowOut(w),
+    };
+  },
+});
+
+export const timeline = defineOperation({
+  operationId: 'metrics.timeline',
+  tag: 'metrics',
+  summary: 'Timeline of one metric',
+  description:
+    'Buckets of one metric over the window (default the last 24 hours; at most 30 days and 2,000 buckets — choose a coarser `granularity` otherwise). `aggregation`: avg (default), count, sum, p50, p90, p95, p99. Delta points count as received; cumulative points are differenced per series and scope (a new start time is a reset, a same-start decrease a new baseline), with the latest point of the hour before the window as baseline. Histogram percentiles come from merged bucket distributions. A percentile of a cumulative exponential histogram is refused with 422 UNSUPPORTED_METRIC_TEMPORALITY (use avg, count or sum, or export delta). Empty buckets have value null.',
+  method: 'GET',
+  path: '/v1/projects/{project_id}/metrics/timeline',
+  scopes: ['read'],
+  risk: 'read',
+  sensitive: false,
+  projectScoped: true,
+  input: z.object({
+    project_id: projectId,
+    ...metricSelector,
+    ...windowFields,
+    granularity: z.enum(GRANULARITIES).optional().describe('Bucket size: 1m, 5m, 15m, 1h, 6h or 1d (default: about 300 buckets or fewer for the window).'),
+    aggregation: z.enum(AGGREGATIONS).default('avg').describe('avg (default), count, p50, p90, p95, p99 or sum.'),
+  }),
+  output: z.object({
+    metric_name: z.string(),
+    metric_type: z.enum(METRIC_TYPES),
+    unit: z.string().nullable().describe('Unit of the metric; null when it has no points.'),
+    aggregation: z.enum(AGGREGATIONS),
+    granularity: z.enum(GRANULARITIES),
+    from: z.string(),
+    to: z.string(),
+    buckets: z.array(bucketSchema),
+  }),
+  errors: [
+    ...WINDOW_ERRORS,
+    { status: 400, code: 'invalid_parameter', when: 'more than 2,000 buckets at this granularity' },
+    { status: 422, code: 'UNSUPPORTED_METRIC_TEMPORALITY', when: 'a percentile aggregation of a cumulative exponential histogram' },
+  ],
+  example: { metric_name: 'http.server.request.duration', metric_type: 'hist', aggregation: 'p95', granularity: '5m' },
+  handler(input, ctx) {
+    const w = windowOf(input, ctx.now());
+    const granularity = input.granularity ?? defaultGranularity(w.fromMs, w.toMs);
+    const gMs = domainCall(() => granularityMs(granularity));
+    domainCall(() => checkBucketCount(w.fromMs, w.toMs, gMs));
+    const sel = { metricName: input.metric_name, type: input.metric_type, service: input.service_name, environment: input.environment };
+    const repo = ctx.services.metricsRead;
+    const meta = repo.meta(ctx.project!.id, sel, w.toMs);
+    domainCall(() => checkAggregationSupported(input.metric_type, meta?.temporality, input.aggregation));
+    const points = repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS);
+    const t = domainCall(() =>
+      metricTimeline(points, { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, aggregation: input.aggregation }),
+    );
+    return {
+      metric_name: input.metric_name,
+      metric_type: input.metric_type,
+      unit: meta?.unit ?? null,
+      aggregation: input.aggregation,
+      granularity,
+      ...windowOut(w),
+      buckets: t.buckets,
+    };
+  },
+});
+
+const snapshotSchema = z.object({
+  aggregation: z.enum(['avg', 'p50', 'p90', 'p99']),
+  latest_value: z.number().nullable().describe('Value of the last non-empty bucket.'),
+  previous_value: z.number().nullable().describe('Value of the non-empty bucket before it.'),
+  change_percent: z.number().nullable().describe('(latest − previous) / |previous| × 100, one decimal.'),
+  recent_points: z.array(bucketSchema).describe('The last few non-empty buckets, oldest first.'),
+  top_points: z.array(bucketSchema).describe('The highest-valued buckets of the window, highest first.'),
+});
+
+export const inspect = defineOperation({
+  operationId: 'metrics.inspect',
+  tag: 'metrics',
+  summary: 'Compact takeaways about one metric',
+  description:
+    'Highlights (short sentences: points and buckets seen, latest change of avg and p99, peak) and one snapshot per aggregation avg, p50, p90, p99 with latest and previous bucket values, change percent, recent points and top points, over the window (default the last 24 hours; at most 30 days) at an automatic granularity. Temporality rules as in metrics.timeline; for cumulative exponential histograms only the avg snapshot is given (percentiles are not available for them).',
+  method: 'GET',
+  path: '/v1/projects/{project_id}/metrics/inspect',
+  scopes: ['read'],
+  risk: 'read',
+  sensitive: false,
+  projectScoped: true,
+  input: z.object({ project_id: projectId, ...metricSelector, ...windowFields }),
+  output: z.object({
+    metric_name: z.string(),
+    metric_type: z.enum(METRIC_TYPES),
+    unit: z.string().nullable(),
+    granularity: z.enum(GRANULARITIES).describe('Bucket size used for the snapshots.'),
+    from: z.string(),
+    to: z.string(),
+    highlights: z.array(z.string()),
+    snapshots: z.array(snapshotSchema),
+  }),
+  errors: [...WINDOW_ERRORS],
+  example: { metric_name: 'http.server.request.duration', metric_type: 'hist' },
+  handler(input, ctx) {
+    const w = windowOf(input, ctx.now());
+    const granularity = defaultGranularity(w.fromMs, w.toMs);
+    const gMs = granularityMs(granularity);
+    const sel = { metricName: input.metric_name, type: input.metric_type, service: input.service_name, environment: input.environment };
+    const repo = ctx.services.metricsRead;
+    const meta = repo.meta(ctx.project!.id, sel, w.toMs);
+    const points = repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS);
+    const r = domainCall(() =>
+      inspectMetric(points, { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, metricName: input.metric_name, unit: meta?.unit }),
+    );
+    return {
+      metric_name: input.metric_name,
+      metric_type: input.metric_type,
+      unit: meta?.unit ?? null,
+      granularity,
+      ...windowOut(w),
+      highlights: r.highlights,
+      snapshots: r.snapshots,
+    };
+  },
+});

@@ -1,0 +1,180 @@
+import { z } from 'zod';
+import { defineOperation } from './define.js';
+import { projectId, queryInt } from './shared.js';
+import { logRowOut, logRowSchema } from './logs.js';
+import { METRIC_TYPES, textFilter, windowFields, windowOf, windowOut } from './metrics.js';
+import { HOUR_MS, type ResolvedWindow } from '../src/domain/metrics/window.js';
+import { normalizePoints, type MetricPointInput } from '../src/domain/metrics/normalize.js';
+import { formatNumber, timelineFromContributions, UnsupportedTemporalityError, type Aggregation } from '../src/domain/metrics/aggregate.js';
+import { truncateValue } from '../src/domain/logs/patterns.js';
+import type { MetricType, Temporality } from '../src/domain/telemetry-types.js';
+import { LOG_LEVELS } from '../src/storage/logs-read-repo.js';
+
+const NOTABLE_LEVELS = ['warn', 'error', 'fatal'];
+const CANDIDATES = 10;
+const TOP = 5;
+const SUMMARY_AGGREGATIONS = ['avg', 'p50', 'p90', 'p99'] as const satisfies readonly Aggregation[];
+
+/**
+ * avg, p50, p90 and p99 of a metric over the whole window, with the temporality rules of
+ * metrics.timeline: the points are normalized once over the window, then aggregated as one bucket
+ * (times shifted so the window starts at 0 and one bucket spans it). Percentiles of a cumulative
+ * exponential histogram are null (not available for it).
+ */
+function summarize(points: MetricPointInput[], w: ResolvedWindow, type: MetricType, temporality: Temporality | undefined) {
+  const len = w.toMs - w.fromMs;
+  const shifted = normalizePoints(points, w).map((c) => ({ ...c, time_ms: c.time_ms - w.fromMs }));
+  const opts = { fromMs: 0, toMs: len, granularityMs: len, type, temporality };
+  const out = { avg: null, p50: null, p90: null, p99: null, point_count: 0, sample_count: 0 } as Record<
+    'avg' | 'p50' | 'p90' | 'p99' | 'point_count' | 'sample_count',
+    number | null
+  >;
+  for (const aggregation of SUMMARY_AGGREGATIONS) {
+    try {
+      const b = timelineFromContributions(shifted, { ...opts, aggregation }).buckets[0];
+      if (b) Object.assign(out, { [aggregation]: b.value, point_count: b.point_count, sample_count: b.sample_count });
+    } catch (err) {
+      if (!(err instanceof UnsupportedTemporalityError)) throw err;
+    }
+  }
+  return out as { avg: number | null; p50: number | null; p90: number | null; p99: number | null; point_count: number; sample_count: number };
+}
+
+const countRow = z.object({ value: z.string(), count: z.number().int() });
+const nullableNum = z.number().nullable();
+
+export const summary = defineOperation({
+  operationId: 'observability.summary',
+  tag: 'observability',
+  summary: 'One-call overview of logs and metrics',
+  description:
+    'A compact overview of a window (default the 24 hours before `to`; at most 30 days), optionally for one `service_name` and `environment`: highlight sentences; log counts by severity, top sources and releases, and the newest warn/error/fatal logs (`log_limit`, default 8, max 20); candidate metrics (names containing `metric_query`, else the busiest) and up to `metric_limit` (default 3, max 5) of them summarized with avg, p50, p90 and p99 over the window.',
+  method: 'GET',
+  path: '/v1/projects/{project_id}/observability-summary',
+  scopes: ['read'],
+  risk: 'read',
+  sensitive: false,
+  projectScoped: true,
+  input: z.object({
+    project_id: projectId,
+    service_name: textFilter(256, 'Only this service (logs and metrics).'),
+    environment: textFilter(128, 'Only this deployment environment (logs and metrics).'),
+    metric_query: textFilter(256, 'Case-insensitive substring of metric names to pick candidates from (default: the busiest metrics).'),
+    ...windowFields,
+    metric_limit: queryInt({ min: 1, max: 5, default: 3, describe: 'Metrics to summarize, 1 to 5 (default 3).' }),
+    log_limit: queryInt({ min: 1, max: 20, default: 8, describe: 'Recent notable logs to include, 1 to 20 (default 8).' }),
+  }),
+  output: z.object({
+    from: z.string(),
+    to: z.string(),
+    highlights: z.array(z.string()).describe('Short sentences worth reading first.'),
+    logs: z.object({
+      total: z.number().int().describe('Logs in the window.'),
+      levels: z.object(Object.fromEntries(LOG_LEVELS.map((l) => [l, z.number().int()]))).describe('Count per severity.'),
+      top_sources: z.array(countRow).describe('Most frequent log sources (at most 5).'),
+      top_releases: z.array(countRow).describe('Most frequent releases (service.version, at most 5).'),
+      recent_notable: z.array(logRowSchema).describe('Newest warn, error and fatal logs (at most log_limit).'),
+    }),
+    metrics: z.object({
+      candidate_metrics: z
+        .array(
+          z.object({
+            metric_name: z.string(),
+            type: z.enum(METRIC_TYPES),
+            unit: z.string(),
+            point_count: z.number().int(),
+            services: z.array(z.string()),
+          }),
+        )
+        .describe('Metrics matching metric_query, or the busiest (at most 10), by points in the window.'),
+      selected_metrics: z
+        .array(
+          z.object({
+            metric_name: z.string(),
+            type: z.enum(METRIC_TYPES),
+            unit: z.string(),
+            point_count: z.number().int(),
+            sample_count: z.number(),
+            avg: nullableNum,
+            p50: nullableNum,
+            p90: nullableNum,
+            p99: nullableNum.describe('null when not available (cumulative exponential histograms) or no data.'),
+          }),
+        )
+        .describe('The first metric_limit candidates, summarized over the window.'),
+    }),
+  }),
+  errors: [{ status: 400, code: 'invalid_parameter', when: 'window invalid, reversed or above 30 days; metric_limit above 5; log_limit above 20' }],
+  example: { service_name: 'checkout', metric_query: 'duration' },
+  handler(input, ctx) {
+    const w = windowOf(input, ctx.now());
+    const pid = ctx.project!.id;
+    const logs = ctx.services.logsRead;
+    const metrics = ctx.services.metricsRead;
+    const f = { ...w, service: input.service_name, environment: input.environment };
+
+    const levels = Object.fromEntries(LOG_LEVELS.map((l) => [l, 0])) as Record<string, number>;
+    const sources = new Map<string, number>();
+    const releases = new Map<string, number>();
+    let total = 0;
+    for (const c of logs.counts(pid, f, ['level', 'source', 'release'])) {
+      total += c.n;
+      const [level, source, release] = c.keys as [string, string, string];
+      if (level in levels) levels[level] += c.n;
+      if (source) sources.set(source, (sources.get(source) ?? 0) + c.n);
+      if (release) releases.set(release, (releases.get(release) ?? 0) + c.n);
+    }
+    const top = (m: Map<string, number>) =>
+      [...m]
+        .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+        .slice(0, TOP)
+        .map(([value, count]) => ({ value: truncateValue(value, 256), count }));
+    const notable = logs.search(pid, { ...f, levels: NOTABLE_LEVELS }, { limit: input.log_limit, offset: 0, withTotal: false }).rows;
+
+    const candidates = metrics.busiest(pid, { ...f, nameQuery: input.metric_query }, CANDIDATES);
+    const selected = candidates.slice(0, input.metric_limit).map((m) => {
+      const sel = { metricName: m.metric_name, type: m.type, service: input.service_name, environment: input.environment };
+      const meta = metrics.meta(pid, sel, w.toMs);
+      const s = summarize(metrics.points(pid, sel, w.fromMs, w.toMs, HOUR_MS), w, m.type, meta?.temporality);
+      return { metric_name: m.metric_name, type: m.type, unit: m.unit, ...s };
+    });
+
+    const highlights: string[] = [];
+    const scope = [input.service_name && `service ${input.service_name}`, input.environment && `environment ${input.environment}`].filter(Boolean).join(', ');
+    if (total === 0) highlights.push(`No logs in the window${scope ? ` for ${scope}` : ''}.`);
+    else {
+      const parts = ['fatal', 'error', 'warn'].filter((l) => levels[l]! > 0).map((l) => `${formatNumber(levels[l]!)} ${l}`);
+      highlights.push(`${formatNumber(total)} log${total === 1 ? '' : 's'}${scope ? ` for ${scope}` : ''}${parts.length ? `: ${parts.join(', ')}` : ', none warn or worse'}.`);
+      const src = top(sources)[0];
+      if (src) highlights.push(`Top log source: ${src.value} (${Math.round((src.count / total) * 100)}%).`);
+      const rel = top(releases);
+      if (rel.length) highlights.push(`Releases seen: ${rel.map((r) => `${r.value} (${formatNumber(r.count)})`).join(', ')}.`);
+      const worst = notable.find((r) => r.level === 'fatal' || r.level === 'error') ?? notable[0];
+      if (worst) {
+        highlights.push(
+          `Latest ${worst.level}: "${truncateValue(worst.body.replace(/\s+/g, ' '), 120)}"${worst.service_name ? ` (${worst.service_name})` : ''} at ${new Date(worst.time_ms).toISOString()}.`,
+        );
+      }
+    }
+    if (candidates.length === 0) {
+      highlights.push(input.metric_query ? `No metric name contains "${truncateValue(input.metric_query, 64)}" in the window.` : 'No metrics in the window.');
+    }
+    for (const m of selected) {
+      const unit = m.unit && m.unit !== '1' ? ` ${m.unit.replace(/^\{(.*)\}$/, '$1')}` : '';
+      const stats = (['avg', 'p50', 'p90', 'p99'] as const).filter((k) => m[k] !== null).map((k) => `${k} ${formatNumber(m[k]!)}`);
+      highlights.push(
+        stats.length ? `${m.metric_name} (${m.type}${unit ? `,${unit}` : ''}): ${stats.join(', ')}.` : `${m.metric_name} (${m.type}): no values in the window.`,
+      );
+    }
+
+    return {
+      ...windowOut(w),
+      highlights,
+      logs: { total, levels, top_sources: top(sources), top_releases: top(releases), recent_notable: notable.map(logRowOut) },
+      metrics: {
+        candidate_metrics: candidates.map((c) => ({ metric_name: c.metric_name, type: c.type, unit: c.unit, point_count: c.point_count, services: c.services })),
+        selected_metrics: selected,
+      },
+    };
+  },
+});

@@ -1,0 +1,356 @@
+import type { Statement } from 'better-sqlite3';
+import type { Db } from './db.js';
+import { HTTP_METHOD_SQL, LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
+
+/** Level names as stored (see levelOf in sqlite-telemetry-store.ts), least to most severe. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A stored log row (times in epoch ms; `attributes` is the stored JSON text). */
+export interface LogRow {
+  id: number;
+  time_ms: number;
+  observed_ms: number;
+  severity_number: number;
+  severity_text: string;
+  level: string;
+  body: string;
+  attributes: string;
+  trace_id: string | null;
+  span_id: string | null;
+  service_name: string;
+  environment: string;
+  release: string;
+  source: string;
+  connector_key: string | null;
+  scope_name: string;
+}
+
+/** Filters shared by every log read. The window is half-open: `[fromMs, toMs)`. */
+export interface LogFilter {
+  fromMs: number;
+  toMs: number;
+  /** A full-text expression built by {@link ftsQuery}; never raw user text. */
+  match?: string;
+  connectorKey?: string;
+  environment?: string;
+  levels?: readonly string[];
+  release?: string;
+  service?: string;
+  source?: string;
+}
+
+/** Dimensions a count can be grouped by (column names of the rollups). */
+export type LogDim = 'level' | 'service_name' | 'environment' | 'release' | 'source' | 'connector_key' | 'http_method';
+
+export interface LogCount {
+  /** Bucket index from `step.firstMs` (0 when no step was given). */
+  bucket: number;
+  /** Values of the requested dimensions, in order. */
+  keys: string[];
+  n: number;
+}
+
+/** What a sample for pattern mining holds (`attributes` only when asked for). */
+export type LogSample = Pick<LogRow, 'body' | 'level'> & { attributes?: string };
+
+export interface LogSearchResult {
+  /** Newest first (time, then id). */
+  rows: LogRow[];
+  hasMore: boolean;
+  /** Exact number of matching rows when it was cheap to know, else null. */
+  total: number | null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Free text → FTS5
+
+const WORD_CHAR = /[\p{L}\p{N}]/u;
+
+/** A double-quoted FTS5 string: the tokenizer splits it, so `foo-bar` becomes the phrase "foo bar". */
+const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
+
+/**
+ * Turns a user's search text into a safe FTS5 expression: every bare word and every `"quoted
+ * phrase"` becomes an FTS5 string (all must match); a bare word ending in `*` is a prefix search.
+ * FTS5 operators in the text (AND, OR, NOT, NEAR, column filters, parentheses) are taken literally.
+ * Returns null when the text holds nothing searchable (no letter or digit).
+ */
+export function ftsQuery(text: string): string | null {
+  const terms: string[] = [];
+  const re = /"([^"]*)"?|(\S+)/g;
+  for (const m of text.matchAll(re)) {
+    if (m[1] !== undefined) {
+      if (WORD_CHAR.test(m[1])) terms.push(quote(m[1]));
+      continue;
+    }
+    let word = m[2]!.replace(/"/g, '');
+    const prefix = word.endsWith('*');
+    word = word.replace(/\*+$/, '');
+    if (!WORD_CHAR.test(word)) continue;
+    terms.push(prefix && WORD_CHAR.test(word[word.length - 1]!) ? `${quote(word)}*` : quote(word));
+  }
+  return terms.length ? terms.join(' ') : null;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const MINUTE = 60_000;
+/** Full-text matches up to this many are fetched by id directly (and give an exact total). */
+const SMALL_MATCH_SET = 4096;
+
+interface Where {
+  sql: string;
+  args: unknown[];
+}
+
+/** Conditions on the dimension columns, for log rows (`l.`) and rollup rows alike. */
+function dimWhere(f: LogFilter, alias: string): Where {
+  const parts: string[] = [];
+  const args: unknown[] = [];
+  const eq = (col: string, v: string | undefined) => {
+    if (v === undefined) return;
+    parts.push(`${alias}${col} = ?`);
+    args.push(v);
+  };
+  eq('connector_key', f.connectorKey);
+  eq('environment', f.environment);
+  eq('release', f.release);
+  eq('service_name', f.service);
+  eq('source', f.source);
+  if (f.levels && f.levels.length) {
+    parts.push(`${alias}level IN (${f.levels.map(() => '?').join(', ')})`);
+    args.push(...f.levels);
+  }
+  return { sql: parts.map((p) => ` AND ${p}`).join(''), args };
+}
+
+const hasDimFilter = (f: LogFilter) =>
+  f.connectorKey !== undefined || f.environment !== undefined || f.release !== undefined || f.service !== undefined || f.source !== undefined || !!f.levels?.length;
+
+interface Segment {
+  fromMs: number;
+  toMs: number;
+  table: string | null;
+}
+
+/**
+ * Splits `[fromMs, toMs)` into whole hours, whole minutes and raw edges, coarsest first, so a count
+ * reads as few rollup rows as possible. With a histogram step only tiers whose unit divides the step
+ * are used (a rollup row must fall inside one bucket). The HTTP-method tables only when needed.
+ */
+function segments(fromMs: number, toMs: number, http: boolean, stepMs?: number): Segment[] {
+  const tiers = LOG_COUNT_TABLES.filter((t) => t.http === http && (stepMs === undefined || stepMs % t.unitMs === 0));
+  const split = (a: number, b: number, i: number): Segment[] => {
+    if (a >= b) return [];
+    const tier = tiers[i];
+    if (!tier) return [{ fromMs: a, toMs: b, table: null }];
+    const lo = Math.ceil(a / tier.unitMs) * tier.unitMs;
+    const hi = Math.floor(b / tier.unitMs) * tier.unitMs;
+    if (lo >= hi) return split(a, b, i + 1);
+    return [...split(a, lo, i + 1), { fromMs: lo, toMs: hi, table: tier.table }, ...split(hi, b, i + 1)];
+  };
+  return split(fromMs, toMs, 0);
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export function createLogsReadRepo(db: Db) {
+  const cache = new Map<string, Statement>();
+  const stmt = (sql: string): Statement => {
+    let s = cache.get(sql);
+    if (!s) {
+      s = db.prepare(sql);
+      if (cache.size > 500) cache.clear();
+      cache.set(sql, s);
+    }
+    return s;
+  };
+
+  const ftsIds = db.prepare('SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? LIMIT ?').pluck();
+  const idRange = db.prepare('SELECT min(id) AS a, max(id) AS b FROM logs WHERE project_id = ? AND time_ms >= ? AND time_ms < ?');
+
+  const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, l.level, l.body, l.attributes, l.trace_id, l.span_id,
+    l.service_name, l.environment, l.release, l.source, l.connector_key, l.scope_name`;
+  const ORDER = 'ORDER BY l.time_ms DESC, l.id DESC';
+
+  /** Rows of `[fromMs, toMs)` matching the filter (and an extra condition), newest first. */
+  function rowsIn(pid: number, f: LogFilter, fromMs: number, toMs: number, extra: Where, limit: number, offset = 0): LogRow[] {
+    const w = dimWhere(f, 'l.');
+    return stmt(
+      `SELECT ${COLS} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${extra.sql}${w.sql} ${ORDER} LIMIT ? OFFSET ?`,
+    ).all(pid, fromMs, toMs, ...extra.args, ...w.args, limit, offset) as LogRow[];
+  }
+
+  /**
+   * The latest whole minute `m` such that `[m, toMs)` surely holds at least `need` rows matching the
+   * filter's dimensions (counted from the rollups, whole hours and minutes inside the window only),
+   * or `fromMs` when the window holds fewer. Lets a selective filter skip the older part of a window.
+   */
+  function narrowFrom(pid: number, f: LogFilter, need: number): number {
+    const w = dimWhere(f, '');
+    const hours = stmt(
+      `SELECT t, sum(n) AS n FROM log_counts_1h WHERE project_id = ? AND t >= ? AND t + 3600000 <= ?${w.sql} GROUP BY t ORDER BY t DESC`,
+    ).all(pid, f.fromMs, f.toMs, ...w.args) as { t: number; n: number }[];
+    let cum = 0;
+    for (const h of hours) {
+      if (cum + h.n < need) {
+        cum += h.n;
+        continue;
+      }
+      const minutes = stmt(
+        `SELECT t, sum(n) AS n FROM log_counts_1m WHERE project_id = ? AND t >= ? AND t < ?${w.sql} GROUP BY t ORDER BY t DESC`,
+      ).all(pid, h.t, h.t + 3_600_000, ...w.args) as { t: number; n: number }[];
+      for (const m of minutes) {
+        cum += m.n;
+        if (cum >= need) return m.t;
+      }
+      return h.t;
+    }
+    return f.fromMs;
+  }
+
+  /** Newest `need` rows matching a full-text filter: by id when the text matches few rows anywhere, else slice by slice. */
+  function matchRows(pid: number, f: LogFilter, need: number): { rows: LogRow[]; total: number | null } {
+    const match = f.match!;
+    const ids = ftsIds.all(match, SMALL_MATCH_SET + 1) as number[];
+    if (ids.length <= SMALL_MATCH_SET) {
+      // Few matches in the whole index: fetch them by id (CROSS JOIN keeps that order of work),
+      // filter, sort. Exact total for free.
+      if (ids.length === 0) return { rows: [], total: 0 };
+      const w = dimWhere(f, 'l.');
+      const rows = stmt(
+        `SELECT ${COLS} FROM json_each(?) j CROSS JOIN logs l ON l.id = j.value
+         WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER}`,
+      ).all(JSON.stringify(ids), pid, f.fromMs, f.toMs, ...w.args) as LogRow[];
+      return { rows: rows.slice(0, need), total: rows.length };
+    }
+    // Many matches: walk the window backwards in growing time slices. The full-text index is read
+    // only within the id range of each slice (ids grow with arrival, so the range stays tight), and
+    // slices are concatenated newest first, so the order is exact whatever the arrival order.
+    const out: LogRow[] = [];
+    let hi = f.toMs;
+    let len = Math.max(MINUTE, Math.ceil((f.toMs - f.fromMs) / 256));
+    while (hi > f.fromMs && out.length < need) {
+      const lo = Math.max(f.fromMs, hi - len);
+      const r = idRange.get(pid, lo, hi) as { a: number | null; b: number | null };
+      if (r.a !== null && r.b !== null) {
+        out.push(
+          ...rowsIn(
+            pid,
+            f,
+            lo,
+            hi,
+            { sql: ' AND l.id IN (SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? AND rowid >= ? AND rowid <= ?)', args: [match, r.a, r.b] },
+            need - out.length,
+          ),
+        );
+      }
+      hi = lo;
+      len *= 2;
+    }
+    return { rows: out, total: null };
+  }
+
+  /** Counts over raw log rows of `[fromMs, toMs)`, grouped by bucket and dimensions. */
+  function rawCounts(pid: number, f: LogFilter, fromMs: number, toMs: number, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {
+    const w = dimWhere(f, 'l.');
+    const cols = dims.map((d) => (d === 'http_method' ? HTTP_METHOD_SQL('l') : d === 'connector_key' ? "COALESCE(l.connector_key, '')" : `l.${d}`));
+    const bucket = step ? 'CAST((l.time_ms - ?) / ? AS INTEGER)' : '0';
+    // With free text: from the matches to their rows by id (CROSS JOIN keeps that order), so the cost
+    // follows the number of matches rather than the size of the window.
+    const source = f.match ? '(SELECT rowid AS id FROM logs_fts WHERE logs_fts MATCH ?) f CROSS JOIN logs l ON l.id = f.id' : 'logs l';
+    const group = ['1', ...cols.map((_, i) => String(i + 2))].join(', ');
+    return stmt(
+      `SELECT ${bucket} AS b${cols.map((c, i) => `, ${c} AS k${i}`).join('')}, count(*) AS n FROM ${source}
+       WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} GROUP BY ${group}`,
+    )
+      .raw()
+      .all(...(step ? [step.firstMs, step.stepMs] : []), ...(f.match ? [f.match] : []), pid, fromMs, toMs, ...w.args) as unknown[][];
+  }
+
+  function rollupCounts(pid: number, f: LogFilter, seg: Segment, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {
+    const w = dimWhere(f, '');
+    const bucket = step ? 'CAST((t - ?) / ? AS INTEGER)' : '0';
+    const group = ['1', ...dims.map((_, i) => String(i + 2))].join(', ');
+    return stmt(
+      `SELECT ${bucket} AS b${dims.map((d) => `, ${d}`).join('')}, sum(n) AS n FROM ${seg.table}
+       WHERE project_id = ? AND t >= ? AND t < ?${w.sql} GROUP BY ${group}`,
+    )
+      .raw()
+      .all(...(step ? [step.firstMs, step.stepMs] : []), pid, seg.fromMs, seg.toMs, ...w.args) as unknown[][];
+  }
+
+  /**
+   * Exact counts of the window's matching rows grouped by dimensions and, with `step`, by time
+   * bucket (`bucket` = ⌊(time − firstMs) / stepMs⌋; `firstMs` and `stepMs` whole minutes).
+   * The same bucket and values can come back in several rows (one per rollup tier or raw edge):
+   * callers add them up. Ask for the dimensions you need together only: every extra one multiplies
+   * the rows read.
+   */
+  function counts(projectId: string, f: LogFilter, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }): LogCount[] {
+    const pid = Number(projectId);
+    const parts: unknown[][][] = [];
+    if (f.match) parts.push(rawCounts(pid, f, f.fromMs, f.toMs, dims, step));
+    else {
+      for (const seg of segments(f.fromMs, f.toMs, dims.includes('http_method'), step?.stepMs)) {
+        parts.push(seg.table ? rollupCounts(pid, f, seg, dims, step) : rawCounts(pid, f, seg.fromMs, seg.toMs, dims, step));
+      }
+    }
+    const out: LogCount[] = [];
+    for (const rows of parts) {
+      for (const r of rows) {
+        const n = Number(r[1 + dims.length]);
+        if (!n) continue;
+        const keys: string[] = new Array(dims.length);
+        for (let i = 0; i < dims.length; i++) keys[i] = r[1 + i] === null || r[1 + i] === undefined ? '' : String(r[1 + i]);
+        out.push({ bucket: Number(r[0]), keys, n });
+      }
+    }
+    return out;
+  }
+
+  /** Exact number of matching rows in the window. */
+  function total(projectId: string, f: LogFilter): number {
+    return counts(projectId, f, []).reduce((s, c) => s + c.n, 0);
+  }
+
+  return {
+    counts,
+    total,
+    /**
+     * Rows of the window matching the filter, newest first, `limit` from `offset`. `total` is exact
+     * when cheap: always without free text (from the rollups), and with free text when the text
+     * matches few rows.
+     */
+    search(projectId: string, f: LogFilter, page: { limit: number; offset: number; withTotal?: boolean }): LogSearchResult {
+      const pid = Number(projectId);
+      const need = page.offset + page.limit + 1;
+      if (f.match) {
+        const r = matchRows(pid, f, need);
+        const rows = r.rows.slice(page.offset, page.offset + page.limit);
+        return { rows, hasMore: r.rows.length > page.offset + page.limit, total: r.total };
+      }
+      const exact = page.withTotal === false ? null : total(projectId, f);
+      if (exact === 0) return { rows: [], hasMore: false, total: 0 };
+      const from = hasDimFilter(f) ? narrowFrom(pid, f, need) : f.fromMs;
+      const rows = rowsIn(pid, f, from, f.toMs, { sql: '', args: [] }, page.limit + 1, page.offset);
+      return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total: exact };
+    },
+
+    /**
+     * Body, level and (with `attributes`) the attribute JSON of the newest `n` rows of the window
+     * matching the filter: a sample for pattern mining and attribute distributions.
+     */
+    newest(projectId: string, f: LogFilter, n: number, opts: { attributes?: boolean } = {}): LogSample[] {
+      const pid = Number(projectId);
+      if (f.match) return matchRows(pid, f, n).rows;
+      const from = hasDimFilter(f) ? narrowFrom(pid, f, n) : f.fromMs;
+      const w = dimWhere(f, 'l.');
+      return stmt(
+        `SELECT l.body, l.level${opts.attributes ? ', l.attributes' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
+      ).all(pid, from, f.toMs, ...w.args, n) as LogSample[];
+    },
+  };
+}
+
+export type LogsReadRepo = ReturnType<typeof createLogsReadRepo>;
