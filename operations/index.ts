@@ -5,9 +5,13 @@ import * as feedback from './feedback.js';
 import * as deployments from './deployments.js';
 import * as errors from './errors.js';
 import * as events from './events.js';
+import * as logs from './logs.js';
+import * as metrics from './metrics.js';
+import * as observability from './observability.js';
+import * as traces from './traces.js';
 
 /** Every tag file, imported explicitly; the catalogue is the union of their operations. */
-const modules = { projects, apiKeys, feedback, deployments, errors, events };
+const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces };
 export const tagModules: Record<string, Record<string, unknown>> = modules;
 /** The tag modules with their types kept (tag → export → descriptor): the typed client (src/client) is derived from it. */
 export type TagModules = typeof modules;

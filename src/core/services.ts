@@ -4,9 +4,14 @@ import { createFeedbackRepo, type FeedbackRepo } from '../storage/feedback-repo.
 import { createDeploymentsRepo, type DeploymentsRepo } from '../storage/deployments-repo.js';
 import { createSqliteTelemetryWriter } from '../storage/sqlite-telemetry-store.js';
 import type { TelemetryWriter } from '../storage/telemetry-store.js';
+import { withLogRollups } from '../storage/log-rollups.js';
+import { createLogsReadRepo, type LogsReadRepo } from '../storage/logs-read-repo.js';
+import { createMetricsReadRepo, type MetricsReadRepo } from '../storage/metrics-read-repo.js';
+import { createTracesReadRepo, type TracesReadRepo } from '../storage/traces-read-repo.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
+import { createWriteBatcher } from '../storage/write-batcher.js';
 import type { AppConfig } from './config.js';
 import type { Principal } from './principal.js';
 
@@ -21,6 +26,11 @@ export interface Services {
   deployments: DeploymentsRepo;
   tokenResolvers: TokenResolver[];
   telemetry: TelemetryWriter;
+  /** Runs ingest writes with group commit; resolves once committed. */
+  writeBatch: <T>(fn: () => T) => Promise<T>;
+  logsRead: LogsReadRepo;
+  metricsRead: MetricsReadRepo;
+  tracesRead: TracesReadRepo;
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
@@ -40,7 +50,11 @@ export function createServices(db: Db, config: AppConfig): Services {
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
-    telemetry: createSqliteTelemetryWriter(db),
+    telemetry: withLogRollups(db, createSqliteTelemetryWriter(db)),
+    writeBatch: createWriteBatcher(db),
+    logsRead: createLogsReadRepo(db),
+    metricsRead: createMetricsReadRepo(db),
+    tracesRead: createTracesReadRepo(db),
     errorsIngest,
     ingestMisc,
     errorGroups: createErrorGroupsRepo(db),

@@ -207,8 +207,11 @@ export function expHistogramQuantile(dists: readonly ExpDistribution[], q: numbe
 // ---------------------------------------------------------------------------------------------
 // Explicit-histogram merging
 
-function boundsKey(b: readonly number[]): string {
-  return b.join(',');
+function sameBounds(a: readonly number[], b: readonly number[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**
@@ -222,8 +225,8 @@ export function mergeExplicitHistograms(hists: readonly { bounds: readonly numbe
   counts: number[];
 } {
   if (hists.length === 0) return { bounds: [], counts: [] };
-  const first = boundsKey(hists[0].bounds);
-  if (hists.every((h) => boundsKey(h.bounds) === first)) {
+  const first = hists[0].bounds;
+  if (hists.every((h) => sameBounds(h.bounds, first))) {
     const bounds = [...hists[0].bounds];
     const counts = new Array<number>(bounds.length + 1).fill(0);
     for (const h of hists) for (let i = 0; i <= bounds.length; i++) counts[i] += h.counts[i] ?? 0;

@@ -1,6 +1,8 @@
 import { m001Identity } from './001-identity.js';
 import { m002Telemetry } from './002-telemetry.js';
 import { m003Oauth } from './003-oauth.js';
+import { m004LogCounts } from './004-log-counts.js';
+import { m005TraceIndexes } from './005-trace-indexes.js';
 
 export interface Migration {
   version: number;
@@ -9,4 +11,4 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes];

@@ -1,0 +1,497 @@
+import type { Db } from './db.js';
+import type { Statement } from 'better-sqlite3';
+import type { Attributes } from '../domain/telemetry-types.js';
+import type { MapSpan } from '../domain/traces/service-map.js';
+import { SPARKLINE_BUCKETS } from '../domain/traces/operation-stats.js';
+
+/**
+ * Reads of the spans the ingest path writes (traces.* operations). Every method takes the project id
+ * first.
+ *
+ * Index use (migrations 002 and 005):
+ * - `spans_entry` (project, service, operation, start, duration, status, environment, kind, parent;
+ *   entry spans only): a (service, operation) group's rows in a window are one range. Distinct groups
+ *   are found by skipping from one group to the next (a seek each), so the cost follows the number
+ *   of groups and the rows inside the window, not the project's history. Queries repeat the index's
+ *   WHERE clause (`ENTRY`) and name the index, so they are answered from it alone.
+ * - `spans_time` (project, start): the unfiltered trace list and the service-map sample.
+ * - `spans_error` (project, start; error spans only): traces with errors.
+ * - `spans_trace` (trace_id): one trace's spans.
+ * Aggregates stay in SQL; a group's durations and sparkline buckets come back as one compact text
+ * each (group_concat), which costs far less than one row per span across the driver.
+ */
+
+export const ENTRY = '(kind IN (2, 5) OR parent_span_id IS NULL)';
+const BY_ENTRY = 'INDEXED BY spans_entry';
+
+export interface EntryFilter {
+  fromMs: number;
+  toMs: number;
+  environment?: string;
+  status?: 'ok' | 'error';
+  minDurationMs?: number;
+}
+
+export interface EntryGroupKey {
+  service_name: string;
+  operation: string;
+}
+
+export interface GroupCounts {
+  count: number;
+  errors: number;
+}
+
+export interface GroupDetail extends GroupCounts {
+  /** Latest start in the window; null when the group has no matching span. */
+  last_ms: number | null;
+  /** Durations in ms (µs precision), in no particular order. */
+  durations: Float64Array;
+  /** Entry spans per sparkline bucket (60 equal slices of the window); null when not asked for. */
+  buckets: Uint32Array | null;
+}
+
+/** The span fields trace summaries read. */
+export interface SpanLiteRow {
+  span_id: string;
+  parent_span_id: string | null;
+  name: string;
+  operation: string;
+  kind: number;
+  service_name: string;
+  environment: string;
+  start_ms: number;
+  end_ms: number;
+  duration_ms: number;
+  status_code: number;
+}
+
+export interface SpanFullRow extends SpanLiteRow {
+  service_version: string;
+  status_message: string;
+  attributes: Attributes;
+  events: { time_ms: number; name: string; attributes: Attributes }[];
+  links: { trace_id: string; span_id: string; trace_state: string; attributes: Attributes }[];
+  scope_name: string;
+  scope_version: string;
+}
+
+export interface TraceAggregate {
+  span_count: number;
+  error_count: number;
+  started_ms: number | null;
+  ended_ms: number | null;
+}
+
+/** A span of a newest-first candidate stream (trace list). */
+export interface StreamRow {
+  rowid: number;
+  start_ms: number;
+  trace_id: string;
+}
+
+/** Which spans feed the trace list, newest first. */
+export type ListStream =
+  | { kind: 'all' }
+  | { kind: 'errors' }
+  | { kind: 'entry'; groups: EntryGroupKey[]; environment?: string; minDurationMs?: number };
+
+export interface TraceErrorGroupRow {
+  id: string;
+  short_id: string;
+  title: string;
+  type: string;
+  culprit: string;
+  level: string;
+  status: string;
+  service_name: string;
+  first_seen: number;
+  last_seen: number;
+  /** Events of this group (including events counted on its merged duplicates) carrying the trace id. */
+  trace_event_count: number;
+  first_event_ms: number;
+  last_event_ms: number;
+  span_ids: string[];
+}
+
+/** Parses the text of `group_concat` over integers (`"12,7,300"`) without intermediate strings. */
+function parseIntList(text: string | null, scale: number): Float64Array {
+  if (!text) return new Float64Array(0);
+  let n = 1;
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 44) n++;
+  const out = new Float64Array(n);
+  let v = 0;
+  let neg = false;
+  let k = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 44) {
+      out[k++] = (neg ? -v : v) / scale;
+      v = 0;
+      neg = false;
+    } else if (c === 45) neg = true;
+    else v = v * 10 + (c - 48);
+  }
+  out[k] = (neg ? -v : v) / scale;
+  return out;
+}
+
+/** Sparkline buckets from one character per span (`'0'` + bucket index). */
+function bucketsOf(text: string | null): Uint32Array {
+  const out = new Uint32Array(SPARKLINE_BUCKETS);
+  if (text) for (let i = 0; i < text.length; i++) out[Math.min(SPARKLINE_BUCKETS - 1, Math.max(0, text.charCodeAt(i) - 48))]!++;
+  return out;
+}
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+const json = (t: string | null): any => (t ? JSON.parse(t) : null);
+
+/**
+ * A newest-first cursor over one ordered range, read in batches that grow (×4 up to 1,024 rows).
+ * `fetch(upper, inclusive, n)` returns up to n rows starting before (or at, when inclusive) `upper`,
+ * newest first; rows already returned at the boundary time are skipped, and a batch made only of
+ * such rows is retried larger, so equal start times never stall the cursor.
+ */
+function* newestFirst<R extends { rowid: number; start_ms: number }>(
+  fetch: (upper: number, inclusive: boolean, n: number) => R[],
+  toMs: number,
+  firstBatch: number,
+): Generator<R> {
+  let upper = toMs;
+  let inclusive = false;
+  let n = firstBatch;
+  let atUpper = new Set<number>();
+  for (;;) {
+    const rows = fetch(upper, inclusive, n);
+    let fresh = 0;
+    for (const r of rows) {
+      if (inclusive && r.start_ms === upper && atUpper.has(r.rowid)) continue;
+      fresh++;
+      if (r.start_ms !== upper) {
+        upper = r.start_ms;
+        atUpper = new Set();
+      }
+      atUpper.add(r.rowid);
+      inclusive = true;
+      yield r;
+    }
+    if (rows.length < n) return;
+    if (fresh === 0) {
+      n *= 4; // a full batch of rows already seen: all at the boundary time
+      continue;
+    }
+    n = Math.min(n * 4, 1024);
+  }
+}
+
+/** Merges newest-first cursors into one newest-first sequence (a binary max-heap on start time). */
+function* mergeNewestFirst<R extends { start_ms: number }>(cursors: Iterator<R>[]): Generator<R> {
+  const heap: { row: R; it: Iterator<R> }[] = [];
+  const up = (i: number) => {
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (heap[p]!.row.start_ms >= heap[i]!.row.start_ms) break;
+      [heap[p], heap[i]] = [heap[i]!, heap[p]!];
+      i = p;
+    }
+  };
+  const down = (i: number) => {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < heap.length && heap[l]!.row.start_ms > heap[m]!.row.start_ms) m = l;
+      if (r < heap.length && heap[r]!.row.start_ms > heap[m]!.row.start_ms) m = r;
+      if (m === i) return;
+      [heap[m], heap[i]] = [heap[i]!, heap[m]!];
+      i = m;
+    }
+  };
+  for (const it of cursors) {
+    const n = it.next();
+    if (!n.done) {
+      heap.push({ row: n.value, it });
+      up(heap.length - 1);
+    }
+  }
+  while (heap.length) {
+    const top = heap[0]!;
+    yield top.row;
+    const n = top.it.next();
+    if (n.done) {
+      const last = heap.pop()!;
+      if (heap.length) {
+        heap[0] = last;
+        down(0);
+      }
+    } else {
+      top.row = n.value;
+      down(0);
+    }
+  }
+}
+
+export function createTracesReadRepo(db: Db) {
+  const cache = new Map<string, Statement>();
+  /** Statements vary with the optional filters; each variant is prepared once. */
+  const stmt = (sql: string): Statement => {
+    let s = cache.get(sql);
+    if (!s) {
+      s = db.prepare(sql);
+      cache.set(sql, s);
+    }
+    return s;
+  };
+
+  function entryClauses(f: Partial<EntryFilter>): string {
+    const w: string[] = [];
+    if (f.environment !== undefined) w.push('environment = @environment');
+    if (f.status === 'error') w.push('status_code = 2');
+    if (f.status === 'ok') w.push('status_code <> 2');
+    if (f.minDurationMs !== undefined) w.push('duration_ms >= @minDurationMs');
+    return w.length ? ` AND ${w.join(' AND ')}` : '';
+  }
+  const entryArgs = (projectId: string, g: EntryGroupKey, f: EntryFilter) => ({
+    p: Number(projectId),
+    s: g.service_name,
+    o: g.operation,
+    from: f.fromMs,
+    to: f.toMs,
+    environment: f.environment,
+    minDurationMs: f.minDurationMs,
+  });
+  const groupRange = `FROM spans ${BY_ENTRY} WHERE project_id = @p AND service_name = @s AND operation = @o AND start_ms >= @from AND start_ms < @to AND ${ENTRY}`;
+
+  const s = {
+    firstService: db.prepare(`SELECT min(service_name) FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name >= '' AND ${ENTRY}`).pluck(),
+    nextService: db.prepare(`SELECT min(service_name) FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name > ? AND ${ENTRY}`).pluck(),
+    firstOp: db.prepare(`SELECT min(operation) FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation >= '' AND ${ENTRY}`).pluck(),
+    nextOp: db.prepare(`SELECT min(operation) FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation > ? AND ${ENTRY}`).pluck(),
+    hasOp: db.prepare(`SELECT 1 FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation = ? AND ${ENTRY} LIMIT 1`).pluck(),
+    rowTrace: db.prepare('SELECT trace_id FROM spans WHERE rowid = ?').pluck(),
+    traceLite: db.prepare(`SELECT span_id, parent_span_id, name, operation, kind, service_name, environment, start_ms, end_ms, duration_ms, status_code
+      FROM spans WHERE trace_id = ? AND project_id = ?`),
+    traceFull: db.prepare(`SELECT span_id, parent_span_id, name, operation, kind, service_name, environment, service_version, start_ms, end_ms, duration_ms,
+      status_code, status_message, attributes, events, links, scope_name, scope_version
+      FROM spans INDEXED BY spans_trace WHERE trace_id = ? AND project_id = ? ORDER BY start_ms, rowid LIMIT ?`),
+    traceAgg: db.prepare(`SELECT count(*) AS span_count, total(status_code = 2) AS error_count, min(start_ms) AS started_ms, max(end_ms) AS ended_ms
+      FROM spans WHERE trace_id = ? AND project_id = ?`),
+    traceErrorEvents: db.prepare(`SELECT group_id, count(*) AS n, min(timestamp_ms) AS first_ms, max(timestamp_ms) AS last_ms, group_concat(DISTINCT span_id) AS span_ids
+      FROM error_events WHERE trace_id = ? AND project_id = ? GROUP BY group_id`),
+    group: db.prepare(`SELECT id, short_id, title, type, culprit, level, status, service_name, first_seen, last_seen, merged_into
+      FROM error_groups WHERE project_id = ? AND id = ?`),
+    sample: db
+      .prepare(`SELECT trace_id, span_id, parent_span_id, service_name, kind, duration_ms, status_code, start_ms, CASE WHEN kind IN (3, 4) THEN attributes END
+      FROM spans WHERE project_id = ? AND start_ms >= ? AND start_ms < ?`)
+      .raw(),
+    countUpTo: db.prepare('SELECT count(*) FROM (SELECT 1 FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? LIMIT ?)').pluck(),
+    startAtRank: db.prepare('SELECT start_ms FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? ORDER BY start_ms LIMIT 1 OFFSET ?').pluck(),
+    parentService: db.prepare('SELECT service_name FROM spans WHERE trace_id = ? AND span_id = ? AND project_id = ? LIMIT 1').pluck(),
+    childServices: db.prepare('SELECT DISTINCT service_name FROM spans WHERE trace_id = ? AND parent_span_id = ? AND project_id = ?').pluck(),
+  };
+
+  return {
+    /** Services with entry spans (at any time), sorted. A seek per service. */
+    entryServices(projectId: string): string[] {
+      const pid = Number(projectId);
+      const out: string[] = [];
+      let svc = s.firstService.get(pid) as string | null;
+      while (svc !== null && svc !== undefined) {
+        out.push(svc);
+        svc = s.nextService.get(pid, svc) as string | null;
+      }
+      return out;
+    },
+
+    /**
+     * Distinct (service, operation) groups of entry spans (at any time), sorted. A seek per group;
+     * `service`/`operation` narrow the walk. Stops after `max` groups (the caller decides what to do
+     * with a truncated walk).
+     */
+    entryGroups(projectId: string, opts: { service?: string; operation?: string; max?: number } = {}): { groups: EntryGroupKey[]; truncated: boolean } {
+      const pid = Number(projectId);
+      const max = opts.max ?? Infinity;
+      const services = opts.service !== undefined ? [opts.service] : this.entryServices(projectId);
+      const groups: EntryGroupKey[] = [];
+      for (const service_name of services) {
+        if (opts.operation !== undefined) {
+          if (s.hasOp.get(pid, service_name, opts.operation)) groups.push({ service_name, operation: opts.operation });
+        } else {
+          let op = s.firstOp.get(pid, service_name) as string | null;
+          while (op !== null && op !== undefined) {
+            groups.push({ service_name, operation: op });
+            if (groups.length >= max) return { groups, truncated: true };
+            op = s.nextOp.get(pid, service_name, op) as string | null;
+          }
+        }
+        if (groups.length >= max) return { groups, truncated: true };
+      }
+      return { groups, truncated: false };
+    },
+
+    /** Latest start of the group's matching entry spans in the window; null when none. */
+    groupLastSeen(projectId: string, g: EntryGroupKey, f: EntryFilter): number | null {
+      return (stmt(`SELECT max(start_ms) ${groupRange}${entryClauses(f)}`).pluck().get(entryArgs(projectId, g, f)) as number | null) ?? null;
+    },
+
+    /** Matching entry spans of the group in the window, and how many of them failed. */
+    groupCounts(projectId: string, g: EntryGroupKey, f: EntryFilter): GroupCounts {
+      return stmt(`SELECT count(*) AS count, total(status_code = 2) AS errors ${groupRange}${entryClauses(f)}`).get(entryArgs(projectId, g, f)) as GroupCounts;
+    },
+
+    /**
+     * Counts plus every duration (unordered) of the group's matching entry spans and, unless
+     * `sparkline` is false, their sparkline buckets.
+     */
+    groupDetail(projectId: string, g: EntryGroupKey, f: EntryFilter, sparkline = true): GroupDetail {
+      const spark = sparkline
+        ? `, group_concat(char(48 + CAST((start_ms - @from) * ${SPARKLINE_BUCKETS} / (@to - @from) AS INTEGER)), '') AS b`
+        : '';
+      const r = stmt(
+        `SELECT count(*) AS count, total(status_code = 2) AS errors, max(start_ms) AS last_ms,
+          group_concat(CAST(round(duration_ms * 1000) AS INTEGER)) AS d${spark}
+        ${groupRange}${entryClauses(f)}`,
+      ).get(entryArgs(projectId, g, f)) as { count: number; errors: number; last_ms: number | null; d: string | null; b?: string | null };
+      const durations = parseIntList(r.d, 1000);
+      return { count: r.count, errors: r.errors, last_ms: r.last_ms ?? null, durations, buckets: r.b === undefined ? null : bucketsOf(r.b) };
+    },
+
+    /** Sparkline buckets of the group's matching entry spans. */
+    groupSparkline(projectId: string, g: EntryGroupKey, f: EntryFilter): Uint32Array {
+      const b = stmt(
+        `SELECT group_concat(char(48 + CAST((start_ms - @from) * ${SPARKLINE_BUCKETS} / (@to - @from) AS INTEGER)), '') ${groupRange}${entryClauses(f)}`,
+      )
+        .pluck()
+        .get(entryArgs(projectId, g, f)) as string | null;
+      return bucketsOf(b);
+    },
+
+    /**
+     * The spans of a list stream starting in `[fromMs, toMs)`, newest first (ties in any order),
+     * read lazily in growing batches: the caller stops pulling once its page is complete. An entry
+     * stream merges one newest-first cursor per (service, operation) group, so each group is a range
+     * of `spans_entry` read from its newest end.
+     */
+    *spanStream(projectId: string, stream: ListStream, fromMs: number, toMs: number): Generator<StreamRow> {
+      const pid = Number(projectId);
+      if (stream.kind === 'all' || stream.kind === 'errors') {
+        const idx = stream.kind === 'errors' ? 'INDEXED BY spans_error' : 'INDEXED BY spans_time';
+        const err = stream.kind === 'errors' ? ' AND status_code = 2' : '';
+        const sql = (op: string) =>
+          `SELECT rowid, start_ms, trace_id FROM spans ${idx} WHERE project_id = @p AND start_ms >= @from AND start_ms ${op} @upper${err} ORDER BY start_ms DESC LIMIT @n`;
+        const cursor = newestFirst((upper, inclusive, n) => stmt(sql(inclusive ? '<=' : '<')).all({ p: pid, from: fromMs, upper, n }) as StreamRow[], toMs, 64);
+        yield* cursor;
+        return;
+      }
+      const extra = entryClauses({ environment: stream.environment, minDurationMs: stream.minDurationMs });
+      const sql = (op: string) => `SELECT rowid, start_ms FROM spans ${BY_ENTRY} WHERE project_id = @p AND service_name = @s AND operation = @o
+        AND start_ms >= @from AND start_ms ${op} @upper AND ${ENTRY}${extra} ORDER BY start_ms DESC LIMIT @n`;
+      const cursors = stream.groups.map((g) =>
+        newestFirst(
+          (upper, inclusive, n) =>
+            stmt(sql(inclusive ? '<=' : '<')).all({ p: pid, s: g.service_name, o: g.operation, from: fromMs, upper, n, environment: stream.environment, minDurationMs: stream.minDurationMs }) as {
+              rowid: number;
+              start_ms: number;
+            }[],
+          toMs,
+          stream.groups.length > 16 ? 8 : 32,
+        ),
+      );
+      for (const r of mergeNewestFirst(cursors)) yield { rowid: r.rowid, start_ms: r.start_ms, trace_id: s.rowTrace.get(r.rowid) as string };
+    },
+
+    /** The fields summaries need, for every span of the trace. */
+    traceSpansLite(projectId: string, traceId: string): SpanLiteRow[] {
+      return s.traceLite.all(traceId, Number(projectId)) as SpanLiteRow[];
+    },
+
+    traceAggregate(projectId: string, traceId: string): TraceAggregate {
+      return s.traceAgg.get(traceId, Number(projectId)) as TraceAggregate;
+    },
+
+    /** The trace's first `limit` spans by start time, every field. */
+    traceSpansFull(projectId: string, traceId: string, limit: number): SpanFullRow[] {
+      return (s.traceFull.all(traceId, Number(projectId), limit) as any[]).map((r) => ({
+        ...r,
+        attributes: json(r.attributes) ?? {},
+        events: json(r.events) ?? [],
+        links: json(r.links) ?? [],
+      }));
+    },
+
+    /**
+     * Error groups whose events carry the trace id; events counted on a merged duplicate count on
+     * the group it is merged into. Most events first.
+     */
+    traceErrorGroups(projectId: string, traceId: string): TraceErrorGroupRow[] {
+      const pid = Number(projectId);
+      const events = s.traceErrorEvents.all(traceId, pid) as { group_id: string; n: number; first_ms: number; last_ms: number; span_ids: string | null }[];
+      const out = new Map<string, TraceErrorGroupRow>();
+      for (const e of events) {
+        let g = s.group.get(pid, e.group_id) as any;
+        if (!g) continue;
+        if (g.merged_into) g = (s.group.get(pid, g.merged_into) as any) ?? g;
+        const spans = e.span_ids ? e.span_ids.split(',') : [];
+        const prev = out.get(g.id);
+        if (prev) {
+          prev.trace_event_count += e.n;
+          prev.first_event_ms = Math.min(prev.first_event_ms, e.first_ms);
+          prev.last_event_ms = Math.max(prev.last_event_ms, e.last_ms);
+          prev.span_ids = [...new Set([...prev.span_ids, ...spans])];
+          continue;
+        }
+        const { merged_into: _m, ...rest } = g;
+        out.set(g.id, { ...rest, trace_event_count: e.n, first_event_ms: e.first_ms, last_event_ms: e.last_ms, span_ids: spans });
+      }
+      return [...out.values()].sort((a, b) => b.trace_event_count - a.trace_event_count || b.last_event_ms - a.last_event_ms || (a.id < b.id ? -1 : 1));
+    },
+
+    /**
+     * Spans starting in `[fromMs, toMs)` for the service map: ids, service, kind, duration, status
+     * and, for client and producer spans only, the attributes as JSON text (parsed when needed). `core` tells whether the span starts
+     * inside `[coreFromMs, coreToMs)`.
+     */
+    mapSpans(projectId: string, fromMs: number, toMs: number, coreFromMs: number, coreToMs: number): MapSpan[] {
+      const rows = s.sample.all(Number(projectId), fromMs, toMs) as any[][];
+      const out: MapSpan[] = new Array(rows.length);
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i]!;
+        const start = r[7] as number;
+        out[i] = {
+          trace_id: r[0],
+          span_id: r[1],
+          parent_span_id: r[2],
+          service_name: r[3],
+          kind: r[4],
+          duration_ms: r[5],
+          status_code: r[6],
+          core: start >= coreFromMs && start < coreToMs,
+          attributes: (r[8] as string | null) ?? null,
+        };
+      }
+      return out;
+    },
+
+    /**
+     * Spans starting in `[fromMs, toMs)`: the exact number when at most `probe`, else an estimate
+     * from how far into the window the `probe`-th span lies (reads at most `probe` index entries).
+     */
+    estimateSpans(projectId: string, fromMs: number, toMs: number, probe: number): { count: number; exact: boolean } {
+      const pid = Number(projectId);
+      const at = s.startAtRank.get(pid, fromMs, toMs, probe - 1) as number | undefined;
+      if (at === undefined || at === null) return { count: s.countUpTo.get(pid, fromMs, toMs, probe) as number, exact: true };
+      const covered = Math.max(at - fromMs, (toMs - fromMs) / 1e6);
+      return { count: Math.round((probe * (toMs - fromMs)) / covered), exact: false };
+    },
+
+    parentService(projectId: string, traceId: string, spanId: string): string | null {
+      return (s.parentService.get(traceId, spanId, Number(projectId)) as string | undefined) ?? null;
+    },
+
+    childServices(projectId: string, traceId: string, spanId: string): string[] {
+      return s.childServices.all(traceId, spanId, Number(projectId)) as string[];
+    },
+  };
+}
+
+export type TracesReadRepo = ReturnType<typeof createTracesReadRepo>;
