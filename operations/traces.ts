@@ -458,7 +458,7 @@ export const errors = defineOperation({
 // ---- traces.serviceMap ----------------------------------------------------------------------
 
 /** Spans the service map reads for its edges at most (about); beyond it the window is sampled. */
-const MAP_ROW_BUDGET = 15_000;
+const MAP_ROW_BUDGET = 12_000;
 /** Spans read to estimate how many the window holds. */
 const MAP_PROBE = 100_000;
 /** Around each slice, spans read only as parents and children of the counted ones. */
@@ -492,7 +492,7 @@ export const serviceMap = defineOperation({
     'Nodes: services with their entry spans (server, consumer and root spans: request and error counts, error rate, p50/p95 duration, throughput per minute), plus databases (`db.system`, e.g. `postgresql`), message destinations (`messaging.system`/`messaging.destination.name`, e.g. `kafka/orders`) and external peers (`peer.service`, `server.address`) that client and producer spans call. ' +
     'Edges: calls from parent spans to child spans of another service (counted and timed by the child span), and client/producer spans no child span of another service answers (counted and timed by the client span). ' +
     'Filters: `service_name` (the service and its direct neighbours), `min_duration` and `status` (which spans count). At most `service_limit` nodes (by requests) and `call_limit` edges (by calls); `nodes_truncated`/`edges_truncated` say when limits cut. ' +
-    `Node request and error counts are exact. Edges and percentiles come from the window's spans when it holds about ${MAP_ROW_BUDGET.toLocaleString('en')} spans or fewer; in larger windows from spans in evenly spread time slices covering \`sample_fraction\` of it (\`sampled\`: true), with counts scaled up — estimates, and a very rare call may be missing.`,
+    `Request and error counts of service nodes are exact. Edges, the other nodes and percentiles come from the window's spans when it holds about ${MAP_ROW_BUDGET.toLocaleString('en')} spans or fewer; in larger windows from spans in evenly spread time slices covering \`sample_fraction\` of it (\`sampled\`: true), with counts scaled up by the exact request counts of the services that judge them (ratio estimates) — estimates, and a very rare call may be missing.`,
   method: 'GET',
   path: '/v1/projects/{project_id}/services',
   scopes: ['read'],

@@ -14,14 +14,15 @@
  * Spans are read for a set of time slices of the window (all of it when the window is small; a
  * spread sample otherwise, see {@link planSlices}); only spans starting inside a slice ("core"
  * spans) are counted, the others (a margin around each slice) serve as parents and children.
- * Counts are scaled by the sampled share of the window. Each call is counted on one span only (the
+ * Sampled calls are scaled up by the exact entry-span count of the service whose span judged them
+ * over its sampled entry spans (a ratio estimate), or by the sampled share of the window when that
+ * service has no sampled entry spans. Each call is counted on one span only (the
  * child, or the unanswered client span), so slices never count a call twice. A partner that was not
  * read (a parent that started long before, a consumer that started long after its producer) is
  * looked up, within a budget: beyond it, the looked-up members of a group stand in for the rest.
  */
-import { percentile } from '../metrics/aggregate.js';
 import { SPAN_KIND, STATUS_ERROR } from './trace-summary.js';
-import { errorRate, roundMs } from './operation-stats.js';
+import { errorRate, roundMs, selectPercentile } from './operation-stats.js';
 
 export type NodeKind = 'service' | 'database' | 'messaging' | 'external';
 
@@ -180,6 +181,12 @@ interface Acc {
 }
 const acc = (): Acc => ({ n: 0, errors: 0, durations: [] });
 
+/** Sampled calls of an edge, by the span that judges them: the callee's entry span, or the caller's client span. */
+interface EdgeAcc extends Acc {
+  byCallee: number;
+  byCalleeErrors: number;
+}
+
 function passes(s: MapSpan, f: MapFilter): boolean {
   if (f.minDurationMs !== undefined && !(s.duration_ms >= f.minDurationMs)) return false;
   if (f.status === 'error' && s.status_code !== STATUS_ERROR) return false;
@@ -189,8 +196,8 @@ function passes(s: MapSpan, f: MapFilter): boolean {
 
 function pcts(durations: number[]): { p50: number | null; p95: number | null } {
   if (!durations.length) return { p50: null, p95: null };
-  durations.sort((a, b) => a - b);
-  return { p50: roundMs(percentile(durations, 0.5)!), p95: roundMs(percentile(durations, 0.95)!) };
+  const d = Float64Array.from(durations);
+  return { p50: roundMs(selectPercentile(d, 0.5)!), p95: roundMs(selectPercentile(d, 0.95)!) };
 }
 
 const isEntry = (s: MapSpan) => s.kind === SPAN_KIND.server || s.kind === SPAN_KIND.consumer || s.parent_span_id === null;
@@ -215,16 +222,29 @@ export function buildServiceMap(input: ServiceMapInput): ServiceMap {
     if (p && p.service_name !== s.service_name) answered.add(p.span_id);
   }
 
-  const edges = new Map<string, { source: string; target: string; acc: Acc }>();
+  const edges: { source: string; target: string; acc: EdgeAcc }[] = [];
+  const edgeIndex = new Map<string, Map<string, { source: string; target: string; acc: EdgeAcc }>>();
   const virtualKinds = new Map<string, Set<NodeKind>>();
   const entryDurations = new Map<string, number[]>();
-  /** Adds one call (or `weight` calls, for a span standing in for others) judged by span `s`. */
-  const addEdge = (source: string, target: string, s: MapSpan, weight = 1) => {
-    const k = `${source}\u0000${target}`;
-    let e = edges.get(k);
-    if (!e) edges.set(k, (e = { source, target, acc: acc() }));
+  /**
+   * Adds one call (or `weight` calls, for a span standing in for others) judged by span `s`: the
+   * callee's span (`byCallee`) or the caller's client span.
+   */
+  const addEdge = (source: string, target: string, s: MapSpan, weight: number, byCallee: boolean) => {
+    let bySource = edgeIndex.get(source);
+    if (!bySource) edgeIndex.set(source, (bySource = new Map()));
+    let e = bySource.get(target);
+    if (!e) {
+      bySource.set(target, (e = { source, target, acc: { ...acc(), byCallee: 0, byCalleeErrors: 0 } }));
+      edges.push(e);
+    }
+    const failed = s.status_code === STATUS_ERROR;
     e.acc.n += weight;
-    if (s.status_code === STATUS_ERROR) e.acc.errors += weight;
+    if (failed) e.acc.errors += weight;
+    if (byCallee) {
+      e.acc.byCallee += weight;
+      if (failed) e.acc.byCalleeErrors += weight;
+    }
     e.acc.durations.push(s.duration_ms);
   };
   const addPeerEdge = (s: MapSpan, weight = 1) => {
@@ -236,7 +256,7 @@ export function buildServiceMap(input: ServiceMapInput): ServiceMap {
       if (!kinds) virtualKinds.set(target.name, (kinds = new Set()));
       kinds.add(target.kind);
     }
-    addEdge(s.service_name, target.name, s, weight);
+    addEdge(s.service_name, target.name, s, weight, false);
   };
 
   // Spans whose partner was not read: entry spans with a parent elsewhere, producers without a
@@ -254,7 +274,7 @@ export function buildServiceMap(input: ServiceMapInput): ServiceMap {
     if (s.parent_span_id !== null) {
       const parent = parentOf(s);
       if (parent) {
-        if (parent.service_name !== s.service_name) addEdge(parent.service_name, s.service_name, s);
+        if (parent.service_name !== s.service_name) addEdge(parent.service_name, s.service_name, s, 1, true);
       } else if (isEntry(s)) orphans.push(s);
     }
     // 2. an outgoing call that no instrumented service answered
@@ -284,7 +304,7 @@ export function buildServiceMap(input: ServiceMapInput): ServiceMap {
   if (lookups?.parentService) {
     resolveGroups(orphans, (s) => s.service_name, half, (s, w) => {
       const svc = lookups.parentService!(s);
-      if (svc !== null && svc !== s.service_name) addEdge(svc, s.service_name, s, w);
+      if (svc !== null && svc !== s.service_name) addEdge(svc, s.service_name, s, w, true);
     });
   }
   if (lookups?.childServices) {
@@ -313,36 +333,49 @@ export function buildServiceMap(input: ServiceMapInput): ServiceMap {
       throughput_per_min: perMin(svc.request_count),
     });
   }
+  // Scaling sampled calls up. A call judged by the callee's entry span scales with the callee's
+  // exact entry count over its sampled entry spans, one judged by the caller's client span with the
+  // caller's (ratio estimates: far steadier than dividing by the sampled share of the window, since
+  // calls move with requests); without sampled entry spans to compare with, by the sampled share.
+  const exactEntries = new Map(input.services.map((s) => [s.service_name, s.request_count]));
+  const factor = (service: string) => {
+    if (scale === 1) return 1;
+    const sampled = entryDurations.get(service)?.length ?? 0;
+    const exact = exactEntries.get(service);
+    return sampled > 0 && exact !== undefined ? exact / sampled : scale;
+  };
   const incoming = new Map<string, Acc>();
   const edgeList: MapEdge[] = [];
-  for (const e of edges.values()) {
+  for (const e of edges) {
     if (!nodes.has(e.source) && !virtualKinds.has(e.source)) {
       // A caller with no entry spans of its own (e.g. only client spans): a service with no requests.
       nodes.set(e.source, { service_name: e.source, kinds: ['service'], request_count: 0, error_count: 0, error_rate: 0, p50_ms: null, p95_ms: null, throughput_per_min: 0 });
     }
+    const fCallee = factor(e.target);
+    const fCaller = factor(e.source);
+    const calls = e.acc.byCallee * fCallee + (e.acc.n - e.acc.byCallee) * fCaller;
+    const errs = e.acc.byCalleeErrors * fCallee + (e.acc.errors - e.acc.byCalleeErrors) * fCaller;
     if (virtualKinds.has(e.target)) {
       let a = incoming.get(e.target);
       if (!a) incoming.set(e.target, (a = acc()));
-      a.n += e.acc.n;
-      a.errors += e.acc.errors;
+      a.n += calls;
+      a.errors += errs;
       for (const d of e.acc.durations) a.durations.push(d);
     } else if (!nodes.has(e.target)) {
       nodes.set(e.target, { service_name: e.target, kinds: ['service'], request_count: 0, error_count: 0, error_rate: 0, p50_ms: null, p95_ms: null, throughput_per_min: 0 });
     }
     const { p50, p95 } = pcts(e.acc.durations);
-    const calls = Math.round(e.acc.n * scale);
-    const errs = Math.round(e.acc.errors * scale);
-    edgeList.push({ source: e.source, target: e.target, call_count: calls, error_count: errs, error_rate: errorRate(e.acc.errors, e.acc.n), p50_ms: p50, p95_ms: p95 });
+    edgeList.push({ source: e.source, target: e.target, call_count: Math.round(calls), error_count: Math.round(errs), error_rate: errorRate(e.acc.errors, e.acc.n), p50_ms: p50, p95_ms: p95 });
   }
   for (const [name, kinds] of virtualKinds) {
     const a = incoming.get(name) ?? acc();
     const { p50, p95 } = pcts(a.durations);
-    const calls = Math.round(a.n * scale);
+    const calls = Math.round(a.n);
     nodes.set(name, {
       service_name: name,
       kinds: [...kinds].sort(),
       request_count: calls,
-      error_count: Math.round(a.errors * scale),
+      error_count: Math.round(a.errors),
       error_rate: errorRate(a.errors, a.n),
       p50_ms: p50,
       p95_ms: p95,

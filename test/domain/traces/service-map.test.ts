@@ -87,9 +87,20 @@ describe('buildServiceMap', () => {
       spans.push(sp({ service_name: 'c', kind: 3, trace_id: `t${i}`, attributes: { 'db.system': 'redis' }, core: i < 2 }));
     }
     const services = ['a', 'b', 'c'].map((s) => ({ service_name: s, request_count: 0, error_count: 0 }));
-    const sampled = buildServiceMap(base(spans, { services, sampleFraction: 0.25 }));
+    const exact = (b: number) => [
+      { service_name: 'a', request_count: 16, error_count: 0 },
+      { service_name: 'b', request_count: b, error_count: 0 },
+      { service_name: 'c', request_count: 8, error_count: 0 }, // its parentless client spans are roots
+    ];
+    const sampled = buildServiceMap(base(spans, { services: exact(16), sampleFraction: 0.25 }));
     expect(sampled.edges.find((e) => e.target === 'b')!.call_count).toBe(16);
-    expect(sampled.edges.find((e) => e.target === 'redis')!.call_count).toBe(8); // only core spans count
+    expect(sampled.edges.find((e) => e.target === 'mysql')!.call_count).toBe(16); // a's 4 sampled entries stand for 16
+    expect(sampled.edges.find((e) => e.target === 'redis')!.call_count).toBe(8); // 2 core spans of c's 2 sampled roots, c has 8
+    // a caller without sampled entry spans scales by the sampled share of the window
+    const lone = sp({ service_name: 'd', kind: 3, parent_span_id: 'elsewhere', attributes: { 'db.system': 'oracle' } });
+    expect(buildServiceMap(base([...spans, lone], { services: exact(16), sampleFraction: 0.25 })).edges.find((e) => e.target === 'oracle')!.call_count).toBe(4);
+    // calls judged by the callee's entry spans follow the callee's exact count (a ratio estimate)
+    expect(buildServiceMap(base(spans, { services: exact(20), sampleFraction: 0.25 })).edges.find((e) => e.target === 'b')!.call_count).toBe(20);
 
     const slow = buildServiceMap(base(spans, { services, filter: { minDurationMs: 150 } }));
     expect(slow.edges.find((e) => e.target === 'b')!.call_count).toBe(2);
