@@ -9,7 +9,6 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -17,22 +16,14 @@ import http from 'node:http';
 import Database from 'better-sqlite3';
 import { ExportLogsServiceRequest, ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
 import { MIGRATIONS } from '../src/storage/migrations/index.js';
+import { freePort, attr } from './lib.js';
 
 const SECONDS = Number(process.argv[2] ?? 8);
 const CONNECTIONS = Number(process.argv[3] ?? 8);
 const BATCH = 512;
 const ROOT = join(import.meta.dirname, '..');
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
 
-const attr = (key: string, v: string | number) => ({ key, value: typeof v === 'string' ? { stringValue: v } : { intValue: v } });
 const resource = { attributes: [attr('service.name', 'checkout'), attr('service.version', '1.4.2'), attr('deployment.environment.name', 'production'), attr('host.name', 'web-1')] };
 const routes = ['/orders/{id}', '/cart', '/checkout', '/users/{id}/profile', '/search'];
 

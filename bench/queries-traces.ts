@@ -14,13 +14,13 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
+import { freePort, rng, attr } from './lib.js';
 
 const { values: opts, positionals } = parseArgs({ options: { db: { type: 'string' } }, allowPositionals: true });
 const TARGET_SPANS = Number(positionals[0] ?? 1_000_000);
@@ -30,28 +30,9 @@ const CONNECTIONS = 4;
 const DAY = 86_400_000;
 const ROOT = join(import.meta.dirname, '..');
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
 
 // ---- data shape ---------------------------------------------------------------------------------
 
-/** Deterministic PRNG (mulberry32) so every run seeds the same shape. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = rng(42);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
 /** Log-normal-ish duration in ms around `median`. */
@@ -100,11 +81,7 @@ for (const s of SERVICES) {
   });
 }
 
-interface Attr {
-  key: string;
-  value: { stringValue?: string; intValue?: number };
-}
-const attr = (key: string, v: string | number): Attr => ({ key, value: typeof v === 'string' ? { stringValue: v } : { intValue: v } });
+type Attr = ReturnType<typeof attr>;
 
 interface GenSpan {
   service: Service;

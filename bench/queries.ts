@@ -21,12 +21,12 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { ExportLogsServiceRequest, ExportMetricsServiceRequest } from '../src/ingest/otlp/schema.js';
+import { freePort, rng, attr } from './lib.js';
 
 const { values: opts, positionals } = parseArgs({ options: { db: { type: 'string' } }, allowPositionals: true });
 const TARGET_LOGS = Number(positionals[0] ?? 1_000_000);
@@ -38,28 +38,9 @@ const DAY = 86_400_000;
 const MINUTE = 60_000;
 const ROOT = join(import.meta.dirname, '..');
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
 
 // ---- data shape ---------------------------------------------------------------------------------
 
-/** Deterministic PRNG (mulberry32) so every run seeds the same shape. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = rng(7);
 const int = (n: number) => Math.floor(rand() * n);
 const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
@@ -68,11 +49,6 @@ const uuid = () => `${hex(8)}-${hex(4)}-4${hex(3)}-a${hex(3)}-${hex(12)}`;
 const ip = () => `10.${int(256)}.${int(256)}.${int(256)}`;
 const ns = (ms: number) => (BigInt(Math.round(ms * 1000)) * 1000n).toString();
 
-type AnyValue = { stringValue: string } | { intValue: number } | { doubleValue: number } | { boolValue: boolean };
-const attr = (key: string, v: string | number | boolean) => ({
-  key,
-  value: (typeof v === 'string' ? { stringValue: v } : typeof v === 'boolean' ? { boolValue: v } : Number.isInteger(v) ? { intValue: v } : { doubleValue: v }) as AnyValue,
-});
 
 interface Service {
   name: string;
