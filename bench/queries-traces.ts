@@ -281,7 +281,7 @@ async function seed(port: number, ingestKey: string, nowMs: number): Promise<{ s
       const spans = genTrace(from + (produced / TARGET_SPANS) * span + rand() * 500);
       t++;
       traces++;
-      if (t % 997 === 0) sampleTraceIds.push(spans[0]!.traceId.toString('hex'));
+      if (t % 997 === 0 || sampleTraceIds.length === 0) sampleTraceIds.push(spans[0]!.traceId.toString('hex'));
       if (errorTraceIds.length < 200 && t % 7 === 0 && spans.some((x) => x.exception)) errorTraceIds.push(spans[0]!.traceId.toString('hex'));
       const take = spans.slice(0, TARGET_SPANS - produced);
       produced += take.length;
