@@ -168,6 +168,40 @@ describe('ingestion over HTTP', () => {
       expect(r.headers.get('access-control-expose-headers')).toContain('x-sentry-rate-limits');
     });
 
+    it('stores replays from replay_event + replay_recording and links them from feedback.get', async () => {
+      const replayId = 'ab'.repeat(16);
+      const url = `${t.url}/ingest/api/${t.projectId}/envelope/?sentry_key=${t.keys.ingest}`;
+      const now = Date.now() / 1000;
+      const recording = Buffer.concat([Buffer.from('{"segment_id":0}\n'), Buffer.from('[{"type":4,"data":{"href":"https://shop.example.com/"},"timestamp":1}]')]);
+      const body = Buffer.concat([
+        Buffer.from(`${JSON.stringify({ event_id: replayId })}\n`),
+        Buffer.from(`${JSON.stringify({ type: 'replay_event' })}\n${JSON.stringify({ type: 'replay_event', replay_id: replayId, timestamp: now, replay_start_timestamp: now - 5, urls: ['https://shop.example.com/'], error_ids: [], trace_ids: [] })}\n`),
+        Buffer.from(`${JSON.stringify({ type: 'replay_recording', length: recording.length })}\n`),
+        recording,
+        Buffer.from('\n'),
+      ]);
+      expect((await fetch(url, { method: 'POST', body })).status).toBe(200);
+      expect(count(`SELECT segments n FROM replays WHERE replay_id = '${replayId}'`)).toBe(1);
+
+      const headers = { 'content-type': 'application/json' };
+      const created = await fetch(`${t.url}/v1/projects/${t.projectId}/feedback`, {
+        method: 'POST',
+        headers: { ...headers, 'x-service-key': t.keys.ingest },
+        body: JSON.stringify({ message: 'replay me', replay_id: replayId }),
+      });
+      const { id } = (await created.json()) as { id: string };
+      const missing = await fetch(`${t.url}/v1/projects/${t.projectId}/feedback`, {
+        method: 'POST',
+        headers: { ...headers, 'x-service-key': t.keys.ingest },
+        body: JSON.stringify({ message: 'no such replay', replay_id: 'cd'.repeat(16) }),
+      });
+      const other = (await missing.json()) as { id: string };
+      const get = async (fid: string) =>
+        (await (await fetch(`${t.url}/v1/projects/${t.projectId}/feedback/${fid}`, { headers: { 'x-service-key': t.keys.admin } })).json()) as { replay_session_id: string | null };
+      expect((await get(id)).replay_session_id).toBe(replayId);
+      expect((await get(other.id)).replay_session_id).toBeNull();
+    });
+
     it('is idempotent per event id: an SDK retry does not count twice', async () => {
       const url = `${t.url}/ingest/api/${t.projectId}/store/?sentry_key=${t.keys.ingest}`;
       const body = JSON.stringify({ event_id: hex(401), message: 'retried event', level: 'error' });
