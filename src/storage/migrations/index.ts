@@ -3,6 +3,7 @@ import { m002Telemetry } from './002-telemetry.js';
 import { m003Oauth } from './003-oauth.js';
 import { m004LogCounts } from './004-log-counts.js';
 import { m005TraceIndexes } from './005-trace-indexes.js';
+import { m006DeploymentsOrder } from './006-deployments-order.js';
 
 export interface Migration {
   version: number;
@@ -11,4 +12,4 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder];
