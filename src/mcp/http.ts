@@ -25,7 +25,8 @@ import type { Mount, Sightline } from '../server.js';
 import type { Executor, SandboxLimits } from '../../sandbox/executor.js';
 import { createQuickJsExecutor } from '../../sandbox/quickjs-executor.js';
 import { authenticate, credentialFromHeaders } from '../core/authenticate.js';
-import { AuthenticationError, ForbiddenError } from '../core/errors.js';
+import { AppError, AuthenticationError, ForbiddenError } from '../core/errors.js';
+import { holdsScope } from '../core/scopes.js';
 import type { Principal } from '../core/principal.js';
 import { readRawBody } from '../http/body.js';
 import { wwwAuthenticate } from '../oauth/www-authenticate.js';
@@ -183,6 +184,13 @@ export function mountMcp(s: Sightline, router: Router, opts: McpHttpOptions = {}
         secret ? 'The credential is not valid (unknown, revoked or expired).' : undefined,
         { 'WWW-Authenticate': wwwAuthenticate(config, secret ? { error: 'invalid_token' } : {}) },
       );
+    }
+    // RFC 6750 §3.1: an OAuth token that cannot read anything is refused here with insufficient_scope,
+    // so the client can ask the user to grant `read`. (API keys are project keys: their scopes are checked per call.)
+    if (principal.kind === 'user' && !holdsScope(principal.scopes, 'read')) {
+      throw new AppError(403, 'permission_error', 'insufficient_scope', 'This token lacks the `read` scope the MCP tools need: sign in again and grant it.', {
+        headers: { 'WWW-Authenticate': wwwAuthenticate(config, { error: 'insufficient_scope', scope: 'read write' }) },
+      });
     }
     const owner = sessionOwner(principal);
 

@@ -73,4 +73,24 @@ describe('OAuth access tokens on the resource side', () => {
       expect((await restProjects(t, bad)).status).toBe(401);
     }
   });
+
+  it('on /mcp: a token without read is refused with 403 and WWW-Authenticate error="insufficient_scope"', async () => {
+    const narrow = await tokenFor('events:ingest');
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } };
+    const post = (token: string) =>
+      fetch(`${t.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify(init),
+      });
+    const refused = await post(narrow.access_token);
+    expect(refused.status).toBe(403);
+    const header = refused.headers.get('www-authenticate') ?? '';
+    expect(header).toMatch(/^Bearer /);
+    expect(header).toContain('error="insufficient_scope"');
+    expect(header).toContain('resource_metadata=');
+    const wide = await tokenFor('read');
+    expect((await post(wide.access_token)).status).toBe(200);
+  });
 });
+
