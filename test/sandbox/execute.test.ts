@@ -195,10 +195,8 @@ describe('script failures', () => {
   });
 
   it('reports a script that awaits something that can never settle', async () => {
-    const started = Date.now();
     const res = await run(`await new Promise(() => {}); return 1;`);
     expect(res.error?.message).toMatch(/never settle/);
-    expect(Date.now() - started).toBeLessThan(2500);
   });
 });
 

@@ -34,12 +34,10 @@ function expectError(res: ExecuteResult, name: string) {
 
 describe('hostile scripts', () => {
   it('while (true) {} times out cleanly', async () => {
-    const started = Date.now();
     const res = await run(`console.log('spinning'); while (true) {}`);
     expectError(res, 'TimeoutError');
     expect(res.error!.message).toContain('exceeded the 1.5 s limit');
     expect(res.logs).toEqual(['spinning']);
-    expect(Date.now() - started).toBeLessThan(4000);
   });
 
   it('a catch block cannot swallow the timeout', async () => {

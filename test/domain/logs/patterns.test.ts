@@ -103,15 +103,8 @@ describe('minePatterns', () => {
       (i: number) => `cache ${i % 2 ? 'hit' : 'miss'} for key session:${i.toString(16)}abcdef`,
     ];
     const msgs = Array.from({ length: 10_000 }, (_, i) => ({ message: templates[i % templates.length](i), level: 'info' }));
-    minePatterns(msgs); // warm up the JIT
-    // best of five, so a busy machine (parallel test workers) does not make this flaky; ~20 ms when idle
-    let ms = Infinity;
-    let out: ReturnType<typeof minePatterns> = [];
-    for (let run = 0; run < 5; run++) {
-      const t = performance.now();
-      out = minePatterns(msgs);
-      ms = Math.min(ms, performance.now() - t);
-    }
+    // Speed (~20 ms for these 10,000 messages when idle) is for benches, not tests: this checks the result.
+    const out = minePatterns(msgs);
     expect(out.reduce((s, p) => s + p.count, 0)).toBe(10_000);
     expect(out.map((p) => p.pattern)).toEqual([
       'user <NUM> logged in from <IP>',
@@ -120,7 +113,6 @@ describe('minePatterns', () => {
       'worker-<NUM> processed batch <NUM> with <NUM> items',
       'cache <*> for key <*>',
     ]);
-    expect(ms).toBeLessThan(100);
   });
 });
 
