@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { readFileSync } from 'node:fs';
 import Koa from 'koa';
 import Router from '@koa/router';
 import { pino, type Logger } from 'pino';
@@ -62,7 +63,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     ctx.set(limiter.headers());
     await next();
   });
-  app.use(errorHandler(log));
+  app.use(errorHandler(log, config.baseUrl));
 
   const base = new Router();
   base.get('/', (ctx) => {
@@ -71,7 +72,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       version: '1.0.0',
       description: 'MCP-first observability and error tracking.',
       links: {
-        docs: 'https://github.com/sightline-dev/sightline#readme',
+        docs: `${config.baseUrl}/docs`,
         openapi: `${config.baseUrl}/openapi.json`,
         mcp: config.mcpUrl,
         ingest: config.ingestUrl,
@@ -85,6 +86,11 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
         stdio_config: { mcpServers: { sightline: { command: 'npx', args: ['sightline', 'mcp'], env: { SIGHTLINE_API_KEY: '<key>', SIGHTLINE_URL: config.baseUrl } } } },
       },
     };
+  });
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  base.get('/docs', (ctx) => {
+    ctx.type = 'text/markdown; charset=utf-8';
+    ctx.body = readme;
   });
   base.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
@@ -108,7 +114,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
         const ingestApp = new Koa({ proxy: app.proxy });
         ingestApp.silent = true;
         ingestApp.use(requestId());
-        ingestApp.use(errorHandler(log));
+        ingestApp.use(errorHandler(log, config.baseUrl));
         ingestApp.use(ingestRouter.routes());
         const ingestServer = http.createServer(ingestApp.callback());
         await new Promise<void>((resolve) => ingestServer.listen(config.ingestPort, config.host, resolve));

@@ -12,7 +12,8 @@ export type ErrorType =
   | 'rate_limit_error'
   | 'api_error';
 
-export const DOC_BASE = 'https://sightline.dev/docs/errors';
+/** The server's own documentation page (GET /docs serves the README); the anchor names the code. */
+export const DOC_BASE = '/docs';
 
 export interface ErrorBody {
   type: ErrorType;

@@ -36,7 +36,7 @@ export function authorizationServerMetadata(config: Pick<AppConfig, 'baseUrl' | 
     revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
     // RFC 9207: authorization responses carry `iss`, so a client can tell which server answered.
     authorization_response_iss_parameter_supported: true,
-    service_documentation: 'https://github.com/sightline-dev/sightline#readme',
+    service_documentation: `${config.baseUrl}/docs`,
   };
 }
 
@@ -53,7 +53,7 @@ export function protectedResourceMetadata(config: Pick<AppConfig, 'baseUrl' | 'm
     scopes_supported: [...DEFAULT_SCOPES],
     bearer_methods_supported: ['header'],
     resource_name: 'Sightline',
-    resource_documentation: 'https://github.com/sightline-dev/sightline#readme',
+    resource_documentation: `${config.baseUrl}/docs`,
   };
 }
 

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { AppError, InternalError } from '../../core/errors.js';
 
 /** Renders every error as the spec's Shape A; unknown errors become a generic 500 with no internal text. */
-export function errorHandler(log: Logger): Koa.Middleware {
+export function errorHandler(log: Logger, baseUrl = ''): Koa.Middleware {
   return async (ctx, next) => {
     try {
       await next();
@@ -16,7 +16,10 @@ export function errorHandler(log: Logger): Koa.Middleware {
       }
       ctx.status = e.status;
       for (const [k, v] of Object.entries(e.headers)) ctx.set(k, v);
-      ctx.body = e.toBody();
+      const body = e.toBody();
+      // doc_url points at this server's /docs page.
+      if (body.doc_url?.startsWith('/')) body.doc_url = baseUrl + body.doc_url;
+      ctx.body = body;
     }
   };
 }
