@@ -79,6 +79,52 @@ function bucketsOf(type: MetricType, json: string): Partial<MetricPointInput> {
   return out;
 }
 
+const COUNTS_HEAD = '{"bucket_counts":[';
+const BOUNDS_KEY = '],"explicit_bounds":';
+
+/**
+ * Fast reading of an explicit histogram's stored bucket JSON in the exact layout the store writes
+ * (`{"bucket_counts":[<non-negative integers>],"explicit_bounds":<array>}`): counts parsed by hand,
+ * bounds through `cache`. Returns false (nothing set) for any other text; callers then use JSON.parse.
+ */
+function explicitBucketsInto(p: MetricPointInput, json: string, cache: Map<string, number[]>): boolean {
+  if (!json.startsWith(COUNTS_HEAD) || json.charCodeAt(json.length - 1) !== 125 /* } */) return false;
+  const mid = json.indexOf(BOUNDS_KEY, COUNTS_HEAD.length);
+  if (mid < 0) return false;
+  const counts: number[] = [];
+  let v = 0;
+  let digits = 0;
+  for (let i = COUNTS_HEAD.length; i < mid; i++) {
+    const c = json.charCodeAt(i);
+    if (c >= 48 && c <= 57) {
+      v = v * 10 + (c - 48);
+      if (++digits > 15) return false; // beyond exact integers: leave it to JSON.parse
+    } else if (c === 44 /* , */ && digits > 0) {
+      counts.push(v);
+      v = 0;
+      digits = 0;
+    } else return false;
+  }
+  if (digits > 0) counts.push(v);
+  else if (mid > COUNTS_HEAD.length) return false; // trailing comma or similar
+  const boundsText = json.slice(mid + BOUNDS_KEY.length, -1);
+  let bounds = cache.get(boundsText);
+  if (bounds === undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(boundsText);
+    } catch {
+      return false;
+    }
+    if (parsed !== null && !Array.isArray(parsed)) return false;
+    bounds = (parsed as number[] | null) ?? [];
+    cache.set(boundsText, bounds);
+  }
+  p.bucket_counts = counts;
+  p.explicit_bounds = bounds;
+  return true;
+}
+
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export function createMetricsReadRepo(db: Db) {
   const cache = new Map<string, Statement>();
@@ -157,8 +203,12 @@ export function createMetricsReadRepo(db: Db) {
       const w = where({ service: m.service, environment: m.environment });
       const histo = m.type === 'hist' || m.type === 'exponential_histogram';
       const cols = histo ? 'count, sum, min, max, buckets' : 'value';
+      // Each non-NULL value read costs about as much as any other, a NULL almost nothing: start time
+      // and monotonicity, like series identity, only matter for cumulative points and are read as
+      // NULL for the others, and so is the commonest temporality, delta (tp NULL).
       const rows = stmt(
-        `SELECT CASE temporality WHEN 'cumulative' THEN 2 WHEN 'delta' THEN 1 ELSE 0 END AS tp, monotonic, start_ms, time_ms,
+        `SELECT CASE temporality WHEN 'cumulative' THEN 2 WHEN 'delta' THEN NULL ELSE 0 END AS tp,
+           CASE WHEN temporality = 'cumulative' THEN monotonic END AS mo, CASE WHEN temporality = 'cumulative' THEN start_ms END AS st, time_ms,
            CASE WHEN temporality = 'cumulative' THEN series_key END AS sk, CASE WHEN temporality = 'cumulative' THEN scope_name END AS sc, ${cols}
          FROM metric_points WHERE project_id = ? AND metric_name = ? AND time_ms >= ? AND time_ms < ? AND type = ?${w.sql}
            AND (time_ms >= ? OR temporality = 'cumulative')`,
@@ -167,25 +217,41 @@ export function createMetricsReadRepo(db: Db) {
         .all(Number(projectId), m.metricName, fromMs - baselineMs, toMs, m.type, ...w.args, fromMs) as any[][];
       const out: MetricPointInput[] = new Array(rows.length);
       const type = m.type;
+      // Explicit bounds repeat from point to point: parse each distinct bounds text once and share the
+      // (never mutated) array, which also makes same-bounds checks downstream cheap.
+      const boundsCache = new Map<string, number[]>();
       for (let i = 0; i < rows.length; i++) {
         const r = rows[i]!;
+        if (!histo) {
+          const p: MetricPointInput = {
+            type,
+            temporality: TEMPORALITIES[(r[0] ?? 1) as 0 | 1 | 2],
+            monotonic: r[1] === 1,
+            start_ms: r[2],
+            time_ms: r[3],
+            series_key: r[4] ?? '',
+            scope_name: r[5] ?? '',
+          };
+          if (r[6] !== null) p.value = r[6];
+          out[i] = p;
+          continue;
+        }
         const p: MetricPointInput = {
           type,
-          temporality: TEMPORALITIES[r[0] as 0 | 1 | 2],
+          temporality: TEMPORALITIES[(r[0] ?? 1) as 0 | 1 | 2],
           monotonic: r[1] === 1,
           start_ms: r[2],
           time_ms: r[3],
           series_key: r[4] ?? '',
           scope_name: r[5] ?? '',
         };
-        if (!histo) {
-          if (r[6] !== null) p.value = r[6];
-        } else {
-          if (r[6] !== null) p.count = r[6];
-          p.sum = r[7];
-          p.min = r[8];
-          p.max = r[9];
-          if (r[10]) Object.assign(p, bucketsOf(type, r[10]));
+        if (r[6] !== null) p.count = r[6];
+        p.sum = r[7];
+        p.min = r[8];
+        p.max = r[9];
+        const json = r[10] as string | null;
+        if (json) {
+          if (type !== 'hist' || !explicitBucketsInto(p, json, boundsCache)) Object.assign(p, bucketsOf(type, json));
         }
         out[i] = p;
       }

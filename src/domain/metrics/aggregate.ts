@@ -387,6 +387,131 @@ export function timelineFromContributions(contribs: readonly MetricContribution[
   };
 }
 
+const isFiniteNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/**
+ * Fast path of {@link timeline} for explicit histograms whose points are all delta (or unspecified):
+ * each point contributes itself as received, so buckets are aggregated straight from the points, in
+ * the same order and with the same arithmetic as normalizePoints → timelineFromContributions, without
+ * one contribution object (and bucket-array copies) per point. Returns null (caller takes the general
+ * path) when any point of the metric is cumulative.
+ */
+export function deltaHistTimeline(points: readonly MetricPointInput[], opts: TimelineOptions): Timeline | null {
+  const { fromMs, toMs, granularityMs } = opts;
+  const sel: MetricPointInput[] = [];
+  let sorted = true;
+  let last = -Infinity;
+  for (let i = 0; i < points.length; i++) {
+    const p = points[i]!;
+    if (p.type !== 'hist') continue;
+    if (p.temporality === 'cumulative') return null;
+    // normalizePoints' `usable` and window checks for delta points.
+    if (!isFiniteNum(p.time_ms) || !isFiniteNum(p.count)) continue;
+    if (p.time_ms < fromMs || p.time_ms >= toMs) continue;
+    if (p.time_ms < last) sorted = false;
+    last = p.time_ms;
+    sel.push(p);
+  }
+  if (!sorted) sel.sort((a, b) => a.time_ms - b.time_ms); // stable, as normalizePoints' final sort
+  const n = checkBucketCount(fromMs, toMs, granularityMs);
+  const first = bucketStart(fromMs, granularityMs);
+  const aggregation = opts.aggregation;
+  const buckets: TimelineBucket[] = new Array(n);
+  let j = 0;
+  // (groupByBucket drops points before the first bucket; with time >= fromMs there are none.)
+  while (j < sel.length && Math.floor((sel[j]!.time_ms - first) / granularityMs) < 0) j++;
+  for (let b = 0; b < n; b++) {
+    const start = first + b * granularityMs;
+    // Points are in time order, so each bucket is a contiguous run of `sel`.
+    const lo = j;
+    while (j < sel.length && Math.floor((sel[j]!.time_ms - first) / granularityMs) === b) j++;
+    const hi = j;
+    let samples = 0;
+    for (let k = lo; k < hi; k++) samples += sel[k]!.count as number;
+    buckets[b] = {
+      time: new Date(start).toISOString(),
+      value: hi === lo ? null : deltaHistValue(sel, lo, hi, aggregation, samples),
+      point_count: hi - lo,
+      sample_count: samples,
+    };
+  }
+  return { buckets };
+}
+
+/** aggregateBucket for the delta explicit-histogram points `sel[lo..hi)` (non-empty). */
+function deltaHistValue(sel: readonly MetricPointInput[], lo: number, hi: number, aggregation: Aggregation, totalCount: number): number | null {
+  switch (aggregation) {
+    case 'count':
+      return totalCount;
+    case 'sum':
+    case 'avg': {
+      let any = false;
+      let sum = 0;
+      let count = 0;
+      for (let k = lo; k < hi; k++) {
+        const p = sel[k]!;
+        if (!isFiniteNum(p.sum)) continue;
+        any = true;
+        sum += p.sum;
+        count += p.count as number;
+      }
+      if (aggregation === 'sum') return any ? sum : null;
+      if (count <= 0) return null;
+      return sum / count;
+    }
+    default: {
+      let live = 0;
+      let minOk = true;
+      let maxOk = true;
+      let min = Infinity;
+      let max = -Infinity;
+      for (let k = lo; k < hi; k++) {
+        const p = sel[k]!;
+        if (!((p.count as number) > 0)) continue;
+        live++;
+        if (minOk) {
+          if (isFiniteNum(p.min)) min = Math.min(min, p.min);
+          else minOk = false;
+        }
+        if (maxOk) {
+          if (isFiniteNum(p.max)) max = Math.max(max, p.max);
+          else maxOk = false;
+        }
+      }
+      if (live === 0) return null;
+      const q = QUANTILE[aggregation];
+      const bounds0 = sel[lo]!.explicit_bounds ?? EMPTY;
+      let same = true;
+      for (let k = lo + 1; k < hi && same; k++) same = sameBoundValues(sel[k]!.explicit_bounds ?? EMPTY, bounds0);
+      let merged: { bounds: readonly number[]; counts: number[] };
+      if (same) {
+        // mergeExplicitHistograms' identical-bounds branch, summing in the same order.
+        const m = bounds0.length;
+        const counts = new Array<number>(m + 1).fill(0);
+        for (let k = lo; k < hi; k++) {
+          const c = sel[k]!.bucket_counts ?? EMPTY;
+          for (let i = 0; i <= m; i++) counts[i] += c[i] ?? 0;
+        }
+        merged = { bounds: bounds0, counts };
+      } else {
+        const hists: { bounds: readonly number[]; counts: readonly number[] }[] = [];
+        for (let k = lo; k < hi; k++) hists.push({ bounds: sel[k]!.explicit_bounds ?? EMPTY, counts: sel[k]!.bucket_counts ?? EMPTY });
+        merged = mergeExplicitHistograms(hists);
+      }
+      return histogramQuantile(merged.bounds, merged.counts, q, minOk ? min : null, maxOk ? max : null);
+    }
+  }
+}
+
+const EMPTY: readonly number[] = [];
+
+/** Element-wise bounds comparison, as sameBounds does on the general path's copied arrays. */
+function sameBoundValues(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /**
  * Timeline of one metric over `[fromMs, toMs)`: every epoch-aligned bucket of the window, `value` null
  * where the bucket has no points. `points` are the stored points of the window plus, for cumulative
@@ -395,6 +520,10 @@ export function timelineFromContributions(contribs: readonly MetricContribution[
  */
 export function timeline(points: readonly MetricPointInput[], opts: TimelineOptions): Timeline {
   checkAggregationSupported(opts.type, opts.temporality, opts.aggregation);
+  if (opts.type === 'hist') {
+    const fast = deltaHistTimeline(points, opts);
+    if (fast) return fast;
+  }
   const contribs = normalizePoints(
     points.filter((p) => p.type === opts.type),
     { fromMs: opts.fromMs, toMs: opts.toMs, baselineMs: opts.baselineMs },
@@ -498,15 +627,23 @@ function changeSentence(s: InspectSnapshot, unit: string | undefined): string | 
 export function inspect(points: readonly MetricPointInput[], opts: InspectOptions): InspectResult {
   const recentCount = opts.recentCount ?? 5;
   const topCount = opts.topCount ?? 3;
-  const contribs = normalizePoints(
-    points.filter((p) => p.type === opts.type),
-    { fromMs: opts.fromMs, toMs: opts.toMs, baselineMs: opts.baselineMs },
-  );
+  // Delta explicit histograms: the fast path, which gives the general path's numbers.
+  const fast = opts.type === 'hist' ? deltaHistTimeline(points, { ...opts, aggregation: 'avg' }) : null;
+  const contribs = fast
+    ? []
+    : normalizePoints(
+        points.filter((p) => p.type === opts.type),
+        { fromMs: opts.fromMs, toMs: opts.toMs, baselineMs: opts.baselineMs },
+      );
   const cumulativeExp = hasCumulativeExp(contribs, opts);
   const aggs = INSPECT_AGGREGATIONS.filter((a) => a === 'avg' || !cumulativeExp);
   const timelines = aggs.map((aggregation) => ({
     aggregation,
-    buckets: timelineFromContributions(contribs, { ...opts, aggregation }).buckets,
+    buckets: fast
+      ? aggregation === 'avg'
+        ? fast.buckets
+        : (deltaHistTimeline(points, { ...opts, aggregation }) as Timeline).buckets
+      : timelineFromContributions(contribs, { ...opts, aggregation }).buckets,
   }));
   const snapshots = timelines.map((t) => snapshot(t.aggregation, t.buckets, recentCount, topCount));
 
