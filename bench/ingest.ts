@@ -7,7 +7,6 @@
  *
  *   npx tsx bench/ingest.ts [seconds-per-phase=8] [connections=8]
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +15,7 @@ import http from 'node:http';
 import Database from 'better-sqlite3';
 import { ExportLogsServiceRequest, ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
 import { MIGRATIONS } from '../src/storage/migrations/index.js';
-import { freePort, attr } from './lib.js';
+import { attr, startBenchServer } from './lib.js';
 
 const SECONDS = Number(process.argv[2] ?? 8);
 const CONNECTIONS = Number(process.argv[3] ?? 8);
@@ -172,16 +171,9 @@ function peakRssMb(pid: number): number {
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'sl-bench-ingest-'));
-  const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, 'bin/sightline.mjs'), 'start'], {
-    env: { ...process.env, SIGHTLINE_DB: join(dir, 'bench.db'), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGHTLINE_RATE_LIMIT: '100000000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  while (!/ingest key\s+(sl_[0-9a-f]+)/.test(out)) await new Promise((r) => setTimeout(r, 50));
-  const key = /ingest key\s+(sl_[0-9a-f]+)/.exec(out)![1]!;
-  const project = /project\s+(\d+)/.exec(out)![1]!;
+  const { child, port, keys } = await startBenchServer(join(dir, 'bench.db'));
+  const key = keys!.ingest;
+  const project = keys!.project;
 
   console.log(`building batches… (${SECONDS}s per phase, ${CONNECTIONS} connections)`);
   const traces = Array.from({ length: 16 }, (_, i) => traceBatch(i));

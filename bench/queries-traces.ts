@@ -12,7 +12,6 @@
  *   npx tsx bench/queries-traces.ts [spans=1000000] [runs=30]
  *   npx tsx bench/queries-traces.ts --db /tmp/x/bench.db      # reuse (or create and keep) a seeded file
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -20,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
-import { freePort, rng, attr } from './lib.js';
+import { rng, attr, startBenchServer } from './lib.js';
 
 const { values: opts, positionals } = parseArgs({ options: { db: { type: 'string' } }, allowPositionals: true });
 const TARGET_SPANS = Number(positionals[0] ?? 1_000_000);
@@ -345,36 +344,15 @@ async function main() {
   const dbFile = opts.db ?? join(mkdtempSync(join(tmpdir(), 'sl-bench-traces-')), 'bench.db');
   const sidecar = `${dbFile}.bench.json`;
   const reuse = existsSync(dbFile) && existsSync(sidecar);
-  const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, 'bin/sightline.mjs'), 'start'], {
-    env: { ...process.env, SIGHTLINE_DB: dbFile, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGHTLINE_RATE_LIMIT: '100000000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const { child, port, keys } = await startBenchServer(dbFile);
   try {
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
     let meta: { project: string; ingest: string; admin: string; nowMs: number; spans: number; traces: number; sampleTraceIds: string[]; errorTraceIds?: string[] };
     if (reuse) {
       meta = JSON.parse(readFileSync(sidecar, 'utf8'));
-      // wait for the server to answer
-      for (;;) {
-        try {
-          await request(port, 'GET', '/openapi.json', {});
-          break;
-        } catch {
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
       console.log(`reusing ${dbFile}: ${meta.spans.toLocaleString('en')} spans, ${meta.traces.toLocaleString('en')} traces, seeded at ${new Date(meta.nowMs).toISOString()}`);
     } else {
-      while (!/admin key\s+(sl_[0-9a-f]+)/.test(out)) {
-        if (child.exitCode !== null) throw new Error(`server exited: ${out}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
       const nowMs = Date.now();
-      const ingest = /ingest key\s+(sl_[0-9a-f]+)/.exec(out)![1]!;
-      const admin = /admin key\s+(sl_[0-9a-f]+)/.exec(out)![1]!;
-      const project = /project\s+(\d+)/.exec(out)![1]!;
+      const { ingest, admin, project } = keys!;
       console.log(`seeding ${TARGET_SPANS.toLocaleString('en')} spans through POST /ingest/v1/traces (protobuf, ${BATCH}/batch, ${CONNECTIONS} connections) into ${dbFile}`);
       const r = await seed(port, ingest, nowMs);
       console.log(`seeded ${r.spans.toLocaleString('en')} spans / ${r.traces.toLocaleString('en')} traces in ${r.seconds.toFixed(1)} s (${Math.round(r.spans / r.seconds).toLocaleString('en')} spans/s)`);

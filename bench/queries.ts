@@ -19,14 +19,13 @@
  * Traces: measured by bench/queries-traces.ts (same method, its own seeded file). It is kept as a
  * separate script so each bench seeds only what it measures; run both for the full picture.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { ExportLogsServiceRequest, ExportMetricsServiceRequest } from '../src/ingest/otlp/schema.js';
-import { freePort, rng, attr } from './lib.js';
+import { rng, attr, startBenchServer } from './lib.js';
 
 const { values: opts, positionals } = parseArgs({ options: { db: { type: 'string' } }, allowPositionals: true });
 const TARGET_LOGS = Number(positionals[0] ?? 1_000_000);
@@ -362,35 +361,15 @@ async function main() {
   const dbFile = opts.db ?? join(mkdtempSync(join(tmpdir(), 'sl-bench-queries-')), 'bench.db');
   const sidecar = `${dbFile}.bench.json`;
   const reuse = existsSync(dbFile) && existsSync(sidecar);
-  const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, 'bin/sightline.mjs'), 'start'], {
-    env: { ...process.env, SIGHTLINE_DB: dbFile, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGHTLINE_RATE_LIMIT: '100000000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const { child, port, keys } = await startBenchServer(dbFile);
   try {
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
     let meta: { project: string; ingest: string; admin: string; nowMs: number; logs: number; points: number };
     if (reuse) {
       meta = JSON.parse(readFileSync(sidecar, 'utf8'));
-      for (;;) {
-        try {
-          await request(port, 'GET', '/openapi.json', {});
-          break;
-        } catch {
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
       console.log(`reusing ${dbFile}: ${meta.logs.toLocaleString('en')} logs, ${meta.points.toLocaleString('en')} points, seeded at ${new Date(meta.nowMs).toISOString()}`);
     } else {
-      while (!/admin key\s+(sl_[0-9a-f]+)/.test(out)) {
-        if (child.exitCode !== null) throw new Error(`server exited: ${out}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
       const nowMs = Date.now();
-      const ingest = /ingest key\s+(sl_[0-9a-f]+)/.exec(out)![1]!;
-      const admin = /admin key\s+(sl_[0-9a-f]+)/.exec(out)![1]!;
-      const project = /project\s+(\d+)/.exec(out)![1]!;
+      const { ingest, admin, project } = keys!;
       const r = await seed(port, ingest, nowMs);
       meta = { project, ingest, admin, nowMs, logs: r.logs, points: r.points };
       if (opts.db) writeFileSync(sidecar, JSON.stringify(meta));

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { eventSummaryOut } from './events.js';
 import { defineOperation, type HandlerContext } from './define.js';
 import { csvList, isoDateTime, offsetPagination, parseIso, projectId, queryBool, toIso } from './shared.js';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../src/core/errors.js';
@@ -156,21 +157,10 @@ const refOut = (r: GroupRef) => ({ id: r.id, short_id: r.short_id, title: r.titl
 function eventOut(e: ErrorEventFull): z.input<typeof latestEventSchema> {
   const { payload, truncated } = trimPayload(e.payload);
   return {
-    event_id: e.event_id,
-    timestamp: toIso(e.timestamp_ms)!,
-    received_at: toIso(e.received_ms)!,
-    source: e.source,
+    ...eventSummaryOut(e),
     platform: e.platform,
-    level: e.level,
-    type: e.type,
-    title: e.title,
-    message: e.message,
-    service_name: e.service_name,
-    environment: e.environment,
-    release: e.release,
     transaction: e.transaction_name,
     server_name: e.server_name,
-    trace_id: e.trace_id,
     span_id: e.span_id,
     tags: e.tags,
     user: e.user,

@@ -4,6 +4,39 @@ import { isoDateTime, offsetPagination, parseIso, projectId, toIso } from './sha
 import { ValidationError } from '../src/core/errors.js';
 import { EventQueryError, parseEventQuery } from '../src/domain/errors/event-query.js';
 
+/** The stored fields of an error event that every event row shows (events.search rows, errors.get's latest event). */
+export interface EventSummaryFields {
+  event_id: string;
+  timestamp_ms: number;
+  received_ms: number;
+  source: string;
+  level: string;
+  type: string;
+  title: string;
+  message: string;
+  service_name: string;
+  environment: string;
+  release: string;
+  trace_id: string | null;
+}
+
+export function eventSummaryOut(e: EventSummaryFields) {
+  return {
+    event_id: e.event_id,
+    timestamp: toIso(e.timestamp_ms)!,
+    received_at: toIso(e.received_ms)!,
+    source: e.source,
+    level: e.level,
+    type: e.type,
+    title: e.title,
+    message: e.message,
+    service_name: e.service_name,
+    environment: e.environment,
+    release: e.release,
+    trace_id: e.trace_id,
+  };
+}
+
 const DAY = 86_400_000;
 /** Without `from` and without a timestamp term, events.search looks back this far from `to` (or now). */
 const SEARCH_DEFAULT_WINDOW = 30 * DAY;
@@ -79,21 +112,7 @@ export const search = defineOperation({
     if (fromMs === undefined && !parsed.hasTimestamp) fromMs = (toMs ?? now) - SEARCH_DEFAULT_WINDOW;
     const r = ctx.services.errorGroups.searchEvents(ctx.project!.id, { terms: parsed.terms, fromMs, toMs, limit: input.limit, offset: input.offset });
     return {
-      data: r.rows.map((e) => ({
-        event_id: e.event_id,
-        group_id: e.group_id,
-        timestamp: toIso(e.timestamp_ms)!,
-        received_at: toIso(e.received_ms)!,
-        level: e.level,
-        type: e.type,
-        title: e.title,
-        message: e.message,
-        service_name: e.service_name,
-        environment: e.environment,
-        release: e.release,
-        trace_id: e.trace_id,
-        source: e.source,
-      })),
+      data: r.rows.map((e) => ({ ...eventSummaryOut(e), group_id: e.group_id })),
       total: r.total,
       limit: input.limit,
       offset: input.offset,
