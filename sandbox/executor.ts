@@ -42,6 +42,8 @@ export interface ExecuteResult {
   logs: string[];
   calls: CallRecord[];
   error: ExecuteError | null;
+  /** Set when `result` was cut to the result budget: the original size and the limit in bytes. */
+  resultTruncated?: { size: string; limit: number } | null;
 }
 
 export interface Executor {

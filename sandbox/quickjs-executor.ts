@@ -99,6 +99,7 @@ type WorkerMessage =
       runId: number;
       result: unknown;
       error: ExecuteError | null;
+      resultTruncated?: { size: string; limit: number } | null;
       logs?: string[];
       fatal?: boolean;
     };
@@ -186,7 +187,10 @@ export function createQuickJsExecutor(
   let replaced = 0;
   let completed = 0;
 
-  function finish(job: Job, outcome: { result?: unknown; error: ExecuteError | null; logs?: string[] }): void {
+  function finish(
+    job: Job,
+    outcome: { result?: unknown; error: ExecuteError | null; resultTruncated?: { size: string; limit: number } | null; logs?: string[] },
+  ): void {
     if (job.done) return;
     job.done = true;
     if (job.timer) clearTimeout(job.timer);
@@ -198,6 +202,7 @@ export function createQuickJsExecutor(
       logs: job.logs,
       calls: job.calls,
       error: outcome.error,
+      resultTruncated: outcome.error ? null : (outcome.resultTruncated ?? null),
     });
   }
 
@@ -280,7 +285,7 @@ export function createQuickJsExecutor(
       if (!job || job.runId !== msg.runId) return;
       slot.job = null;
       slot.runs++;
-      finish(job, { result: msg.result, error: msg.error ?? null, logs: msg.logs });
+      finish(job, { result: msg.result, error: msg.error ?? null, resultTruncated: msg.resultTruncated, logs: msg.logs });
       if (msg.fatal) retire(slot, true);
       else if (slot.runs >= maxRunsPerWorker) retire(slot, false);
       else slot.worker.unref();

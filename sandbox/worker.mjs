@@ -7,7 +7,7 @@
 //   main -> worker  { type: 'run', runId, code, operations, limits, guestInterrupt }
 //   worker -> main  { type: 'call', runId, id, operationId, input, logs }   input: JSON text
 //   main -> worker  { type: 'callResult', runId, id, json }                 json: HostCallResult as JSON text
-//   worker -> main  { type: 'done', runId, result, error, logs, fatal }
+//   worker -> main  { type: 'done', runId, result, error, resultTruncated, logs, fatal }
 //   worker -> main  { type: 'ready' } once QuickJS is loaded
 //   worker -> main  { type: 'started', runId } when the script's wall clock starts
 //
@@ -457,6 +457,7 @@ async function runOne(msg) {
     runId: run.runId,
     result: outcome.result,
     error: outcome.error,
+    resultTruncated: outcome.resultTruncated ?? null,
     logs: run.takeLogs(true),
     fatal,
   });
@@ -694,7 +695,7 @@ function readResult(run, serialize, describe, valueHandle) {
     `…[truncated: result was ${size}, limit ${max}; ` +
     'narrow the query with filters or a smaller limit, or return only the fields you need]';
   const budget = Math.max(0, max - Buffer.byteLength(marker, 'utf8'));
-  return { result: utf8Truncate(text, budget) + marker, error: null };
+  return { result: utf8Truncate(text, budget) + marker, error: null, resultTruncated: { size, limit: max } };
 }
 
 /** Turn a guest exception handle into an ExecuteResult error (disposes the handle). */

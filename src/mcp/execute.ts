@@ -85,7 +85,6 @@ export function localCaller(core: Core, principal: Principal, opts: { log?: Pick
 }
 
 /** The marker sandbox/worker.mjs appends to a result it had to cut. */
-const TRUNCATED = /…\[truncated: result was ([^,\]]+), limit (\d+);[^\]]*\]$/;
 
 export interface ExecuteOutput {
   result: unknown;
@@ -110,11 +109,11 @@ export async function runExecute(
     const out: ExecuteOutput = { result: r.result === undefined ? null : r.result, logs: r.logs, calls: r.calls, error: r.error };
     // The sandbox cuts an oversized result to its budget and appends a hint. Keep the part that fits,
     // and say so in `error` too, so a client that only looks at isError still learns the result is partial.
-    const cut = !out.error && typeof out.result === 'string' ? TRUNCATED.exec(out.result.slice(-400)) : null;
+    const cut = !out.error ? r.resultTruncated : null;
     if (cut) {
       out.error = {
         name: 'ResultTooLargeError',
-        message: `The result was ${cut[1]}, over the ${cut[2]}-byte limit, and was truncated. Narrow the query with filters or a smaller limit, or return only the fields you need.`,
+        message: `The result was ${cut.size}, over the ${cut.limit}-byte limit, and was truncated. Narrow the query with filters or a smaller limit, or return only the fields you need.`,
       };
     }
     return out;
