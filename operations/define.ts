@@ -30,6 +30,43 @@ export interface ProjectRef {
   name: string;
 }
 
+/**
+ * Display hints for people (the CLI's human output). They never change the answer, only how a
+ * table or chart shows it; `--output json` always prints the whole answer.
+ */
+export interface DisplayHints {
+  /** Default table columns of the answer's rows, in order; the rest stay one `--columns` away. */
+  columns?: readonly string[];
+  /** The answer is a series: draw it as a chart in the terminal. */
+  chart?: ChartHint;
+}
+
+export type ChartHint =
+  | {
+      /** A line chart of `points[].y` over `points[].x` (an ISO time). */
+      kind: 'line';
+      points: string;
+      x: string;
+      y: string;
+      /** How buckets merge when there are more than the terminal has columns. */
+      merge: 'sum' | 'mean';
+      /** A fixed unit, or `unitField` naming the answer's field that holds it. */
+      unit?: string;
+      unitField?: string;
+      /** A per-point record of value → count (`group_by`): one line per value (the largest few). */
+      groups?: string;
+      /** Fields of the answer named in the chart's title line. */
+      title?: readonly string[];
+    }
+  | {
+      /** Horizontal bars: one group per row of `rows`, one bar per field of `values`. */
+      kind: 'bar';
+      rows: string;
+      label: string;
+      values: readonly string[];
+      unit?: string;
+    };
+
 // `any` here keeps `defineOperation` an identity helper for inference; zod gives the real types.
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
@@ -61,6 +98,8 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   cors?: boolean;
   /** A one-line example input for docs and MCP search (project_id omitted). */
   example?: Record<string, unknown>;
+  /** How people see the answer (CLI tables and charts); data-only, so every face stays derived. */
+  display?: DisplayHints;
   handler: (input: z.output<I>, ctx: HandlerContext) => Promise<z.input<O>> | z.input<O>;
 }
 

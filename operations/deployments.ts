@@ -127,6 +127,7 @@ export const list = defineOperation({
   scopes: ['deployments:read'],
   risk: 'read',
   sensitive: false,
+  display: { columns: ['deployment_id', 'service', 'environment', 'version', 'status', 'commit_sha', 'created_at'] },
   projectScoped: true,
   input: z.object({
     project_id: projectId,

@@ -258,6 +258,7 @@ export const list = defineOperation({
   scopes: ['errors:read'],
   risk: 'read',
   sensitive: false,
+  display: { columns: ['short_id', 'title', 'event_count', 'user_count', 'last_seen', 'status', 'level'] },
   projectScoped: true,
   input: z.object({
     project_id: projectId,

@@ -80,6 +80,7 @@ export const search = defineOperation({
   scopes: ['errors:read'],
   risk: 'read',
   sensitive: false,
+  display: { columns: ['timestamp', 'level', 'service_name', 'title', 'environment', 'group_id'] },
   projectScoped: true,
   input: z.object({
     project_id: projectId,
@@ -141,6 +142,7 @@ export const latency = defineOperation({
   scopes: ['errors:read'],
   risk: 'read',
   sensitive: false,
+  display: { chart: { kind: 'bar', rows: 'data', label: 'source', values: ['p50_ms', 'p95_ms', 'p99_ms'], unit: 'ms' } },
   projectScoped: true,
   input: z.object({
     project_id: projectId,

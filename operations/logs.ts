@@ -155,6 +155,7 @@ export const search = defineOperation({
   scopes: ['read'],
   risk: 'read',
   sensitive: false,
+  display: { columns: ['timestamp', 'level', 'service', 'body'] },
   projectScoped: true,
   input: z.object({
     project_id: projectId,
@@ -207,6 +208,7 @@ export const histogram = defineOperation({
   scopes: ['read'],
   risk: 'read',
   sensitive: false,
+  display: { chart: { kind: 'line', points: 'buckets', x: 'time', y: 'total', merge: 'sum', unit: 'logs', groups: 'groups', title: ['total', 'step', 'group_by'] } },
   projectScoped: true,
   input: z.object({
     project_id: projectId,

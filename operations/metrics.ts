@@ -158,6 +158,7 @@ export const timeline = defineOperation({
   scopes: ['read'],
   risk: 'read',
   sensitive: false,
+  display: { chart: { kind: 'line', points: 'buckets', x: 'time', y: 'value', merge: 'mean', unitField: 'unit', title: ['metric_name', 'aggregation', 'granularity'] } },
   projectScoped: true,
   input: z.object({
     project_id: projectId,

@@ -123,6 +123,7 @@ export const list = defineOperation({
   scopes: ['read'],
   risk: 'read',
   sensitive: false,
+  display: { columns: ['started_at', 'operation', 'duration_ms', 'span_count', 'error_count', 'service_name', 'trace_id'] },
   projectScoped: true,
   input: z.object({
     project_id: projectId,
@@ -212,6 +213,7 @@ export const operations = defineOperation({
   scopes: ['read'],
   risk: 'read',
   sensitive: false,
+  display: { columns: ['service_name', 'operation', 'trace_count', 'error_rate', 'p95_ms', 'sparkline', 'last_seen'] },
   projectScoped: true,
   input: z.object({
     project_id: projectId,

@@ -8,7 +8,10 @@ import { fieldLocations, type AnyOperation } from '../../operations/define.js';
 import { catalogue } from '../../operations/index.js';
 import { toJsonSchema, type JsonSchema } from '../core/json-schema.js';
 import { createClient, DEFAULT_BASE_URL, paginationOf, SightlineError, SightlineInputError, type ClientOptions } from '../client/index.js';
-import { renderHuman } from './format.js';
+import { renderCsv, renderHuman, renderJsonl, rowKeys, answerRows } from './format.js';
+import { renderChart } from './chart.js';
+import { runTail, TAILS } from './tail.js';
+import { UsageError } from './usage-error.js';
 
 // ---- io and options ------------------------------------------------------------------------------
 
@@ -66,20 +69,16 @@ export interface CliOptions {
   /** Passed to the client (tests). */
   fetch?: ClientOptions['fetch'];
   sleep?: ClientOptions['sleep'];
+  /** The clock relative times are shown against (tests). */
+  now?: () => number;
+  /** Ends long-running commands (`logs tail`); the binary wires it to Ctrl-C. */
+  signal?: AbortSignal;
 }
 
 export const EXIT_OK = 0;
 export const EXIT_API_ERROR = 1;
 export const EXIT_USAGE = 2;
 
-class UsageError extends Error {
-  constructor(
-    message: string,
-    readonly hint?: string,
-  ) {
-    super(message);
-  }
-}
 
 function processIO(): CliIO {
   return { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env };
@@ -171,7 +170,10 @@ function typeOf(js: JsonSchema): { kind: Kind; nullable: boolean; enum?: string[
   }
 }
 
-const RESERVED = new Set(['help', 'json', 'all', 'body']);
+const RESERVED = new Set(['help', 'json', 'all', 'body', 'output', 'columns', 'debug']);
+
+export const OUTPUTS = ['table', 'json', 'jsonl', 'csv'] as const;
+export type OutputMode = (typeof OUTPUTS)[number];
 
 /** The flags of an operation: one per input field, in schema order. */
 export function flagsOf(op: AnyOperation): FlagSpec[] {
@@ -250,7 +252,9 @@ interface ParsedArgs {
   input: Record<string, unknown>;
   /** Values of extension flags. */
   extra: Record<string, unknown>;
-  json: boolean;
+  output: OutputMode;
+  columns?: string[];
+  debug: boolean;
   all: boolean;
   help: boolean;
   body?: string;
@@ -260,7 +264,7 @@ function parseFlags(argv: string[], flags: FlagSpec[], ext: CliExtension | undef
   const byFlag = new Map<string, FlagSpec>();
   for (const f of flags) byFlag.set(f.flag, f);
   const extFlags = new Map(Object.entries(ext?.flags ?? {}).map(([name, spec]) => [kebab(name), { name, ...spec }]));
-  const out: ParsedArgs = { input: {}, extra: {}, json: false, all: false, help: false };
+  const out: ParsedArgs = { input: {}, extra: {}, output: 'table', debug: false, all: false, help: false };
   const isFlagToken = (t: string | undefined) => t !== undefined && t.startsWith('--') && t.length > 2;
 
   for (let i = 0; i < argv.length; i++) {
@@ -322,7 +326,22 @@ function parseFlags(argv: string[], flags: FlagSpec[], ext: CliExtension | undef
     }
     switch (name) {
       case 'json':
-        out.json = inline === undefined ? true : (coerce(name, 'boolean', inline, false) as boolean);
+        if (inline === undefined || coerce(name, 'boolean', inline, false)) out.output = 'json';
+        continue;
+      case 'output': {
+        const mode = takeValue();
+        if (!(OUTPUTS as readonly string[]).includes(mode)) throw new UsageError(`--output expects one of ${OUTPUTS.join(', ')}, got ${JSON.stringify(mode)}.`);
+        out.output = mode as OutputMode;
+        continue;
+      }
+      case 'columns':
+        out.columns = takeValue()
+          .split(',')
+          .map((c) => c.trim())
+          .filter(Boolean);
+        continue;
+      case 'debug':
+        out.debug = inline === undefined ? true : (coerce(name, 'boolean', inline, false) as boolean);
         continue;
       case 'all':
         out.all = inline === undefined ? true : (coerce(name, 'boolean', inline, false) as boolean);
@@ -365,7 +384,10 @@ async function readBody(src: string, io: CliIO): Promise<Record<string, unknown>
 // ---- help --------------------------------------------------------------------------------------
 
 const COMMON_FLAGS: Array<[string, string]> = [
-  ['--json', 'print the JSON answer instead of a table'],
+  ['--output <mode>', 'table (default; charts for series), json, jsonl (one row a line) or csv'],
+  ['--json', 'same as --output json'],
+  ['--columns <a,b,c>', 'the table or CSV columns to show, in order (default: the operation\'s own choice)'],
+  ['--debug', 'on an error, also print the request id and how long the call took'],
   ['--all', 'follow pagination (offset or cursor) and print every row; paginated lists only'],
   ['--body <src>', 'input fields as one JSON object: @file.json, - (stdin) or inline JSON; flags override it'],
   ['-h, --help', 'this help'],
@@ -382,13 +404,17 @@ export function topHelp(index: CommandIndex, lifecycle: readonly LifecycleComman
     'sightline: every Sightline API operation as a command, plus the server itself.',
     '',
     'Usage',
-    '  sightline <tag> <verb> [--flag value ...] [--json] [--all] [--body @file.json|-]',
+    '  sightline <tag> <verb> [--flag value ...] [--output table|json|jsonl|csv] [--all] [--body @file.json|-]',
     '  sightline <tag> --help          the verbs of a tag',
     '  sightline <tag> <verb> --help   the flags of an operation',
     ...(lifecycle.length ? ['', 'Commands', columns(lifecycle.map((c) => [c.name, c.summary]))] : []),
     '',
     'Operations (tag: verbs)',
-    columns(tags.map(([tag, verbs]) => [tag, [...verbs.keys()].join(', ')])),
+    columns(tags.map(([tag, verbs]) => [kebab(tag), [...[...verbs.keys()].map(kebab), ...(TAILS[tag] ? ['tail'] : [])].join(', ')])),
+    '',
+    'Follow new records as they arrive: `sightline logs tail`, `sightline errors tail` (Ctrl-C to stop).',
+    'Shell completions: `sightline completion bash|zsh|fish`.',
+    'camelCase forms (`apiKeys list`) are accepted too.',
     '',
     'Credentials',
     columns([
@@ -403,17 +429,19 @@ export function topHelp(index: CommandIndex, lifecycle: readonly LifecycleComman
 }
 
 export function tagHelp(tag: string, verbs: Map<string, AnyOperation>): string {
+  const tail = TAILS[tag];
   return [
-    `sightline ${tag} <verb> [flags]`,
+    `sightline ${kebab(tag)} <verb> [flags]`,
     '',
-    columns(
-      [...verbs.entries()].map(([verb, op]) => [
-        verb,
+    columns([
+      ...[...verbs.entries()].map(([verb, op]): [string, string] => [
+        kebab(verb),
         `${op.summary}  [${op.scopes.length ? op.scopes.join(' + ') : 'any credential'}${op.sensitive ? '; hidden from MCP' : ''}]`,
       ]),
-    ),
+      ...(tail ? [['tail', `${tail.summary}  [CLI; follows ${tail.operationId}]`] as [string, string]] : []),
+    ]),
     '',
-    `Run \`sightline ${tag} <verb> --help\` for the flags of one operation.`,
+    `Run \`sightline ${kebab(tag)} <verb> --help\` for the flags of one operation.`,
     '',
   ].join('\n');
 }
@@ -421,7 +449,7 @@ export function tagHelp(tag: string, verbs: Map<string, AnyOperation>): string {
 function exampleLine(tag: string, verb: string, op: AnyOperation, flags: FlagSpec[]): string | undefined {
   if (!op.example) return undefined;
   const quote = (s: string) => (/^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
-  const parts = [`sightline ${tag} ${verb}`];
+  const parts = [`sightline ${kebab(tag)} ${kebab(verb)}`];
   for (const [field, value] of Object.entries(op.example)) {
     const f = flags.find((x) => x.field === field);
     if (!f) continue;
@@ -451,7 +479,7 @@ export function operationHelp(tag: string, verb: string, op: AnyOperation, ext?:
   }
   const example = exampleLine(tag, verb, op, flags);
   return [
-    `sightline ${tag} ${verb}: ${op.summary}`,
+    `sightline ${kebab(tag)} ${kebab(verb)}: ${op.summary}`,
     '',
     op.description,
     '',
@@ -463,7 +491,7 @@ export function operationHelp(tag: string, verb: string, op: AnyOperation, ext?:
     rows.length ? columns(rows) : '  (none)',
     '',
     'Common flags',
-    columns(COMMON_FLAGS),
+    columns(paged ? COMMON_FLAGS : COMMON_FLAGS.filter(([f]) => f !== '--all')),
     ...(example ? ['', 'Example', `  ${example}`] : []),
     '',
   ].join('\n');
@@ -512,19 +540,32 @@ async function credentials(io: CliIO, load: (env: CliIO['env']) => Promise<Store
 
 // ---- running -------------------------------------------------------------------------------------
 
-function outWidth(io: CliIO): number {
+/** Colour only on a terminal, and never with NO_COLOR set (no-color.org). */
+export function useColour(io: CliIO): boolean {
+  return !!io.stdout.isTTY && !('NO_COLOR' in io.env && io.env.NO_COLOR !== undefined && io.env.NO_COLOR !== '');
+}
+
+export function outWidth(io: CliIO): number {
   const fromEnv = Number(io.env.COLUMNS);
   return io.stdout.columns || (Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : 120);
 }
 
-export function formatApiError(err: SightlineError): string {
+/**
+ * An API error for a person, on one screen: what went wrong, the flag at fault, what to do, and
+ * where it is documented; `debug` adds the request id and how long the call took.
+ */
+export function formatApiError(err: SightlineError, debug?: { elapsedMs: number }): string {
   const head = err.status ? `error ${err.status} ${err.code}: ${err.message}` : `error: ${err.message}`;
   const details: string[] = [];
-  if (err.param) details.push(`param: ${err.param}`);
-  if (err.hint) details.push(`hint: ${err.hint}`);
-  if (err.retryAfter !== undefined && err.status === 429) details.push(`retry after ${err.retryAfter} s`);
-  if (err.requestId) details.push(`request id: ${err.requestId}`);
-  if (err.status === 401) details.push('check SIGHTLINE_API_KEY, or run `sightline login` again');
+  if (err.param) details.push(`flag:    --${kebab(err.param)}${err.param.includes('_') || /[A-Z]/.test(err.param) ? ` (field ${err.param})` : ''}`);
+  if (err.hint) details.push(`hint:    ${err.hint}`);
+  if (err.retryAfter !== undefined && err.status === 429) details.push(`retry:   after ${err.retryAfter} s`);
+  if (err.status === 401) details.push('fix:     check SIGHTLINE_API_KEY, or run `sightline login` again');
+  if (err.docUrl) details.push(`docs:    ${err.docUrl}`);
+  if (debug) {
+    details.push(`request: ${err.requestId ?? '(no request id: the server was not reached)'}`);
+    details.push(`took:    ${Math.round(debug.elapsedMs)} ms`);
+  } else if (err.requestId) details.push(`request: ${err.requestId}  (--debug for timing)`);
   return details.length ? `${head}\n  ${details.join('\n  ')}` : head;
 }
 
@@ -575,6 +616,21 @@ export async function runCommands(argv: string[], opts: CliOptions = {}): Promis
     say(tagHelp(tagName, verbs));
     return EXIT_OK;
   }
+  if (verbWord === 'tail' && TAILS[tagName] && !verbs.has('tail')) {
+    try {
+      return await runTail(tagName, rest, { io, operations, fetch: opts.fetch, sleep: opts.sleep, signal: opts.signal, credentials: () => credentials(io, opts.loadStoredToken ?? defaultLoadStoredToken) });
+    } catch (err) {
+      if (err instanceof UsageError) {
+        complain(`sightline: ${err.message}\n${err.hint ?? `Run \`sightline ${kebab(tagName)} tail --help\` for its flags.`}`);
+        return EXIT_USAGE;
+      }
+      if (err instanceof SightlineError) {
+        complain(formatApiError(err));
+        return EXIT_API_ERROR;
+      }
+      throw err;
+    }
+  }
   const found = lookup(verbs, verbWord);
   if (!found) {
     complain(`sightline: ${tagName} has no verb ${JSON.stringify(verbWord)} (verbs: ${[...verbs.keys()].join(', ')}).`);
@@ -582,12 +638,15 @@ export async function runCommands(argv: string[], opts: CliOptions = {}): Promis
   }
   const [verb, op] = found;
   const ext = extensions[op.operationId];
-  const usageHint = `Run \`sightline ${tagName} ${verb} --help\` for its flags.`;
+  const usageHint = `Run \`sightline ${kebab(tagName)} ${kebab(verb)} --help\` for its flags.`;
+  let startedAt = 0;
+  let debug = false;
 
   let client: ReturnType<typeof createClient> | undefined;
   try {
     const flags = flagsOf(op);
     const args = parseFlags(rest, flags, ext);
+    debug = args.debug;
     if (args.help) {
       say(operationHelp(tagName, verb, op, ext));
       return EXIT_OK;
@@ -605,6 +664,7 @@ export async function runCommands(argv: string[], opts: CliOptions = {}): Promis
 
     let result: unknown;
     let hint: string | undefined;
+    startedAt = performance.now();
     if (args.all && paged) {
       const rows: unknown[] = [];
       let pages = 0;
@@ -632,13 +692,35 @@ export async function runCommands(argv: string[], opts: CliOptions = {}): Promis
     }
 
     if (ext?.render) {
-      const code = await ext.render(result, { flags: args.extra, json: args.json, io });
+      const code = await ext.render(result, { flags: args.extra, json: args.output === 'json', io });
       if (code !== undefined) return code;
     }
-    if (args.json) say(JSON.stringify(result, null, 2));
-    else {
-      say(renderHuman(result, { width: outWidth(io) }));
-      if (hint) say(hint);
+    if (args.columns?.length && args.output !== 'json' && args.output !== 'jsonl') {
+      const known = rowKeys(answerRows(result));
+      const unknown = args.columns.filter((c) => !known.includes(c));
+      if (known.length && unknown.length) throw new UsageError(`--columns: no field ${unknown.map((c) => JSON.stringify(c)).join(', ')} in the answer (fields: ${known.join(', ')}).`);
+    }
+    switch (args.output) {
+      case 'json':
+        say(JSON.stringify(result, null, 2));
+        break;
+      case 'jsonl':
+        say(renderJsonl(result));
+        break;
+      case 'csv':
+        say(renderCsv(result, args.columns));
+        break;
+      default: {
+        const width = outWidth(io);
+        const color = useColour(io);
+        const chart = op.display?.chart && !args.columns ? renderChart(result, op.display.chart, { width, color }) : null;
+        // A line chart stands for the whole series; bars go under the table of the same rows.
+        if (!chart || op.display?.chart?.kind === 'bar') {
+          say(renderHuman(result, { width, color, now: (opts.now ?? Date.now)(), columns: args.columns, preferred: op.display?.columns }));
+        }
+        if (chart) say(chart);
+        if (hint) say(hint);
+      }
     }
     return EXIT_OK;
   } catch (err) {
@@ -652,7 +734,7 @@ export async function runCommands(argv: string[], opts: CliOptions = {}): Promis
       return EXIT_USAGE;
     }
     if (err instanceof SightlineError) {
-      complain(formatApiError(err));
+      complain(formatApiError(err, debug ? { elapsedMs: startedAt ? performance.now() - startedAt : 0 } : undefined));
       return EXIT_API_ERROR;
     }
     throw err;

@@ -14,6 +14,7 @@ export const LIFECYCLE: readonly LifecycleCommand[] = [
   { name: 'mcp', summary: 'serve the MCP tools over stdio for a local assistant' },
   { name: 'login', summary: 'sign in with OAuth and store the token for later commands' },
   { name: 'logout', summary: 'forget the stored token' },
+  { name: 'completion', summary: 'print a shell completion script: completion bash|zsh|fish' },
 ];
 
 function snippets(base: string, ingest: string, mcp: string, r: BootstrapResult): string {
@@ -74,6 +75,17 @@ async function init(argv: string[]): Promise<number> {
   return 0;
 }
 
+async function completion(argv: string[]): Promise<number> {
+  const [{ completionScript, SHELLS }, { catalogue }] = await Promise.all([import('./completion.js'), import('../../operations/index.js')]);
+  const shell = argv[0];
+  if (!shell || !(SHELLS as readonly string[]).includes(shell) || argv.length > 1) {
+    process.stderr.write(`sightline: usage: sightline completion ${SHELLS.join('|')}\n`);
+    return 2;
+  }
+  process.stdout.write(completionScript(shell as (typeof SHELLS)[number], catalogue, LIFECYCLE.filter((l) => l.name !== 'completion')));
+  return 0;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
   try {
@@ -88,6 +100,8 @@ export async function main(argv: string[]): Promise<number> {
         return await (await import('./login.js')).login(rest);
       case 'logout':
         return await (await import('./login.js')).logout(rest);
+      case 'completion':
+        return await completion(rest);
       default:
         // Everything else is `<tag> <verb>` (or help), derived from the catalogue.
         return await runCommands(argv, { lifecycle: LIFECYCLE });

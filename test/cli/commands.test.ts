@@ -29,10 +29,14 @@ describe('help, generated from the descriptors', () => {
   it('lists every tag with its verbs, and the lifecycle commands, at the top level', async () => {
     const r = await cli(['--help'], { lifecycle: LIFECYCLE });
     expect(r.code).toBe(0);
+    // Commands are shown in kebab-case, as gh, stripe and kubectl name theirs.
+    const kebab = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
     for (const op of catalogue) {
       const [tag, verb] = op.operationId.split('.') as [string, string];
-      expect(r.stdout).toMatch(new RegExp(`^  ${tag} +.*\\b${verb}\\b`, 'm'));
+      expect(r.stdout).toMatch(new RegExp(`^  ${kebab(tag)} +.*(^|[ ,])${kebab(verb)}(,|$)`, 'm'));
     }
+    expect(r.stdout).toMatch(/^  api-keys +list, get, create, update, delete$/m);
+    expect(r.stdout).toMatch(/^  logs +.*\btail\b/m);
     for (const name of ['start', 'init', 'mcp', 'login', 'logout']) expect(r.stdout).toMatch(new RegExp(`^  ${name} `, 'm'));
     expect(r.stdout).toContain('SIGHTLINE_API_KEY');
   });
@@ -156,14 +160,21 @@ describe('exit codes', () => {
   it('exits 1 with a readable line on an API error', async () => {
     const r = await cli(['feedback', 'list'], {}, { SIGHTLINE_URL: t.url, SIGHTLINE_API_KEY: t.keys.ingest });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^error 403 insufficient_scope: This credential lacks the scope this operation needs: errors:read\.\n  request id: \S+/);
+    expect(r.stderr).toMatch(/^error 403 insufficient_scope: This credential lacks the scope this operation needs: errors:read\.\n/);
+    expect(r.stderr).toMatch(/^  docs: +http\S+\/docs#\S+$/m);
+    expect(r.stderr).toMatch(/^  request: \S+ +\(--debug for timing\)$/m);
     expect(r.stdout).toBe('');
   });
 
   it('exits 1 with the field named on a validation error from the server', async () => {
     const r = await cli(['deployments', 'create', '--deployment-id', 'bad', '--commit-sha', 'zzz']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^error 400 invalid_parameter: `commit_sha`: .*\n  param: commit_sha/);
+    expect(r.stderr).toMatch(/^error 400 invalid_parameter: `commit_sha`: .*\n  flag: +--commit-sha \(field commit_sha\)$/m);
+    // --debug adds the request id and the time the call took.
+    const d = await cli(['deployments', 'create', '--deployment-id', 'bad', '--commit-sha', 'zzz', '--debug']);
+    expect(d.code).toBe(1);
+    expect(d.stderr).toMatch(/^  request: +\S+$/m);
+    expect(d.stderr).toMatch(/^  took: +\d+ ms$/m);
   });
 
   it('exits 1 when the server cannot be reached', async () => {
@@ -209,7 +220,8 @@ describe('output', () => {
     const r = await cli(['deployments', 'list', '--environment', 'table-env', '--limit', '2'], { columns: 100 });
     expect(r.code).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^id +provider +deployment_id/);
+    // The operation's default columns (display hints in its descriptor), not every field.
+    expect(lines[0]).toMatch(/^deployment_id +environment +version +status +created_at$/);
     expect(lines.every((l) => l.length <= 100)).toBe(true);
     expect(r.stdout).toContain('table-2');
     expect(r.stdout).toContain('table-1');

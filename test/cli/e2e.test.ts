@@ -58,8 +58,8 @@ describe('sightline <tag> <verb> as a child process', () => {
     const table = await runBin(['deployments', 'list', '--environment', 'e2e', '--limit', '10', '--all'], env);
     expect(table.code).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^id +/);
-    expect(lines.filter((l) => / e2e-\d\d /.test(l))).toHaveLength(23);
+    expect(lines[0]).toMatch(/^deployment_id +/);
+    expect(lines.filter((l) => /^e2e-\d\d /.test(l))).toHaveLength(23);
   });
 
   it('answers --help at every level with exit 0', async () => {
