@@ -17,6 +17,11 @@ import type { AnyOperation } from '../operations/define.js';
 import { buildIngestRouter } from './ingest/mount.js';
 import { oauthMount } from './oauth/mount.js';
 import { mcpMount } from './mcp/http.js';
+import { createSelfMetrics, startOtlpPush, type SelfMetrics } from './core/self-metrics.js';
+import type { ReadinessCheck } from './core/health.js';
+import { mountSystemRoutes, requestMetrics } from './http/system-routes.js';
+import { writeLock } from './storage/backup.js';
+import type { TelemetryWriter } from './storage/telemetry-store.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -29,6 +34,10 @@ export interface Sightline {
   limiter: RateLimiter;
   /** Extra cleanup registered by faces (MCP sessions, sandbox pool). */
   onClose: Array<() => Promise<void> | void>;
+  /** The server's own figures (GET /metrics, system.status, OTLP push); pieces register gauges here. */
+  metrics: SelfMetrics;
+  /** Readiness checks run by GET /readyz; pieces that must be up register one. */
+  readiness: Map<string, ReadinessCheck>;
   listen(): Promise<http.Server>;
   close(): Promise<void>;
 }
@@ -47,10 +56,37 @@ const MOUNTS: Mount[] = [oauthMount, mcpMount];
 export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: SightlineOptions = {}): Sightline {
   const config = loadConfig(process.env, configOverrides);
   const log = opts.logger ?? pino({ level: config.logLevel });
-  const db = openDatabase(config.dbFile);
+  const db = openDatabase(config.dbFile, { backupBeforeMigration: config.backupBeforeMigration, log: (msg, fields) => log.info(fields ?? {}, msg) });
   const services = createServices(db, config);
+  const metrics = createSelfMetrics();
+  services.telemetry = countingWriter(services.telemetry, metrics);
+  const ingestErrors = services.errorsIngest.ingest.bind(services.errorsIngest);
+  services.errorsIngest.ingest = (...args) => {
+    const r = ingestErrors(...args);
+    metrics.countIngest('error_events', 'accepted', r.inserted);
+    return r;
+  };
   const core = createCore(services, { now: opts.now, operations: opts.operations });
   core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
+
+  const readiness = new Map<string, ReadinessCheck>([
+    ['database', () => services.system.probeWritable(core.now())],
+    [
+      'migrations',
+      () => {
+        const v = services.system.schema();
+        return v.pending === 0 ? { ok: true } : { ok: false, detail: `${v.pending} migration(s) not applied` };
+      },
+    ],
+  ]);
+  metrics.gauge('sightline_db_bytes', 'Size of the SQLite database file.', () => services.system.sizes().db_bytes);
+  metrics.gauge('sightline_db_wal_bytes', 'Size of the write-ahead log.', () => services.system.sizes().wal_bytes);
+  metrics.gauge('sightline_db_free_bytes', 'Free pages inside the database file (reused before the file grows).', () => {
+    const z = services.system.sizes();
+    return z.freelist_pages * z.page_size;
+  });
+  metrics.gauge('sightline_write_queue_depth', 'Ingest writes waiting for the next group commit.', () => services.writeBatch.depth());
+  services.serverStatus = async () => serverStatus(s);
 
   const app = new Koa({ proxy: process.env.SIGHTLINE_TRUST_PROXY === '1' });
   app.silent = true;
@@ -58,6 +94,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   const openapi = buildOpenApi(core.operations.values(), config);
 
   app.use(requestId());
+  app.use(requestMetrics(core, metrics));
   app.use(async (ctx, next) => {
     // Spec, Limits: responses carry RateLimit-Limit and RateLimit-Policy.
     ctx.set(limiter.headers());
@@ -66,6 +103,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   app.use(errorHandler(log, config.baseUrl));
 
   const base = new Router();
+  mountSystemRoutes(base, { config, metrics, readiness });
   base.get('/', (ctx) => {
     ctx.body = {
       name: 'Sightline',
@@ -96,6 +134,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     ctx.body = openapi;
   });
 
+
   const s: Sightline = {
     config,
     db,
@@ -104,11 +143,28 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     app,
     log,
     limiter,
+    metrics,
+    readiness,
     onClose: [],
     async listen() {
       const server = http.createServer(app.callback());
       await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
-      s.onClose.push(() => new Promise<void>((r) => server.close(() => r())));
+      s.onClose.push(() => closeGracefully(server, config.shutdownTimeoutMs));
+      s.onClose.push(writeLock(config.dbFile));
+      if (config.metrics.otlpUrl) {
+        const push = startOtlpPush(metrics, {
+          url: config.metrics.otlpUrl,
+          headers: config.metrics.otlpHeaders,
+          intervalMs: config.metrics.otlpIntervalMs,
+          resource: { 'service.name': 'sightline', 'service.instance.id': `${config.host}:${(server.address() as { port: number }).port}` },
+          now: core.now,
+          onError: (err) => log.warn({ err }, 'self-metrics OTLP push failed'),
+        });
+        s.onClose.push(async () => {
+          push.stop();
+          await push.pushNow();
+        });
+      }
       if (config.ingestPort) {
         // Ingestion on its own port as well (SIGHTLINE_INGEST_PORT), same routes and state.
         const ingestApp = new Koa({ proxy: app.proxy });
@@ -118,7 +174,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
         ingestApp.use(ingestRouter.routes());
         const ingestServer = http.createServer(ingestApp.callback());
         await new Promise<void>((resolve) => ingestServer.listen(config.ingestPort, config.host, resolve));
-        s.onClose.push(() => new Promise<void>((r) => ingestServer.close(() => r())));
+        s.onClose.push(() => closeGracefully(ingestServer, config.shutdownTimeoutMs));
       }
       return server;
     },
@@ -141,4 +197,63 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     }
   });
   return s;
+}
+
+/**
+ * Stop accepting, let in-flight requests (and the ingest writes they await) finish, then close.
+ * Idle keep-alive connections are closed at once; busy ones get `timeoutMs` before being cut.
+ */
+function closeGracefully(server: http.Server, timeoutMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    timer.unref();
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+/** Counts what each telemetry write stored, by signal. */
+function countingWriter(writer: TelemetryWriter, metrics: SelfMetrics): TelemetryWriter {
+  return {
+    ...writer,
+    insertSpans: (...a) => {
+      const n = writer.insertSpans(...a);
+      metrics.countIngest('spans', 'accepted', n);
+      return n;
+    },
+    insertLogs: (...a) => {
+      const n = writer.insertLogs(...a);
+      metrics.countIngest('logs', 'accepted', n);
+      return n;
+    },
+    insertMetricPoints: (...a) => {
+      const n = writer.insertMetricPoints(...a);
+      metrics.countIngest('metric_points', 'accepted', n);
+      return n;
+    },
+  };
+}
+
+/** What system.status answers: the self-metrics as JSON plus database facts. */
+async function serverStatus(s: Sightline): Promise<Record<string, unknown>> {
+  const snapshot = await s.metrics.snapshot();
+  const pick = (name: string) => snapshot.find((m) => m.name === name)?.values ?? [];
+  const requests = pick('sightline_http_requests_total').map((v) => ({ operation: String(v.labels.operation), status: Number(v.labels.status), count: v.value }));
+  const ingest = pick('sightline_ingest_items_total').map((v) => ({ signal: String(v.labels.signal), outcome: String(v.labels.outcome), count: v.value }));
+  const ready = await import('./core/health.js').then((h) => h.runReadiness(s.readiness));
+  return {
+    ready: ready.ready,
+    checks: ready.checks,
+    uptime_seconds: Math.round(process.uptime()),
+    database: { file: s.config.dbFile, ...s.services.system.sizes(), schema: s.services.system.schema() },
+    write_queue_depth: s.services.writeBatch.depth(),
+    requests: requests.sort((a, b) => b.count - a.count),
+    ingest,
+    gauges: Object.fromEntries(
+      snapshot.filter((m) => String(m.type) === 'gauge' && m.name.startsWith('sightline_') && !m.name.startsWith('sightline_process') && !m.name.startsWith('sightline_nodejs')).map((m) => [m.name, m.values.length === 1 && !Object.keys(m.values[0]!.labels).length ? m.values[0]!.value : m.values.map((v) => ({ ...v.labels, value: v.value }))]),
+    ),
+  };
 }

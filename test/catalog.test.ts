@@ -162,7 +162,9 @@ const PINNED: Row[] = [
   ['remoteAccess.revokeConnector', 'POST', '/v1/projects/{project_id}/remote-access/connectors/{connector_id}/revoke', ['remote_access:manage'], 'write', true],];
 
 /** Operations added beyond the canonical table, same columns. */
-const EXTRA_ROWS: Row[] = [];
+const EXTRA_ROWS: Row[] = [
+  ['system.status', 'GET', '/v1/projects/{project_id}/system/status', ['project:write'], 'read', false], // run for months: owners read the server's own figures
+];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */
 const STRICT_BODY = new Set([

@@ -15,6 +15,8 @@ export const LIFECYCLE: readonly LifecycleCommand[] = [
   { name: 'login', summary: 'sign in with OAuth and store the token for later commands' },
   { name: 'logout', summary: 'forget the stored token' },
   { name: 'completion', summary: 'print a shell completion script: completion bash|zsh|fish' },
+  { name: 'backup', summary: 'copy the live database to a file, consistent, without stopping: backup <file>' },
+  { name: 'restore', summary: 'replace the database with a backup (the server must be stopped): restore <file>' },
 ];
 
 function snippets(base: string, ingest: string, mcp: string, r: BootstrapResult): string {
@@ -48,12 +50,18 @@ async function start(): Promise<number> {
   await s.listen();
   if (created) process.stdout.write(snippets(s.config.baseUrl, s.config.ingestUrl, s.config.mcpUrl, created) + '\n');
   else s.log.info({ url: s.config.baseUrl, db: s.config.dbFile }, 'Sightline is running');
-  const stop = async () => {
+  // Graceful stop: no new connections, in-flight requests and their ingest writes finish, then exit.
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    s.log.info({ signal }, 'shutting down: finishing in-flight requests');
     await s.close();
+    s.log.info('stopped');
     process.exit(0);
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.once('SIGINT', () => void stop('SIGINT'));
+  process.once('SIGTERM', () => void stop('SIGTERM'));
   return new Promise<number>(() => {});
 }
 
@@ -73,6 +81,44 @@ async function init(argv: string[]): Promise<number> {
     s.db.close();
   }
   return 0;
+}
+
+/** `sightline backup <file>`: VACUUM INTO from the configured database (SIGHTLINE_DB), live. */
+async function backup(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+  if (positionals.length !== 1) {
+    process.stderr.write('sightline: usage: sightline backup <file> [--json]   (the database is SIGHTLINE_DB)\n');
+    return 2;
+  }
+  const { backupDatabase } = await import('../storage/backup.js');
+  const config = loadConfig(process.env);
+  const r = backupDatabase(config.dbFile, positionals[0]!);
+  if (values.json) process.stdout.write(JSON.stringify({ source: config.dbFile, ...r }) + '\n');
+  else process.stdout.write(`backed up ${config.dbFile} to ${r.file}: ${r.bytes} bytes, schema version ${r.schemaVersion}, ${r.ms} ms\n`);
+  return 0;
+}
+
+/** `sightline restore <file>`: refuses while a server runs on the database. */
+async function restore(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+  if (positionals.length !== 1) {
+    process.stderr.write('sightline: usage: sightline restore <file> [--json]   (replaces SIGHTLINE_DB; stop the server first)\n');
+    return 2;
+  }
+  const { restoreDatabase, RestoreRefusedError } = await import('../storage/backup.js');
+  const config = loadConfig(process.env);
+  try {
+    const r = restoreDatabase(positionals[0]!, config.dbFile);
+    if (values.json) process.stdout.write(JSON.stringify(r) + '\n');
+    else process.stdout.write(`restored ${r.restored} from ${r.from} (${r.bytes} bytes, schema version ${r.schemaVersion})${r.previous ? `; the database it replaced is kept as ${r.previous}` : ''}\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof RestoreRefusedError) {
+      process.stderr.write(`sightline: restore refused: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
 }
 
 async function completion(argv: string[]): Promise<number> {
@@ -102,6 +148,10 @@ export async function main(argv: string[]): Promise<number> {
         return await (await import('./login.js')).logout(rest);
       case 'completion':
         return await completion(rest);
+      case 'backup':
+        return await backup(rest);
+      case 'restore':
+        return await restore(rest);
       default:
         // Everything else is `<tag> <verb>` (or help), derived from the catalogue.
         return await runCommands(argv, { lifecycle: LIFECYCLE });

@@ -21,6 +21,26 @@ export interface AppConfig {
   logLevel: string;
   /** Worker threads running MCP execute scripts (0: the sandbox default, 2). */
   sandboxPoolSize: number;
+  /** Take a backup before a migration that rewrites a large table (SIGHTLINE_BACKUP_BEFORE_MIGRATION, default on). */
+  backupBeforeMigration: boolean;
+  /** How long a SIGTERM waits for in-flight requests before closing their connections. */
+  shutdownTimeoutMs: number;
+  /**
+   * Self-metrics: `GET /metrics` is off unless a bearer token is set (SIGHTLINE_METRICS_TOKEN) or it is
+   * made public (SIGHTLINE_METRICS=public, for a scrape on a private network); the same figures can be
+   * pushed as OTLP/JSON to another Sightline or collector (SIGHTLINE_SELF_METRICS_OTLP_URL, headers as
+   * `k=v,k2=v2` in SIGHTLINE_SELF_METRICS_OTLP_HEADERS, every SIGHTLINE_SELF_METRICS_INTERVAL seconds).
+   */
+  metrics: { token: string | null; public: boolean; otlpUrl: string | null; otlpHeaders: Record<string, string>; otlpIntervalMs: number };
+}
+
+function headerList(v: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (v ?? '').split(',')) {
+    const i = part.indexOf('=');
+    if (i > 0) out[part.slice(0, i).trim()] = part.slice(i + 1).trim();
+  }
+  return out;
 }
 
 function int(v: string | undefined, dflt: number): number {
@@ -58,5 +78,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       overrides.mcpAllowedOrigins ?? (env.SIGHTLINE_MCP_ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',
     sandboxPoolSize: overrides.sandboxPoolSize ?? int(env.SIGHTLINE_SANDBOX_POOL_SIZE, 0),
+    backupBeforeMigration: overrides.backupBeforeMigration ?? env.SIGHTLINE_BACKUP_BEFORE_MIGRATION !== '0',
+    shutdownTimeoutMs: overrides.shutdownTimeoutMs ?? int(env.SIGHTLINE_SHUTDOWN_TIMEOUT_MS, 25_000),
+    metrics: overrides.metrics ?? {
+      token: env.SIGHTLINE_METRICS_TOKEN || null,
+      public: env.SIGHTLINE_METRICS === 'public',
+      otlpUrl: env.SIGHTLINE_SELF_METRICS_OTLP_URL || null,
+      otlpHeaders: headerList(env.SIGHTLINE_SELF_METRICS_OTLP_HEADERS),
+      otlpIntervalMs: int(env.SIGHTLINE_SELF_METRICS_INTERVAL, 60) * 1000,
+    },
   };
 }

@@ -11,7 +11,8 @@ import { createTracesReadRepo, type TracesReadRepo } from '../storage/traces-rea
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
-import { createWriteBatcher } from '../storage/write-batcher.js';
+import { createWriteBatcher, type WriteBatch } from '../storage/write-batcher.js';
+import { createSystemRepo, type SystemRepo } from '../storage/system-repo.js';
 import type { AppConfig } from './config.js';
 import type { Principal } from './principal.js';
 
@@ -27,7 +28,11 @@ export interface Services {
   tokenResolvers: TokenResolver[];
   telemetry: TelemetryWriter;
   /** Runs ingest writes with group commit; resolves once committed. */
-  writeBatch: <T>(fn: () => T) => Promise<T>;
+  writeBatch: WriteBatch;
+  /** The database itself: writability, schema version, sizes. */
+  system: SystemRepo;
+  /** The server's own figures (system.status); filled in by the server that owns them. */
+  serverStatus?: () => Promise<Record<string, unknown>>;
   logsRead: LogsReadRepo;
   metricsRead: MetricsReadRepo;
   tracesRead: TracesReadRepo;
@@ -52,6 +57,7 @@ export function createServices(db: Db, config: AppConfig): Services {
     tokenResolvers: [],
     telemetry: withLogRollups(db, createSqliteTelemetryWriter(db)),
     writeBatch: createWriteBatcher(db),
+    system: createSystemRepo(db, config.dbFile),
     logsRead: createLogsReadRepo(db),
     metricsRead: createMetricsReadRepo(db),
     tracesRead: createTracesReadRepo(db),

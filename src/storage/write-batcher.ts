@@ -13,7 +13,10 @@ interface Job {
  * One commit per batch instead of per request is what lets small requests (Sentry envelopes carry
  * one event) reach thousands per second.
  */
-export function createWriteBatcher(db: Db, maxJobs = 512): <T>(fn: () => T) => Promise<T> {
+/** Runs a write with group commit; `depth()` is how many writes wait for the next commit. */
+export type WriteBatch = (<T>(fn: () => T) => Promise<T>) & { depth(): number };
+
+export function createWriteBatcher(db: Db, maxJobs = 512): WriteBatch {
   let queue: Job[] = [];
   let scheduled = false;
 
@@ -44,7 +47,7 @@ export function createWriteBatcher(db: Db, maxJobs = 512): <T>(fn: () => T) => P
     });
   };
 
-  return <T>(fn: () => T) =>
+  const batch = <T>(fn: () => T) =>
     new Promise<T>((resolve, reject) => {
       queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
       if (queue.length >= maxJobs) flush();
@@ -53,4 +56,5 @@ export function createWriteBatcher(db: Db, maxJobs = 512): <T>(fn: () => T) => P
         setImmediate(flush);
       }
     });
+  return Object.assign(batch, { depth: () => queue.length });
 }

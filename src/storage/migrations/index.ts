@@ -4,12 +4,18 @@ import { m003Oauth } from './003-oauth.js';
 import { m004LogCounts } from './004-log-counts.js';
 import { m005TraceIndexes } from './005-trace-indexes.js';
 import { m006DeploymentsOrder } from './006-deployments-order.js';
+import { m027ServerState } from './027-server-state.js';
 
 export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /** Rewrites a table that may be large: the server takes a backup first (SIGHTLINE_BACKUP_BEFORE_MIGRATION). */
+  rewritesLargeTable?: boolean;
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m027ServerState];
+
+/** The schema version this code writes: a database with a higher user_version comes from a newer Sightline. */
+export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
