@@ -10,9 +10,10 @@ import * as metrics from './metrics.js';
 import * as observability from './observability.js';
 import * as traces from './traces.js';
 import * as system from './system.js';
+import * as retention from './retention.js';
 
 /** Every tag file, imported explicitly; the catalogue is the union of their operations. */
-const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system };
+const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system, retention };
 export const tagModules: Record<string, Record<string, unknown>> = modules;
 /** The tag modules with their types kept (tag → export → descriptor): the typed client (src/client) is derived from it. */
 export type TagModules = typeof modules;

@@ -32,6 +32,17 @@ export const status = defineOperation({
       schema: z.object({ version: z.number().int(), latest: z.number().int(), pending: z.number().int() }),
     }),
     write_queue_depth: z.number().int(),
+    retention: z
+      .object({
+        started_at: z.number(),
+        ms: z.number(),
+        expired: z.record(z.string(), z.number()),
+        trimmed: z.record(z.string(), z.number()),
+        reclaimed_pages: z.number(),
+        budget: z.object({ max_bytes: z.number(), used_bytes: z.number(), state: z.enum(['off', 'ok', 'trimmed', 'over_budget']) }),
+      })
+      .nullable()
+      .describe('The last expiry pass (null before the first): rows deleted by retention and by the disk budget, pages returned to the file system.'),
     requests: z.array(requestRow).describe('Most frequent first.'),
     ingest: z.array(z.object({ signal: z.string(), outcome: z.string(), count: z.number() })),
     gauges: z.record(z.string(), z.unknown()).describe('Other self-metric gauges (sandbox pool, retention progress…) by name.'),

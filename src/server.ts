@@ -21,6 +21,8 @@ import { createSelfMetrics, startOtlpPush, type SelfMetrics } from './core/self-
 import type { ReadinessCheck } from './core/health.js';
 import { mountSystemRoutes, requestMetrics } from './http/system-routes.js';
 import { writeLock } from './storage/backup.js';
+import { createRetentionRunner, type RetentionRunner } from './core/retention.js';
+import { EXPIRY_TARGETS } from './storage/retention-repo.js';
 import type { TelemetryWriter } from './storage/telemetry-store.js';
 
 export interface Sightline {
@@ -38,6 +40,8 @@ export interface Sightline {
   metrics: SelfMetrics;
   /** Readiness checks run by GET /readyz; pieces that must be up register one. */
   readiness: Map<string, ReadinessCheck>;
+  /** Background expiry and the disk budget; started by listen(). */
+  retention: RetentionRunner;
   listen(): Promise<http.Server>;
   close(): Promise<void>;
 }
@@ -87,6 +91,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   });
   metrics.gauge('sightline_write_queue_depth', 'Ingest writes waiting for the next group commit.', () => services.writeBatch.depth());
   services.serverStatus = async () => serverStatus(s);
+  const retention = createRetentionRunner({ repo: services.retention, targets: EXPIRY_TARGETS, config: config.retention, now: core.now, log, metrics });
 
   const app = new Koa({ proxy: process.env.SIGHTLINE_TRUST_PROXY === '1' });
   app.silent = true;
@@ -145,12 +150,15 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     limiter,
     metrics,
     readiness,
+    retention,
     onClose: [],
     async listen() {
       const server = http.createServer(app.callback());
       await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
       s.onClose.push(() => closeGracefully(server, config.shutdownTimeoutMs));
       s.onClose.push(writeLock(config.dbFile));
+      retention.start();
+      s.onClose.push(() => retention.stop());
       if (config.metrics.otlpUrl) {
         const push = startOtlpPush(metrics, {
           url: config.metrics.otlpUrl,
@@ -250,6 +258,7 @@ async function serverStatus(s: Sightline): Promise<Record<string, unknown>> {
     uptime_seconds: Math.round(process.uptime()),
     database: { file: s.config.dbFile, ...s.services.system.sizes(), schema: s.services.system.schema() },
     write_queue_depth: s.services.writeBatch.depth(),
+    retention: s.retention.last(),
     requests: requests.sort((a, b) => b.count - a.count),
     ingest,
     gauges: Object.fromEntries(

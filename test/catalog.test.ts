@@ -164,6 +164,8 @@ const PINNED: Row[] = [
 /** Operations added beyond the canonical table, same columns. */
 const EXTRA_ROWS: Row[] = [
   ['system.status', 'GET', '/v1/projects/{project_id}/system/status', ['project:write'], 'read', false], // run for months: owners read the server's own figures
+  ['retention.get', 'GET', '/v1/projects/{project_id}/retention', ['read'], 'read', false], // run for months: retention per kind
+  ['retention.update', 'PUT', '/v1/projects/{project_id}/retention', ['project:write'], 'write', false], // set by owners
 ];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */

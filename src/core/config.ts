@@ -32,6 +32,12 @@ export interface AppConfig {
    * `k=v,k2=v2` in SIGHTLINE_SELF_METRICS_OTLP_HEADERS, every SIGHTLINE_SELF_METRICS_INTERVAL seconds).
    */
   metrics: { token: string | null; public: boolean; otlpUrl: string | null; otlpHeaders: Record<string, string>; otlpIntervalMs: number };
+  /**
+   * Telemetry expiry: no project keeps anything longer than `maxDays` (SIGHTLINE_RETENTION_MAX_DAYS),
+   * a pass runs every SIGHTLINE_RETENTION_INTERVAL seconds deleting `batchRows` rows a transaction, and
+   * SIGHTLINE_MAX_DB_BYTES (0: none) is the disk budget for the data in the database file.
+   */
+  retention: { maxDays: number; intervalMs: number; batchRows: number; maxDbBytes: number };
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -86,6 +92,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       otlpUrl: env.SIGHTLINE_SELF_METRICS_OTLP_URL || null,
       otlpHeaders: headerList(env.SIGHTLINE_SELF_METRICS_OTLP_HEADERS),
       otlpIntervalMs: int(env.SIGHTLINE_SELF_METRICS_INTERVAL, 60) * 1000,
+    },
+    retention: overrides.retention ?? {
+      maxDays: Math.max(1, int(env.SIGHTLINE_RETENTION_MAX_DAYS, 400)),
+      intervalMs: int(env.SIGHTLINE_RETENTION_INTERVAL, 300) * 1000,
+      batchRows: Math.max(1, int(env.SIGHTLINE_RETENTION_BATCH_ROWS, 1000)),
+      maxDbBytes: int(env.SIGHTLINE_MAX_DB_BYTES, 0),
     },
   };
 }

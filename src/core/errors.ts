@@ -123,6 +123,28 @@ export class InternalError extends AppError {
   }
 }
 
+/** The database cannot take the write (disk full, read-only file, lock held too long): retry later, nothing was stored. */
+export class StorageUnavailableError extends AppError {
+  constructor(reason: string) {
+    super(503, 'api_error', 'storage_unavailable', `The server cannot store data right now (${reason}); nothing from this request was stored. Retry later.`, { retryAfter: 30, headers: { 'Retry-After': '30' } });
+  }
+}
+
+const STORAGE_FAILURES: Array<[RegExp, string]> = [
+  [/^SQLITE_FULL/, 'the disk is full'],
+  [/^SQLITE_READONLY/, 'the database is read-only'],
+  [/^SQLITE_(BUSY|LOCKED)/, 'the database is locked by another process'],
+  [/^SQLITE_(IOERR|CANTOPEN)/, 'the database file cannot be written'],
+];
+
+/** A storage failure a client should retry (503), or null for any other error. */
+export function storageFailure(err: unknown): StorageUnavailableError | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return null;
+  for (const [re, reason] of STORAGE_FAILURES) if (re.test(code)) return new StorageUnavailableError(reason);
+  return null;
+}
+
 export function toAppError(err: unknown): AppError {
-  return err instanceof AppError ? err : new InternalError();
+  return err instanceof AppError ? err : (storageFailure(err) ?? new InternalError());
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { AnyOperation, HandlerContext, ProjectRef } from '../../operations/define.js';
 import { catalogue } from '../../operations/index.js';
-import { AppError, AuthenticationError, InsufficientScopeError, InternalError, NotFoundError, ValidationError } from './errors.js';
+import { AppError, AuthenticationError, InsufficientScopeError, InternalError, NotFoundError, storageFailure, ValidationError } from './errors.js';
 import { principalHolds, type Principal } from './principal.js';
 import type { Services } from './services.js';
 
@@ -98,6 +98,8 @@ export function createCore(services: Services, opts: { now?: () => number; opera
         value = await op.handler(parsed.data, ctx);
       } catch (err) {
         if (err instanceof AppError) throw err;
+        const unavailable = storageFailure(err);
+        if (unavailable) throw unavailable;
         core.onInternalError?.(err, operationId);
         throw new InternalError();
       }

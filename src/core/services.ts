@@ -13,6 +13,7 @@ import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-mis
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
 import { createWriteBatcher, type WriteBatch } from '../storage/write-batcher.js';
 import { createSystemRepo, type SystemRepo } from '../storage/system-repo.js';
+import { createRetentionRepo, type RetentionRepo } from '../storage/retention-repo.js';
 import type { AppConfig } from './config.js';
 import type { Principal } from './principal.js';
 
@@ -31,6 +32,8 @@ export interface Services {
   writeBatch: WriteBatch;
   /** The database itself: writability, schema version, sizes. */
   system: SystemRepo;
+  /** Retention periods per project, and expiry of telemetry. */
+  retention: RetentionRepo;
   /** The server's own figures (system.status); filled in by the server that owns them. */
   serverStatus?: () => Promise<Record<string, unknown>>;
   logsRead: LogsReadRepo;
@@ -58,6 +61,7 @@ export function createServices(db: Db, config: AppConfig): Services {
     telemetry: withLogRollups(db, createSqliteTelemetryWriter(db)),
     writeBatch: createWriteBatcher(db),
     system: createSystemRepo(db, config.dbFile),
+    retention: createRetentionRepo(db),
     logsRead: createLogsReadRepo(db),
     metricsRead: createMetricsReadRepo(db),
     tracesRead: createTracesReadRepo(db),

@@ -37,7 +37,10 @@ export function createWriteBatcher(db: Db, maxJobs = 512): WriteBatch {
         }
       })();
     } catch (error) {
-      for (const job of jobs) job.reject(error);
+      // SQLite rolls the whole transaction back on some errors (disk full, I/O error), so the commit
+      // fails with "no transaction is active": the write that hit the error says why, for every job.
+      const cause = results.find((r) => !r.ok) as { ok: false; error: unknown } | undefined;
+      for (const job of jobs) job.reject(cause?.error ?? error);
       return;
     }
     jobs.forEach((job, i) => {

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { AppError, InternalError } from '../../core/errors.js';
+import { AppError, InternalError, storageFailure } from '../../core/errors.js';
 
 /** Renders every error as the spec's Shape A; unknown errors become a generic 500 with no internal text. */
 export function errorHandler(log: Logger, baseUrl = ''): Koa.Middleware {
@@ -10,7 +10,10 @@ export function errorHandler(log: Logger, baseUrl = ''): Koa.Middleware {
     } catch (err) {
       let e: AppError;
       if (err instanceof AppError) e = err;
-      else {
+      else if (storageFailure(err)) {
+        log.warn({ err, requestId: ctx.state.requestId, path: ctx.path }, 'storage unavailable');
+        e = storageFailure(err)!;
+      } else {
         log.error({ err, requestId: ctx.state.requestId, path: ctx.path }, 'unhandled error');
         e = new InternalError();
       }

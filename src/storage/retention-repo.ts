@@ -1,0 +1,110 @@
+import type { Db } from './db.js';
+import type { RetentionKind } from '../domain/retention/policy.js';
+
+/**
+ * Where each kind of telemetry lives, for expiry: the table, its per-project time column (indexed
+ * with project_id first) and the unit of that column, and the key that names a row. A domain that
+ * adds telemetry tables adds a target here; control tables are never listed.
+ */
+export interface ExpiryTarget {
+  kind: RetentionKind;
+  table: string;
+  time: string;
+  /** Milliseconds per unit of `time` (1 for ms columns, 60,000 for epoch minutes). */
+  unitMs: number;
+  /** Columns naming a row (`rowid` for rowid tables). */
+  key: readonly string[];
+  /** Rows of other tables that go with the deleted ones (full-text index entries), run before the delete. */
+  before?: (db: Db) => { run(keys: unknown[][]): void };
+}
+
+const logsFts = (db: Db) => {
+  const del = db.prepare('DELETE FROM logs_fts WHERE rowid = ?');
+  return { run: (keys: unknown[][]) => keys.forEach((k) => del.run(k[0])) };
+};
+
+export const EXPIRY_TARGETS: ExpiryTarget[] = [
+  { kind: 'spans', table: 'spans', time: 'start_ms', unitMs: 1, key: ['rowid'] },
+  { kind: 'logs', table: 'logs', time: 'time_ms', unitMs: 1, key: ['id'], before: logsFts },
+  { kind: 'metric_points', table: 'metric_points', time: 'time_ms', unitMs: 1, key: ['rowid'] },
+  { kind: 'error_events', table: 'error_events', time: 'timestamp_ms', unitMs: 1, key: ['project_id', 'event_id'] },
+  { kind: 'replays', table: 'replay_recordings', time: 'received_ms', unitMs: 1, key: ['project_id', 'replay_id', 'segment_id'] },
+  { kind: 'replays', table: 'replays', time: 'ended_ms', unitMs: 1, key: ['project_id', 'replay_id'] },
+  { kind: 'sessions', table: 'sessions', time: 'started_ms', unitMs: 1, key: ['project_id', 'session_id'] },
+  { kind: 'sessions', table: 'session_aggregates', time: 'started_ms', unitMs: 1, key: ['rowid'] },
+  { kind: 'check_ins', table: 'check_ins', time: 'received_ms', unitMs: 1, key: ['project_id', 'check_in_id', 'status'] },
+  { kind: 'ingest_outcomes', table: 'ingest_outcomes', time: 'minute', unitMs: 60_000, key: ['project_id', 'minute', 'category', 'reason'] },
+];
+
+export interface RetentionRepo {
+  projects(): string[];
+  settings(projectId: string): Partial<Record<RetentionKind, number>>;
+  setSettings(projectId: string, days: Partial<Record<RetentionKind, number | null>>, now: number): void;
+  /** Deletes at most `limit` rows of one target older than `cutoffMs`; returns how many went. */
+  expireBatch(target: ExpiryTarget, projectId: string, cutoffMs: number, limit: number): number;
+  /** The oldest time (ms) of a target in a project, or null when it holds nothing. */
+  oldest(target: ExpiryTarget, projectId: string): number | null;
+  /** Bytes in use: pages holding data (free pages are reused before the file grows). */
+  usedBytes(): number;
+  /** Returns up to `pages` free pages to the file system (incremental auto-vacuum); how many it freed. */
+  reclaim(pages: number): number;
+}
+
+export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = EXPIRY_TARGETS): RetentionRepo {
+  const projects = db.prepare('SELECT id FROM projects ORDER BY id').pluck();
+  const settings = db.prepare('SELECT kind, days FROM retention_settings WHERE project_id = ?');
+  const upsert = db.prepare('INSERT INTO retention_settings (project_id, kind, days, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (project_id, kind) DO UPDATE SET days = excluded.days, updated_at = excluded.updated_at');
+  const remove = db.prepare('DELETE FROM retention_settings WHERE project_id = ? AND kind = ?');
+  const perTarget = new Map(
+    targets.map((t) => {
+      const keys = t.key.join(', ');
+      const select = db.prepare(`SELECT ${keys} FROM ${t.table} WHERE project_id = ? AND ${t.time} < ? ORDER BY ${t.time} LIMIT ?`).raw();
+      const match = t.key.length === 1 ? `${t.key[0]} = ?` : t.key.map((k) => `${k} = ?`).join(' AND ');
+      const del = db.prepare(`DELETE FROM ${t.table} WHERE ${match}`);
+      const oldest = db.prepare(`SELECT min(${t.time}) FROM ${t.table} WHERE project_id = ?`).pluck();
+      const before = t.before?.(db);
+      const batch = db.transaction((projectId: string, cutoff: number, limit: number) => {
+        const rows = select.all(projectId, cutoff, limit) as unknown[][];
+        if (!rows.length) return 0;
+        before?.run(rows);
+        for (const r of rows) del.run(...r);
+        return rows.length;
+      });
+      return [t, { batch, oldest }] as const;
+    }),
+  );
+  const pageCount = () => db.pragma('page_count', { simple: true }) as number;
+  const freePages = () => db.pragma('freelist_count', { simple: true }) as number;
+  const pageSize = db.pragma('page_size', { simple: true }) as number;
+
+  return {
+    projects: () => (projects.all() as Array<string | number>).map(String),
+    settings(projectId) {
+      const out: Partial<Record<RetentionKind, number>> = {};
+      for (const r of settings.all(projectId) as Array<{ kind: RetentionKind; days: number }>) out[r.kind] = r.days;
+      return out;
+    },
+    setSettings: db.transaction((projectId: string, days: Partial<Record<RetentionKind, number | null>>, now: number) => {
+      for (const [kind, d] of Object.entries(days)) {
+        if (d === undefined) continue;
+        if (d === null) remove.run(projectId, kind);
+        else upsert.run(projectId, kind, d, now);
+      }
+    }),
+    expireBatch(target, projectId, cutoffMs, limit) {
+      const t = perTarget.get(target)!;
+      return t.batch(projectId, Math.floor(cutoffMs / target.unitMs), limit) as number;
+    },
+    oldest(target, projectId) {
+      const v = perTarget.get(target)!.oldest.get(projectId) as number | null;
+      return v === null ? null : v * target.unitMs;
+    },
+    usedBytes: () => (pageCount() - freePages()) * pageSize,
+    reclaim(pages) {
+      const before = freePages();
+      if (!before) return 0;
+      db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
+      return before - freePages();
+    },
+  };
+}
