@@ -54,7 +54,7 @@ export const list = defineOperation({
   method: 'GET',
   path: '/v1/projects/{project_id}/api-keys',
   risk: 'read',
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({ data: z.array(keySchema) }),
   errors: [],
   handler: (_i, { project, services }) => ({ data: services.identity.apiKeys(project!.id).map(keyOut) }),
@@ -68,7 +68,7 @@ export const get = defineOperation({
   method: 'GET',
   path: '/v1/projects/{project_id}/api-keys/{key_id}',
   risk: 'read',
-  input: z.object({ project_id: projectId, key_id: keyId }),
+  input: z.strictObject({ project_id: projectId, key_id: keyId }),
   output: keySchema,
   errors: [{ status: 404, code: 'not_found', when: 'no such key in this project' }],
   handler(input, { project, services }) {
@@ -151,7 +151,7 @@ export const del = defineOperation({
   method: 'DELETE',
   path: '/v1/projects/{project_id}/api-keys/{key_id}',
   risk: 'write',
-  input: z.object({ project_id: projectId, key_id: keyId }),
+  input: z.strictObject({ project_id: projectId, key_id: keyId }),
   output: z.object({ id: z.string(), revoked: z.literal(true) }),
   errors: [{ status: 404, code: 'not_found', when: 'no such key in this project' }],
   handler(input, ctx) {

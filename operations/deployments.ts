@@ -128,7 +128,7 @@ export const list = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     provider: z.string().optional(),
     environment: z.string().optional(),

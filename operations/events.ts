@@ -81,7 +81,7 @@ export const search = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     query: z.string().max(2048).optional().describe('Field query, e.g. `level:error -environment:staging "connection reset"`.'),
     q: z.string().max(2048).optional().describe('Alias of query.'),
@@ -142,7 +142,7 @@ export const latency = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     from: isoDateTime.optional().describe('Received at or after (default: 24 hours before `to`).'),
     to: isoDateTime.optional().describe('Received at or before (default now).'),

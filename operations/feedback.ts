@@ -215,7 +215,7 @@ export const list = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     status: csvList(z.enum(STATUSES)).optional().describe('new, reviewed, archived (comma-separated)'),
     environment: z.string().optional(),
@@ -276,7 +276,7 @@ export const get = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, feedback_id: feedbackId }),
+  input: z.strictObject({ project_id: projectId, feedback_id: feedbackId }),
   output: feedbackSchema.extend({ replay_session_id: z.string().nullable() }),
   errors: [{ status: 404, code: 'not_found', when: 'missing, or in another project' }],
   handler(input, ctx) {

@@ -34,10 +34,15 @@ export const windowFields = {
 };
 
 /** Optional text filter; empty counts as absent. */
+/** No C0 control characters or DEL (tab included: filters are one line). */
+export const NO_CONTROL_CHARS = /^[^\x00-\x1f\x7f]*$/;
+
 export const textFilter = (max: number, describe: string) =>
   z
     .string()
     .max(max)
+    // Control characters match nothing a filter could mean and NUL breaks full-text queries.
+    .regex(NO_CONTROL_CHARS, 'must not contain control characters')
     .optional()
     .transform((v) => (v === undefined || v.trim() === '' ? undefined : v))
     .describe(describe);
@@ -110,7 +115,7 @@ export const list = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...windowFields,
     metric_type: metricTypeParam.optional(),
@@ -159,7 +164,7 @@ export const timeline = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...metricSelector,
     ...windowFields,
@@ -228,7 +233,7 @@ export const inspect = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, ...metricSelector, ...windowFields }),
+  input: z.strictObject({ project_id: projectId, ...metricSelector, ...windowFields }),
   output: z.object({
     metric_name: z.string(),
     metric_type: z.enum(METRIC_TYPES),

@@ -124,7 +124,7 @@ export const list = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...windowParams,
     service_name: serviceParam,
@@ -213,7 +213,7 @@ export const operations = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...windowParams,
     service_name: serviceParam,
@@ -318,7 +318,7 @@ export const get = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, trace_id: traceIdParam }),
+  input: z.strictObject({ project_id: projectId, trace_id: traceIdParam }),
   output: traceRowSchema.omit({ started_at: true, duration_ms: true }).extend({
     started_at: z.string(),
     ended_at: z.string(),
@@ -401,7 +401,7 @@ export const errors = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, trace_id: traceIdParam }),
+  input: z.strictObject({ project_id: projectId, trace_id: traceIdParam }),
   output: z.object({
     trace_id: z.string(),
     data: z.array(
@@ -499,7 +499,7 @@ export const serviceMap = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...windowParams,
     service_name: serviceParam,

@@ -10,6 +10,7 @@ import { openDatabase, type Db } from './storage/db.js';
 import { requestId } from './http/middleware/request-id.js';
 import { errorHandler } from './http/middleware/errors.js';
 import { RateLimiter } from './http/middleware/rate-limit.js';
+import { AuthThrottle } from './http/middleware/auth-throttle.js';
 import { buildRestRouter } from './http/router.js';
 import { buildOpenApi } from './http/openapi.js';
 import { AppError } from './core/errors.js';
@@ -27,6 +28,8 @@ export interface Sightline {
   log: Logger;
   /** The per-credential rate limit shared by every face (REST, MCP). */
   limiter: RateLimiter;
+  /** Failed-authentication throttle per client address, shared by every face. */
+  authThrottle: AuthThrottle;
   /** Extra cleanup registered by faces (MCP sessions, sandbox pool). */
   onClose: Array<() => Promise<void> | void>;
   listen(): Promise<http.Server>;
@@ -52,8 +55,11 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   const core = createCore(services, { now: opts.now, operations: opts.operations });
   core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
 
-  const app = new Koa({ proxy: process.env.SIGHTLINE_TRUST_PROXY === '1' });
+  // Behind N trusted proxies the client address is the N-th X-Forwarded-For entry from the right
+  // (Koa keeps the last maxIpsCount entries and takes the first of them).
+  const app = new Koa({ proxy: config.trustProxy.enabled, maxIpsCount: config.trustProxy.hops });
   app.silent = true;
+  const authThrottle = new AuthThrottle(config.authFailureLimit.limit, config.authFailureLimit.windowSeconds, core.now);
   const limiter = new RateLimiter(config.rateLimit.limit, config.rateLimit.windowSeconds, core.now);
   const openapi = buildOpenApi(core.operations.values(), config);
 
@@ -64,6 +70,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     await next();
   });
   app.use(errorHandler(log, config.baseUrl));
+  app.use(authThrottle.middleware());
 
   const base = new Router();
   base.get('/', (ctx) => {
@@ -104,6 +111,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     app,
     log,
     limiter,
+    authThrottle,
     onClose: [],
     async listen() {
       const server = http.createServer(app.callback());
@@ -111,10 +119,11 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       s.onClose.push(() => new Promise<void>((r) => server.close(() => r())));
       if (config.ingestPort) {
         // Ingestion on its own port as well (SIGHTLINE_INGEST_PORT), same routes and state.
-        const ingestApp = new Koa({ proxy: app.proxy });
+        const ingestApp = new Koa({ proxy: app.proxy, maxIpsCount: app.maxIpsCount });
         ingestApp.silent = true;
         ingestApp.use(requestId());
         ingestApp.use(errorHandler(log, config.baseUrl));
+        ingestApp.use(authThrottle.middleware());
         ingestApp.use(ingestRouter.routes());
         const ingestServer = http.createServer(ingestApp.callback());
         await new Promise<void>((resolve) => ingestServer.listen(config.ingestPort, config.host, resolve));
@@ -133,10 +142,16 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   for (const m of MOUNTS) m(s, base);
   app.use(base.routes());
   const rest = buildRestRouter(core, limiter);
-  app.use(rest.routes());
-  app.use(rest.allowedMethods({ throw: false }));
+  app.use(rest.router.routes());
   app.use((ctx) => {
     if (ctx.status === 404 && ctx.body === undefined) {
+      // A path the catalogue knows with another method: 405 with Allow (RFC 9110 §15.5.6).
+      const allow = rest.allowedMethods(ctx.path);
+      if (allow) {
+        throw new AppError(405, 'invalid_request_error', 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${allow.join(', ')}.`, {
+          headers: { Allow: allow.join(', ') },
+        });
+      }
       throw new AppError(404, 'not_found_error', 'route_not_found', `No route for ${ctx.method} ${ctx.path}. See ${config.baseUrl}/openapi.json.`);
     }
   });

@@ -21,6 +21,16 @@ export interface AppConfig {
   logLevel: string;
   /** Worker threads running MCP execute scripts (0: the sandbox default, 2). */
   sandboxPoolSize: number;
+  /** Failed authentications allowed per client address per window before 429 (issue 10 item 4). */
+  authFailureLimit: { limit: number; windowSeconds: number };
+  /**
+   * Behind reverse proxies (SIGHTLINE_TRUST_PROXY=1): how many proxies append to X-Forwarded-For.
+   * The client address is the entry the outermost trusted proxy appended, never the leftmost one
+   * (which the client itself can write).
+   */
+  trustProxy: { enabled: boolean; hops: number };
+  /** Largest JSON response a read may return, in bytes; larger answers 413 with how to narrow it. */
+  maxResponseBytes: number;
 }
 
 function int(v: string | undefined, dflt: number): number {
@@ -58,5 +68,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       overrides.mcpAllowedOrigins ?? (env.SIGHTLINE_MCP_ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',
     sandboxPoolSize: overrides.sandboxPoolSize ?? int(env.SIGHTLINE_SANDBOX_POOL_SIZE, 0),
+    authFailureLimit: overrides.authFailureLimit ?? {
+      limit: int(env.SIGHTLINE_AUTH_FAILURE_LIMIT, 60),
+      windowSeconds: int(env.SIGHTLINE_AUTH_FAILURE_WINDOW, 60),
+    },
+    trustProxy: overrides.trustProxy ?? {
+      enabled: env.SIGHTLINE_TRUST_PROXY === '1',
+      hops: Math.max(1, int(env.SIGHTLINE_TRUST_PROXY_HOPS, 1)),
+    },
+    maxResponseBytes: overrides.maxResponseBytes ?? int(env.SIGHTLINE_MAX_RESPONSE_BYTES, 8 * 1024 * 1024),
   };
 }

@@ -27,16 +27,23 @@ export interface Core {
 }
 
 /** Turn the first zod issue into a message a person can act on, naming the field. */
-export function validationErrorFrom(err: z.ZodError): ValidationError {
+export function validationErrorFrom(err: z.ZodError, accepted?: readonly string[]): ValidationError {
   const issue = err.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0]!;
     const path = [...issue.path, key].join('.');
-    return new ValidationError(`Unknown field \`${path}\`: this operation does not accept it.`, path, 'unknown_field');
+    const list = accepted && issue.path.length === 0 ? ` Accepted fields: ${accepted.join(', ')}.` : '';
+    return new ValidationError(`Unknown field \`${safeName(path)}\`: this operation does not accept it.${list}`, safeName(path), 'unknown_field');
   }
   const path = issue.path.map(String).join('.');
   const where = path ? `\`${path}\`: ` : '';
   return new ValidationError(`${where}${issue.message}`, path || undefined);
+}
+
+/** A field name echoed in a message: printable and short (it comes from the caller). */
+function safeName(name: string): string {
+  const clean = name.replace(/[^\x20-\x7e]/g, '?');
+  return clean.length > 64 ? clean.slice(0, 64) + '…' : clean;
 }
 
 /**
@@ -83,7 +90,7 @@ export function createCore(services: Services, opts: { now?: () => number; opera
       if (missing.length) throw new InsufficientScopeError(op.scopes);
 
       const parsed = op.input.safeParse(input);
-      if (!parsed.success) throw validationErrorFrom(parsed.error);
+      if (!parsed.success) throw validationErrorFrom(parsed.error, Object.keys(op.input.shape));
 
       const ctx: HandlerContext = {
         principal,

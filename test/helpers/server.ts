@@ -47,7 +47,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const dbFile = join(dir, 'test.db');
   const now = opts.now ?? Date.now;
   const s = createSightline(
-    { logLevel: 'silent', ...opts.config, dbFile, port: 0, host: '127.0.0.1' },
+    // Tests send many bad credentials from one address: the failed-authentication throttle is off
+    // unless a test configures it (test/security/throttle.test.ts).
+    { logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, ...opts.config, dbFile, port: 0, host: '127.0.0.1' },
     { ...opts.options, now: opts.now },
   );
   const main = bootstrapOrganization(s.services, { org: 'Test org', project: 'test', email: 'owner@test.local', now: now() });
