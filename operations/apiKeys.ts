@@ -43,6 +43,17 @@ function assertGrantable(scopes: readonly string[], ctx: HandlerContext): void {
   if (over.length) throw new ForbiddenError('scope_escalation', `A key cannot be given scopes this credential does not hold: ${over.join(', ')}.`);
 }
 
+/**
+ * A credential may change or revoke only keys whose scopes it holds itself (issue 10 item 5: a
+ * `project:write` key rewrote and deleted `*` keys).
+ */
+function assertOutranks(target: ApiKeyRow, ctx: HandlerContext): void {
+  const over = target.scopes.filter((s) => !principalHolds(ctx.principal, ctx.project!.orgId, s));
+  if (over.length) {
+    throw new ForbiddenError('key_outranks_credential', `This key holds scopes this credential does not hold (${over.join(', ')}); only a credential holding them can change or revoke it.`);
+  }
+}
+
 const keyId = z.string().uuid('must be a key id (UUID)');
 const common = { tag: 'apiKeys', sensitive: true, projectScoped: true, scopes: ['project:write'] as const };
 
@@ -131,12 +142,15 @@ export const update = defineOperation({
   output: keySchema,
   errors: [
     { status: 400, code: 'invalid_parameter', when: 'no field to change, unknown scope' },
+    { status: 403, code: 'key_outranks_credential', when: 'the key holds a scope this credential does not hold' },
+    { status: 403, code: 'scope_escalation', when: 'a new scope this credential does not hold' },
     { status: 404, code: 'not_found', when: 'no such key in this project' },
   ],
   handler(input, ctx) {
     if (input.label === undefined && input.scopes === undefined) throw new ValidationError('Send `label` or `scopes`.');
     const k = ctx.services.identity.apiKey(ctx.project!.id, input.key_id);
     if (!k) throw new NotFoundError('API key', 'key_id');
+    assertOutranks(k, ctx);
     if (input.scopes) assertGrantable(input.scopes, ctx);
     ctx.services.identity.updateApiKey(ctx.project!.id, k.id, input.label ?? k.label, input.scopes ? [...new Set(input.scopes)] : k.scopes, ctx.now());
     return keyOut(ctx.services.identity.apiKey(ctx.project!.id, k.id)!);
@@ -153,8 +167,14 @@ export const del = defineOperation({
   risk: 'write',
   input: z.strictObject({ project_id: projectId, key_id: keyId }),
   output: z.object({ id: z.string(), revoked: z.literal(true) }),
-  errors: [{ status: 404, code: 'not_found', when: 'no such key in this project' }],
+  errors: [
+    { status: 403, code: 'key_outranks_credential', when: 'the key holds a scope this credential does not hold' },
+    { status: 404, code: 'not_found', when: 'no such key in this project' },
+  ],
   handler(input, ctx) {
+    const k = ctx.services.identity.apiKey(ctx.project!.id, input.key_id);
+    if (!k) throw new NotFoundError('API key', 'key_id');
+    assertOutranks(k, ctx);
     if (!ctx.services.identity.revokeApiKey(ctx.project!.id, input.key_id, ctx.now())) throw new NotFoundError('API key', 'key_id');
     return { id: input.key_id, revoked: true as const };
   },

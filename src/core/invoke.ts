@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { AnyOperation, HandlerContext, ProjectRef } from '../../operations/define.js';
 import { catalogue } from '../../operations/index.js';
-import { AppError, AuthenticationError, InsufficientScopeError, InternalError, NotFoundError, ValidationError } from './errors.js';
+import { AppError, AuthenticationError, ForbiddenError, InsufficientScopeError, InternalError, NotFoundError, ValidationError } from './errors.js';
 import { principalHolds, type Principal } from './principal.js';
 import type { Services } from './services.js';
 
@@ -79,10 +79,17 @@ export function createCore(services: Services, opts: { now?: () => number; opera
         const pid = input.project_id;
         if (typeof pid !== 'string') throw new ValidationError('`project_id` is required.', 'project_id');
         const row = services.identity.projectById(pid);
-        const visible =
-          row && (principal.kind === 'api_key' ? principal.projectId === row.id : principal.roles[row.org_id] !== undefined);
-        if (!row || !visible) throw new NotFoundError('Project', 'project_id');
+        // A key of another project: the project does not exist for it (404). A user who is not (or
+        // no longer) a member of the project's organization lacks project access: 403 (spec, Errors).
+        if (!row || (principal.kind === 'api_key' && principal.projectId !== row.id)) throw new NotFoundError('Project', 'project_id');
+        if (principal.kind === 'user' && principal.roles[row.org_id] === undefined) {
+          throw new ForbiddenError('project_access_denied', 'This account is not a member of the organization that owns this project.');
+        }
         project = { id: row.id, orgId: row.org_id, name: row.name };
+      }
+
+      if (op.requiresApiKey && principal.kind !== 'api_key') {
+        throw new ForbiddenError('api_key_required', `\`${op.operationId}\` needs an API key of the project holding ${op.scopes.join(' and ')}; OAuth tokens cannot call it.`);
       }
 
       const orgId = project?.orgId ?? (principal.kind === 'api_key' ? principal.orgId : '');
