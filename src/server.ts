@@ -13,6 +13,8 @@ import { RateLimiter } from './http/middleware/rate-limit.js';
 import { AuthThrottle } from './http/middleware/auth-throttle.js';
 import { buildRestRouter } from './http/router.js';
 import { buildOpenApi } from './http/openapi.js';
+import { errorDocs, errorDocsMarkdown } from './http/error-docs.js';
+import { docsPage } from './http/markdown.js';
 import { AppError } from './core/errors.js';
 import type { AnyOperation } from '../operations/define.js';
 import { buildIngestRouter } from './ingest/mount.js';
@@ -94,10 +96,19 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       },
     };
   });
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  // /docs: the README and the error reference generated from declared errors (every doc_url
+  // anchor lands on an entry). A browser gets HTML; other clients keep the Markdown.
+  const docsMarkdown = readFileSync(new URL('../README.md', import.meta.url), 'utf8') + '\n\n' + errorDocsMarkdown(errorDocs(core.operations.values()));
+  const docsHtml = docsPage('Sightline documentation', docsMarkdown);
   base.get('/docs', (ctx) => {
+    ctx.vary('Accept');
+    if (ctx.accepts('text/markdown', 'text/html') === 'text/html') {
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = docsHtml;
+      return;
+    }
     ctx.type = 'text/markdown; charset=utf-8';
-    ctx.body = readme;
+    ctx.body = docsMarkdown;
   });
   base.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
