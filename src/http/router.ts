@@ -5,6 +5,7 @@ import { fieldLocations } from '../../operations/define.js';
 import { authenticate, credentialFromHeaders } from '../core/authenticate.js';
 import { AppError, AuthenticationError, ValidationError } from '../core/errors.js';
 import type { Core } from '../core/invoke.js';
+import { serializeCapped } from '../core/response-size.js';
 import { readJsonBody } from './body.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
 
@@ -100,9 +101,12 @@ async function handle(
   for (const p of where.path) input[p] = ctx.params[p];
 
   const result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId });
+  // Serialized once here, with the response size cap (one mechanism for every operation).
+  const body = serializeCapped(op, result.value, core.services.config.maxResponseBytes);
   ctx.status = result.status;
   ctx.set(result.headers);
-  ctx.body = result.value ?? null;
+  ctx.type = 'application/json; charset=utf-8';
+  ctx.body = body;
 }
 
 function unknownQueryParameter(name: string, accepted: string[]): ValidationError {
