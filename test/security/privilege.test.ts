@@ -44,6 +44,19 @@ describe('apiKeys.update and apiKeys.delete', () => {
   });
 });
 
+describe('the principal cache', () => {
+  it('lets a scope change and a revocation take effect on the very next request', async () => {
+    const reader = t.mintKey(['errors:read'], undefined, { label: 'cached reader' });
+    expect((await api(t, 'GET', `${P}/feedback`, { key: reader })).status).toBe(200);
+    const id = await keyIdOf('cached reader');
+    expect((await api(t, 'PATCH', `${P}/api-keys/${id}`, { key: t.keys.admin, body: { scopes: ['deployments:read'] } })).status).toBe(200);
+    expect((await api(t, 'GET', `${P}/feedback`, { key: reader })).status).toBe(403);
+    expect((await api(t, 'GET', `${P}/deployments`, { key: reader })).status).toBe(200);
+    expect((await api(t, 'DELETE', `${P}/api-keys/${id}`, { key: t.keys.admin })).status).toBe(200);
+    expect((await api(t, 'GET', `${P}/deployments`, { key: reader })).status).toBe(401);
+  });
+});
+
 describe('feedback.create', () => {
   it('refuses an OAuth token, even one of an owner (403 api_key_required), and stores nothing', async () => {
     const owner = t.mintUserToken({ role: 'owner', scopes: ['*'] });
