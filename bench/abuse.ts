@@ -26,6 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { gzipSync, deflateSync } from 'node:zlib';
+import { freePort } from './lib.js';
 
 interface Ready {
   url: string;
@@ -41,11 +42,12 @@ async function serve(): Promise<void> {
   const { bootstrapOrganization } = await import('../src/core/bootstrap.js');
   const { authenticate } = await import('../src/core/authenticate.js');
   const dir = mkdtempSync(join(tmpdir(), 'sightline-abuse-'));
+  const port = await freePort();
   let clock = Date.now() - 3_600_000;
   let nowFn = () => clock;
   const s = createSightline(
     // Behind one trusted proxy: attacker and victim get their own client address from X-Forwarded-For.
-    { dbFile: join(dir, 'abuse.db'), port: 0, host: '127.0.0.1', logLevel: 'silent', trustProxy: { enabled: true, hops: 1 } },
+    { dbFile: join(dir, 'abuse.db'), port, host: '127.0.0.1', baseUrl: `http://127.0.0.1:${port}`, logLevel: 'silent', trustProxy: { enabled: true, hops: 1 } },
     { now: () => nowFn() },
   );
   const now = clock;
@@ -59,12 +61,11 @@ async function serve(): Promise<void> {
   }
   nowFn = Date.now;
   const server = http.createServer(s.app.callback());
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  // The MCP endpoint checks tokens against the configured URL; keys need no such binding.
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${port}`;
   const ready: Ready = {
     url,
-    mcpUrl: `${url}/mcp`,
+    mcpUrl: s.config.mcpUrl,
     a: { projectId: a.project_id, admin: a.admin_key, ingest: a.ingest_key },
     b: { projectId: b.project_id, admin: b.admin_key },
   };
@@ -101,6 +102,8 @@ async function main() {
   // The proxy in front of the server appends each client's address.
   const VICTIM = { 'x-forwarded-for': '192.0.2.10' };
   const ATTACKER = { 'x-forwarded-for': '198.51.100.66' };
+  /** The sign-in flood comes from its own address (the fake-key flood may have throttled the other). */
+  const SIGN_IN_ATTACKER = { 'x-forwarded-for': '198.51.100.77' };
   const mcp = async (key: string, from: Record<string, string>) => {
     const client = new Client({ name: 'abuse-bench', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(ready.mcpUrl), { requestInit: { headers: { 'x-service-key': key, ...from } } }));
@@ -143,7 +146,7 @@ async function main() {
   const sentry = (path: string) => `${ready.url}/ingest/api/${ready.a.projectId}/${path}/?sentry_key=${ready.a.ingest}`;
   // Every attacker request comes from the attacker's address.
   const realFetch = globalThis.fetch;
-  const afetch = (url: string | URL, init: RequestInit = {}) => realFetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...ATTACKER } });
+  const afetch = (url: string | URL, init: RequestInit = {}) => realFetch(url, { ...init, headers: { ...ATTACKER, ...(init.headers as Record<string, string>) } });
 
   let attackerMcp: Awaited<ReturnType<typeof mcp>> | null = null;
   let signIn: { action: string; form: Record<string, string>; cookie: string } | null = null;
@@ -210,10 +213,10 @@ async function main() {
         const u = new URL(`${ready.mcpUrl}/authorize`);
         const q = { response_type: 'code', client_id: reg.client_id, redirect_uri: 'http://127.0.0.1:45999/callback', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', state: 'x', resource: ready.mcpUrl };
         for (const [k, v] of Object.entries(q)) u.searchParams.set(k, v);
-        const page = await afetch(u, { redirect: 'manual' });
+        const page = await afetch(u, { redirect: 'manual', headers: SIGN_IN_ATTACKER });
         const html = await page.text();
         const form = /<form[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/i.exec(html);
-        if (!form) throw new Error(`no sign-in form (${page.status})`);
+        if (!form) throw new Error(`no sign-in form (${page.status} ${page.headers.get('location')})`);
         const hidden: Record<string, string> = {};
         for (const m of form[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) hidden[m[1]!] = m[2]!.replace(/&amp;/g, '&');
         const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
@@ -223,7 +226,7 @@ async function main() {
         (await afetch(signIn!.action, {
           method: 'POST',
           redirect: 'manual',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: signIn!.cookie },
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: signIn!.cookie, ...SIGN_IN_ATTACKER },
           body: new URLSearchParams({ ...signIn!.form, email: `x${randomBytes(4).toString('hex')}@example.com`, password: 'wrong' }).toString(),
         })).arrayBuffer(),
     },
