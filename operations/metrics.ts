@@ -33,10 +33,10 @@ export const windowFields = {
   to: z.string().max(64).optional().describe('Window end, ISO 8601 with a timezone (default: now).'),
 };
 
-/** Optional text filter; empty counts as absent. */
 /** No C0 control characters or DEL (tab included: filters are one line). */
 export const NO_CONTROL_CHARS = /^[^\x00-\x1f\x7f]*$/;
 
+/** Optional text filter; empty counts as absent. */
 export const textFilter = (max: number, describe: string) =>
   z
     .string()
