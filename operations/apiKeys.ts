@@ -43,6 +43,17 @@ function assertGrantable(scopes: readonly string[], ctx: HandlerContext): void {
   if (over.length) throw new ForbiddenError('scope_escalation', `A key cannot be given scopes this credential does not hold: ${over.join(', ')}.`);
 }
 
+/**
+ * A credential may change or revoke only keys whose scopes it holds itself (issue 10 item 5: a
+ * `project:write` key rewrote and deleted `*` keys).
+ */
+function assertOutranks(target: ApiKeyRow, ctx: HandlerContext): void {
+  const over = target.scopes.filter((s) => !principalHolds(ctx.principal, ctx.project!.orgId, s));
+  if (over.length) {
+    throw new ForbiddenError('key_outranks_credential', `This key holds scopes this credential does not hold (${over.join(', ')}); only a credential holding them can change or revoke it.`);
+  }
+}
+
 const keyId = z.string().uuid('must be a key id (UUID)');
 const common = { tag: 'apiKeys', sensitive: true, projectScoped: true, scopes: ['project:write'] as const };
 
@@ -54,7 +65,7 @@ export const list = defineOperation({
   method: 'GET',
   path: '/v1/projects/{project_id}/api-keys',
   risk: 'read',
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({ data: z.array(keySchema) }),
   errors: [],
   handler: (_i, { project, services }) => ({ data: services.identity.apiKeys(project!.id).map(keyOut) }),
@@ -68,7 +79,7 @@ export const get = defineOperation({
   method: 'GET',
   path: '/v1/projects/{project_id}/api-keys/{key_id}',
   risk: 'read',
-  input: z.object({ project_id: projectId, key_id: keyId }),
+  input: z.strictObject({ project_id: projectId, key_id: keyId }),
   output: keySchema,
   errors: [{ status: 404, code: 'not_found', when: 'no such key in this project' }],
   handler(input, { project, services }) {
@@ -131,12 +142,15 @@ export const update = defineOperation({
   output: keySchema,
   errors: [
     { status: 400, code: 'invalid_parameter', when: 'no field to change, unknown scope' },
+    { status: 403, code: 'key_outranks_credential', when: 'the key holds a scope this credential does not hold' },
+    { status: 403, code: 'scope_escalation', when: 'a new scope this credential does not hold' },
     { status: 404, code: 'not_found', when: 'no such key in this project' },
   ],
   handler(input, ctx) {
     if (input.label === undefined && input.scopes === undefined) throw new ValidationError('Send `label` or `scopes`.');
     const k = ctx.services.identity.apiKey(ctx.project!.id, input.key_id);
     if (!k) throw new NotFoundError('API key', 'key_id');
+    assertOutranks(k, ctx);
     if (input.scopes) assertGrantable(input.scopes, ctx);
     ctx.services.identity.updateApiKey(ctx.project!.id, k.id, input.label ?? k.label, input.scopes ? [...new Set(input.scopes)] : k.scopes, ctx.now());
     return keyOut(ctx.services.identity.apiKey(ctx.project!.id, k.id)!);
@@ -151,10 +165,16 @@ export const del = defineOperation({
   method: 'DELETE',
   path: '/v1/projects/{project_id}/api-keys/{key_id}',
   risk: 'write',
-  input: z.object({ project_id: projectId, key_id: keyId }),
+  input: z.strictObject({ project_id: projectId, key_id: keyId }),
   output: z.object({ id: z.string(), revoked: z.literal(true) }),
-  errors: [{ status: 404, code: 'not_found', when: 'no such key in this project' }],
+  errors: [
+    { status: 403, code: 'key_outranks_credential', when: 'the key holds a scope this credential does not hold' },
+    { status: 404, code: 'not_found', when: 'no such key in this project' },
+  ],
   handler(input, ctx) {
+    const k = ctx.services.identity.apiKey(ctx.project!.id, input.key_id);
+    if (!k) throw new NotFoundError('API key', 'key_id');
+    assertOutranks(k, ctx);
     if (!ctx.services.identity.revokeApiKey(ctx.project!.id, input.key_id, ctx.now())) throw new NotFoundError('API key', 'key_id');
     return { id: input.key_id, revoked: true as const };
   },

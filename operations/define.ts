@@ -80,6 +80,11 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   /** All are required. Empty: any valid credential (projects.list / projects.get). */
   scopes: readonly Scope[];
   risk: Risk;
+  /**
+   * Only an API key of the project may call it (spec, Authentication item 7: feedback capture needs
+   * `events:ingest` on a key of the same project); OAuth tokens get 403 `api_key_required`.
+   */
+  requiresApiKey?: boolean;
   /** Hidden from the tool server (spec: sensitive or bulk operations). */
   sensitive: boolean;
   /** False only for projects.list and projects.get. */

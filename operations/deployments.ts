@@ -129,7 +129,7 @@ export const list = defineOperation({
   sensitive: false,
   display: { columns: ['deployment_id', 'service', 'environment', 'version', 'status', 'commit_sha', 'created_at'] },
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     provider: z.string().optional(),
     environment: z.string().optional(),

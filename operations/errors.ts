@@ -260,7 +260,7 @@ export const list = defineOperation({
   sensitive: false,
   display: { columns: ['short_id', 'title', 'event_count', 'user_count', 'last_seen', 'status', 'level'] },
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     from: isoDateTime.optional().describe('Groups last seen at or after this time.'),
     to: isoDateTime.optional().describe('Groups last seen at or before this time.'),
@@ -318,7 +318,7 @@ export const get = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     error_group_id: errorGroupId,
     include_replay: queryBool.optional().describe('false skips replay linkage (default true).'),
@@ -454,7 +454,7 @@ export const unmerge = defineOperation({
   risk: 'write',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, error_group_id: errorGroupId.describe('The merged duplicate.') }),
+  input: z.strictObject({ project_id: projectId, error_group_id: errorGroupId.describe('The merged duplicate.') }),
   output: detailSchema,
   errors: [notFound, { status: 409, code: 'not_merged', when: 'the group is not merged into another' }],
   handler(input, ctx) {
@@ -479,7 +479,7 @@ export const listRelatedTraces = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     error_group_id: errorGroupId,
     from: isoDateTime.optional().describe('Events at or after this time.'),
@@ -542,7 +542,7 @@ export const listSuspectCommits = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     error_group_id: errorGroupId,
     from: isoDateTime.optional().describe('Use the group\'s first event at or after this time.'),
@@ -600,7 +600,7 @@ export const listTriageRuns = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, error_group_id: errorGroupId, ...offsetPagination(50, 100) }),
+  input: z.strictObject({ project_id: projectId, error_group_id: errorGroupId, ...offsetPagination(50, 100) }),
   output: z.object({ data: z.array(triageRunSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }),
   errors: [notFound],
   handler(input, ctx) {

@@ -82,7 +82,7 @@ export const search = defineOperation({
   sensitive: false,
   display: { columns: ['timestamp', 'level', 'service_name', 'title', 'environment', 'group_id'] },
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     query: z.string().max(2048).optional().describe('Field query, e.g. `level:error -environment:staging "connection reset"`.'),
     q: z.string().max(2048).optional().describe('Alias of query.'),
@@ -144,7 +144,7 @@ export const latency = defineOperation({
   sensitive: false,
   display: { chart: { kind: 'bar', rows: 'data', label: 'source', values: ['p50_ms', 'p95_ms', 'p99_ms'], unit: 'ms' } },
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     from: isoDateTime.optional().describe('Received at or after (default: 24 hours before `to`).'),
     to: isoDateTime.optional().describe('Received at or before (default now).'),

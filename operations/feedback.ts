@@ -127,6 +127,7 @@ export const create = defineOperation({
   successStatus: 201,
   maxBodyBytes: 32 * 1024,
   cors: true,
+  requiresApiKey: true,
   headerInputs: { 'idempotency-key': 'idempotency_key' },
   input: z.strictObject({
     project_id: projectId,
@@ -140,6 +141,7 @@ export const create = defineOperation({
   output: createdSchema,
   errors: [
     { status: 400, code: 'invalid_parameter', when: 'a field breaks its rule; unknown field; error_group_id names no group of this project' },
+    { status: 403, code: 'api_key_required', when: 'the credential is an OAuth token, not a key of the project' },
     { status: 409, code: 'idempotency_conflict', when: 'Idempotency-Key reused with a different payload' },
     { status: 413, code: 'payload_too_large', when: 'body above 32 KiB' },
     { status: 429, code: 'feedback_quota_exceeded', when: 'over 20 per minute or 1,000 per day for the project' },
@@ -215,7 +217,7 @@ export const list = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     status: csvList(z.enum(STATUSES)).optional().describe('new, reviewed, archived (comma-separated)'),
     environment: z.string().optional(),
@@ -276,7 +278,7 @@ export const get = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, feedback_id: feedbackId }),
+  input: z.strictObject({ project_id: projectId, feedback_id: feedbackId }),
   output: feedbackSchema.extend({ replay_session_id: z.string().nullable() }),
   errors: [{ status: 404, code: 'not_found', when: 'missing, or in another project' }],
   handler(input, ctx) {

@@ -32,7 +32,7 @@ const levelParam = z
       .max(16)
       .transform((a) => a.map((s) => s.trim().toLowerCase()).filter(Boolean))
       .superRefine((a, c) => {
-        const bad = a.find((s) => !(s in LEVEL_ALIASES));
+        const bad = a.find((s) => !Object.hasOwn(LEVEL_ALIASES, s));
         if (bad !== undefined) {
           c.addIssue({ code: 'custom', message: `unknown level "${bad.slice(0, 32)}": use ${LOG_LEVELS.join(', ')} (aliases warning, err, critical)` });
         }
@@ -157,7 +157,7 @@ export const search = defineOperation({
   sensitive: false,
   display: { columns: ['timestamp', 'level', 'service', 'body'] },
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...logFilterFields,
     limit: queryInt({ min: 1, max: 1000, default: 100, describe: 'Page size, 1 to 1000 (default 100).' }),
@@ -210,7 +210,7 @@ export const histogram = defineOperation({
   sensitive: false,
   display: { chart: { kind: 'line', points: 'buckets', x: 'time', y: 'total', merge: 'sum', unit: 'logs', groups: 'groups', title: ['total', 'step', 'group_by'] } },
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...logFilterFields,
     group_by: z.enum(GROUP_BY).optional().describe('service, http_method, service_version, environment, level or source.'),
@@ -370,7 +370,7 @@ export const insights = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, ...logFilterFields, dimensions: dimensionsParam }),
+  input: z.strictObject({ project_id: projectId, ...logFilterFields, dimensions: dimensionsParam }),
   output: z.object({
     from: z.string(),
     to: z.string(),

@@ -33,11 +33,16 @@ export const windowFields = {
   to: z.string().max(64).optional().describe('Window end, ISO 8601 with a timezone (default: now).'),
 };
 
+/** No C0 control characters or DEL (tab included: filters are one line). */
+export const NO_CONTROL_CHARS = /^[^\x00-\x1f\x7f]*$/;
+
 /** Optional text filter; empty counts as absent. */
 export const textFilter = (max: number, describe: string) =>
   z
     .string()
     .max(max)
+    // Control characters match nothing a filter could mean and NUL breaks full-text queries.
+    .regex(NO_CONTROL_CHARS, 'must not contain control characters')
     .optional()
     .transform((v) => (v === undefined || v.trim() === '' ? undefined : v))
     .describe(describe);
@@ -110,7 +115,7 @@ export const list = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...windowFields,
     metric_type: metricTypeParam.optional(),
@@ -160,7 +165,7 @@ export const timeline = defineOperation({
   sensitive: false,
   display: { chart: { kind: 'line', points: 'buckets', x: 'time', y: 'value', merge: 'mean', unitField: 'unit', title: ['metric_name', 'aggregation', 'granularity'] } },
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...metricSelector,
     ...windowFields,
@@ -229,7 +234,7 @@ export const inspect = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, ...metricSelector, ...windowFields }),
+  input: z.strictObject({ project_id: projectId, ...metricSelector, ...windowFields }),
   output: z.object({
     metric_name: z.string(),
     metric_type: z.enum(METRIC_TYPES),

@@ -55,7 +55,7 @@ export const summary = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     service_name: textFilter(256, 'Only this service (logs and metrics).'),
     environment: textFilter(128, 'Only this deployment environment (logs and metrics).'),

@@ -125,7 +125,7 @@ export const list = defineOperation({
   sensitive: false,
   display: { columns: ['started_at', 'operation', 'duration_ms', 'span_count', 'error_count', 'service_name', 'trace_id'] },
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...windowParams,
     service_name: serviceParam,
@@ -215,7 +215,7 @@ export const operations = defineOperation({
   sensitive: false,
   display: { columns: ['service_name', 'operation', 'trace_count', 'error_rate', 'p95_ms', 'sparkline', 'last_seen'] },
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...windowParams,
     service_name: serviceParam,
@@ -320,7 +320,7 @@ export const get = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, trace_id: traceIdParam }),
+  input: z.strictObject({ project_id: projectId, trace_id: traceIdParam }),
   output: traceRowSchema.omit({ started_at: true, duration_ms: true }).extend({
     started_at: z.string(),
     ended_at: z.string(),
@@ -403,7 +403,7 @@ export const errors = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, trace_id: traceIdParam }),
+  input: z.strictObject({ project_id: projectId, trace_id: traceIdParam }),
   output: z.object({
     trace_id: z.string(),
     data: z.array(
@@ -501,7 +501,7 @@ export const serviceMap = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...windowParams,
     service_name: serviceParam,

@@ -10,8 +10,11 @@ import { openDatabase, type Db } from './storage/db.js';
 import { requestId } from './http/middleware/request-id.js';
 import { errorHandler } from './http/middleware/errors.js';
 import { RateLimiter } from './http/middleware/rate-limit.js';
+import { AuthThrottle } from './http/middleware/auth-throttle.js';
 import { buildRestRouter } from './http/router.js';
 import { buildOpenApi } from './http/openapi.js';
+import { errorDocs, errorDocsMarkdown } from './http/error-docs.js';
+import { docsPage } from './http/markdown.js';
 import { AppError } from './core/errors.js';
 import type { AnyOperation } from '../operations/define.js';
 import { buildIngestRouter } from './ingest/mount.js';
@@ -34,6 +37,8 @@ export interface Sightline {
   log: Logger;
   /** The per-credential rate limit shared by every face (REST, MCP). */
   limiter: RateLimiter;
+  /** Failed-authentication throttle per client address, shared by every face. */
+  authThrottle: AuthThrottle;
   /** Extra cleanup registered by faces (MCP sessions, sandbox pool). */
   onClose: Array<() => Promise<void> | void>;
   /** The server's own figures (GET /metrics, system.status, OTLP push); pieces register gauges here. */
@@ -93,8 +98,11 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   services.serverStatus = async () => serverStatus(s);
   const retention = createRetentionRunner({ repo: services.retention, targets: EXPIRY_TARGETS, config: config.retention, now: core.now, log, metrics });
 
-  const app = new Koa({ proxy: process.env.SIGHTLINE_TRUST_PROXY === '1' });
+  // Behind N trusted proxies the client address is the N-th X-Forwarded-For entry from the right
+  // (Koa keeps the last maxIpsCount entries and takes the first of them).
+  const app = new Koa({ proxy: config.trustProxy.enabled, maxIpsCount: config.trustProxy.hops });
   app.silent = true;
+  const authThrottle = new AuthThrottle(config.authFailureLimit.limit, config.authFailureLimit.windowSeconds, core.now);
   const limiter = new RateLimiter(config.rateLimit.limit, config.rateLimit.windowSeconds, core.now);
   const openapi = buildOpenApi(core.operations.values(), config);
 
@@ -106,6 +114,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     await next();
   });
   app.use(errorHandler(log, config.baseUrl));
+  app.use(authThrottle.middleware());
 
   const base = new Router();
   mountSystemRoutes(base, { config, metrics, readiness });
@@ -130,10 +139,19 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       },
     };
   });
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  // /docs: the README and the error reference generated from declared errors (every doc_url
+  // anchor lands on an entry). A browser gets HTML; other clients keep the Markdown.
+  const docsMarkdown = readFileSync(new URL('../README.md', import.meta.url), 'utf8') + '\n\n' + errorDocsMarkdown(errorDocs(core.operations.values()));
+  const docsHtml = docsPage('Sightline documentation', docsMarkdown);
   base.get('/docs', (ctx) => {
+    ctx.vary('Accept');
+    if (ctx.accepts('text/markdown', 'text/html') === 'text/html') {
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = docsHtml;
+      return;
+    }
     ctx.type = 'text/markdown; charset=utf-8';
-    ctx.body = readme;
+    ctx.body = docsMarkdown;
   });
   base.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
@@ -151,6 +169,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     metrics,
     readiness,
     retention,
+    authThrottle,
     onClose: [],
     async listen() {
       const server = http.createServer(app.callback());
@@ -175,10 +194,11 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       }
       if (config.ingestPort) {
         // Ingestion on its own port as well (SIGHTLINE_INGEST_PORT), same routes and state.
-        const ingestApp = new Koa({ proxy: app.proxy });
+        const ingestApp = new Koa({ proxy: app.proxy, maxIpsCount: app.maxIpsCount });
         ingestApp.silent = true;
         ingestApp.use(requestId());
         ingestApp.use(errorHandler(log, config.baseUrl));
+        ingestApp.use(authThrottle.middleware());
         ingestApp.use(ingestRouter.routes());
         const ingestServer = http.createServer(ingestApp.callback());
         await new Promise<void>((resolve) => ingestServer.listen(config.ingestPort, config.host, resolve));
@@ -197,10 +217,16 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   for (const m of MOUNTS) m(s, base);
   app.use(base.routes());
   const rest = buildRestRouter(core, limiter);
-  app.use(rest.routes());
-  app.use(rest.allowedMethods({ throw: false }));
+  app.use(rest.router.routes());
   app.use((ctx) => {
     if (ctx.status === 404 && ctx.body === undefined) {
+      // A path the catalogue knows with another method: 405 with Allow (RFC 9110 §15.5.6).
+      const allow = rest.allowedMethods(ctx.path);
+      if (allow) {
+        throw new AppError(405, 'invalid_request_error', 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; use ${allow.join(', ')}.`, {
+          headers: { Allow: allow.join(', ') },
+        });
+      }
       throw new AppError(404, 'not_found_error', 'route_not_found', `No route for ${ctx.method} ${ctx.path}. See ${config.baseUrl}/openapi.json.`);
     }
   });

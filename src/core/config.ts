@@ -38,6 +38,16 @@ export interface AppConfig {
    * SIGHTLINE_MAX_DB_BYTES (0: none) is the disk budget for the data in the database file.
    */
   retention: { maxDays: number; intervalMs: number; batchRows: number; maxDbBytes: number };
+  /** Failed authentications allowed per client address per window before 429 (issue 10 item 4). */
+  authFailureLimit: { limit: number; windowSeconds: number };
+  /**
+   * Behind reverse proxies (SIGHTLINE_TRUST_PROXY=1): how many proxies append to X-Forwarded-For.
+   * The client address is the entry the outermost trusted proxy appended, never the leftmost one
+   * (which the client itself can write).
+   */
+  trustProxy: { enabled: boolean; hops: number };
+  /** Largest JSON response a read may return, in bytes; larger answers 413 with how to narrow it. */
+  maxResponseBytes: number;
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -99,5 +109,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       batchRows: Math.max(1, int(env.SIGHTLINE_RETENTION_BATCH_ROWS, 1000)),
       maxDbBytes: int(env.SIGHTLINE_MAX_DB_BYTES, 0),
     },
+    authFailureLimit: overrides.authFailureLimit ?? {
+      limit: int(env.SIGHTLINE_AUTH_FAILURE_LIMIT, 60),
+      windowSeconds: int(env.SIGHTLINE_AUTH_FAILURE_WINDOW, 60),
+    },
+    trustProxy: overrides.trustProxy ?? {
+      enabled: env.SIGHTLINE_TRUST_PROXY === '1',
+      hops: Math.max(1, int(env.SIGHTLINE_TRUST_PROXY_HOPS, 1)),
+    },
+    maxResponseBytes: overrides.maxResponseBytes ?? int(env.SIGHTLINE_MAX_RESPONSE_BYTES, 8 * 1024 * 1024),
   };
 }

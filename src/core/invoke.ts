@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { AnyOperation, HandlerContext, ProjectRef } from '../../operations/define.js';
 import { catalogue } from '../../operations/index.js';
-import { AppError, AuthenticationError, InsufficientScopeError, InternalError, NotFoundError, storageFailure, ValidationError } from './errors.js';
+import { AppError, AuthenticationError, ForbiddenError, InsufficientScopeError, InternalError, NotFoundError, storageFailure, ValidationError } from './errors.js';
 import { principalHolds, type Principal } from './principal.js';
 import type { Services } from './services.js';
 
@@ -27,12 +27,13 @@ export interface Core {
 }
 
 /** Turn the first zod issue into a message a person can act on, naming the field. */
-export function validationErrorFrom(err: z.ZodError): ValidationError {
+export function validationErrorFrom(err: z.ZodError, accepted?: readonly string[]): ValidationError {
   const issue = err.issues[0]!;
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0]!;
     const path = [...issue.path, key].join('.');
-    return new ValidationError(`Unknown field \`${path}\`: this operation does not accept it.`, path, 'unknown_field');
+    const list = accepted && issue.path.length === 0 ? ` Accepted fields: ${accepted.join(', ')}.` : '';
+    return new ValidationError(`Unknown field \`${safeName(path)}\`: this operation does not accept it.${list}`, safeName(path), 'unknown_field');
   }
   const path = issue.path.map(String).join('.');
   const where = path ? `\`${path}\`: ` : '';
@@ -40,12 +41,54 @@ export function validationErrorFrom(err: z.ZodError): ValidationError {
 }
 
 /**
+ * `checked`: every answer is parsed with the operation's output schema, and must come out unchanged.
+ * `trusted`: the parse is skipped (issue 19 item 4: ~15% of a REST read). Tests run checked (the
+ * equivalence proof for every operation they call); the server runs trusted unless
+ * SIGHTLINE_OUTPUT_VALIDATION=checked.
+ */
+export type OutputValidation = 'checked' | 'trusted';
+
+export function defaultOutputValidation(env: NodeJS.ProcessEnv = process.env): OutputValidation {
+  const v = env.SIGHTLINE_OUTPUT_VALIDATION;
+  if (v === 'checked' || v === 'trusted') return v;
+  return env.VITEST ? 'checked' : 'trusted';
+}
+
+/** Deep equality of two JSON-like values, ignoring key order and keys holding undefined. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return Number.isNaN(a) && Number.isNaN(b);
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], b[i])) return false;
+    return true;
+  }
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  const ka = Object.keys(ra).filter((k) => ra[k] !== undefined);
+  const kb = Object.keys(rb).filter((k) => rb[k] !== undefined);
+  if (ka.length !== kb.length) return false;
+  for (const k of ka) if (!Object.hasOwn(rb, k) || !sameJson(ra[k], rb[k])) return false;
+  return true;
+}
+
+/** A field name echoed in a message: printable and short (it comes from the caller). */
+function safeName(name: string): string {
+  const clean = name.replace(/[^\x20-\x7e]/g, '?');
+  return clean.length > 64 ? clean.slice(0, 64) + '…' : clean;
+}
+
+/**
  * The one way in for every face (REST, MCP execute, CLI, client):
  * authenticate → project access → scopes → parse input → handler → parse output.
  */
-export function createCore(services: Services, opts: { now?: () => number; operations?: readonly AnyOperation[] } = {}): Core {
+export function createCore(
+  services: Services,
+  opts: { now?: () => number; operations?: readonly AnyOperation[]; outputValidation?: OutputValidation } = {},
+): Core {
   const operations = new Map((opts.operations ?? catalogue).map((op) => [op.operationId, op] as const));
   const now = opts.now ?? Date.now;
+  const checkOutput = (opts.outputValidation ?? defaultOutputValidation()) === 'checked';
 
   const core: Core = {
     services,
@@ -72,10 +115,17 @@ export function createCore(services: Services, opts: { now?: () => number; opera
         const pid = input.project_id;
         if (typeof pid !== 'string') throw new ValidationError('`project_id` is required.', 'project_id');
         const row = services.identity.projectById(pid);
-        const visible =
-          row && (principal.kind === 'api_key' ? principal.projectId === row.id : principal.roles[row.org_id] !== undefined);
-        if (!row || !visible) throw new NotFoundError('Project', 'project_id');
+        // A key of another project: the project does not exist for it (404). A user who is not (or
+        // no longer) a member of the project's organization lacks project access: 403 (spec, Errors).
+        if (!row || (principal.kind === 'api_key' && principal.projectId !== row.id)) throw new NotFoundError('Project', 'project_id');
+        if (principal.kind === 'user' && principal.roles[row.org_id] === undefined) {
+          throw new ForbiddenError('project_access_denied', 'This account is not a member of the organization that owns this project.');
+        }
         project = { id: row.id, orgId: row.org_id, name: row.name };
+      }
+
+      if (op.requiresApiKey && principal.kind !== 'api_key') {
+        throw new ForbiddenError('api_key_required', `\`${op.operationId}\` needs an API key of the project holding ${op.scopes.join(' and ')}; OAuth tokens cannot call it.`);
       }
 
       const orgId = project?.orgId ?? (principal.kind === 'api_key' ? principal.orgId : '');
@@ -83,7 +133,7 @@ export function createCore(services: Services, opts: { now?: () => number; opera
       if (missing.length) throw new InsufficientScopeError(op.scopes);
 
       const parsed = op.input.safeParse(input);
-      if (!parsed.success) throw validationErrorFrom(parsed.error);
+      if (!parsed.success) throw validationErrorFrom(parsed.error, Object.keys(op.input.shape));
 
       const ctx: HandlerContext = {
         principal,
@@ -103,12 +153,21 @@ export function createCore(services: Services, opts: { now?: () => number; opera
         core.onInternalError?.(err, operationId);
         throw new InternalError();
       }
+      const status = ctx.response.status ?? op.successStatus ?? 200;
+      if (!checkOutput) return { value, status, headers: ctx.response.headers };
       const out = op.output.safeParse(value);
       if (!out.success) {
         core.onInternalError?.(out.error, operationId);
         throw new InternalError();
       }
-      return { value: out.data, status: ctx.response.status ?? op.successStatus ?? 200, headers: ctx.response.headers };
+      // Checked mode also proves that skipping the parse changes nothing: the parsed answer must be
+      // the handler's answer (no stripped field, default or transform). Every test run checks this
+      // for every operation it calls, which is what lets production skip the parse.
+      if (!sameJson(out.data, value)) {
+        core.onInternalError?.(new Error(`output validation of ${operationId} changed the answer; make the handler return exactly its output schema`), operationId);
+        throw new InternalError();
+      }
+      return { value: out.data, status, headers: ctx.response.headers };
     },
   };
   return core;

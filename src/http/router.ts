@@ -3,8 +3,9 @@ import type Koa from 'koa';
 import type { AnyOperation } from '../../operations/define.js';
 import { fieldLocations } from '../../operations/define.js';
 import { authenticate, credentialFromHeaders } from '../core/authenticate.js';
-import { AuthenticationError } from '../core/errors.js';
+import { AppError, AuthenticationError, ValidationError } from '../core/errors.js';
 import type { Core } from '../core/invoke.js';
+import { serializeCapped } from '../core/response-size.js';
 import { readJsonBody } from './body.js';
 import type { RateLimiter } from './middleware/rate-limit.js';
 
@@ -23,13 +24,28 @@ function queryValue(v: string | string[] | undefined): string | undefined {
   return Array.isArray(v) ? v.join(',') : v;
 }
 
+/** `application/json` or any `+json` media type, parameters (charset) ignored. */
+const JSON_MEDIA_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+export interface RestFace {
+  router: Router;
+  /** Method lookup for a path the catalogue knows (405 with Allow for a wrong method). */
+  allowedMethods(path: string): string[] | null;
+}
+
 /** The REST face: one route per catalogue operation, every call through core.invoke. */
-export function buildRestRouter(core: Core, limiter: RateLimiter): Router {
+export function buildRestRouter(core: Core, limiter: RateLimiter): RestFace {
   const router = new Router();
+  const routes: { re: RegExp; methods: Set<string> }[] = [];
   for (const op of core.operations.values()) {
     const where = fieldLocations(op);
     const path = koaPath(op.path);
+    const re = new RegExp('^' + op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[a-z_]+\}/g, '[^/]+') + '/?$');
+    let entry = routes.find((r) => r.re.source === re.source);
+    if (!entry) routes.push((entry = { re, methods: new Set() }));
+    entry.methods.add(op.method);
     if (op.cors) {
+      entry.methods.add('OPTIONS');
       router.options(path, (ctx) => {
         ctx.set({ ...CORS_HEADERS, 'Access-Control-Allow-Methods': `${op.method}, OPTIONS` });
         ctx.status = 204;
@@ -40,30 +56,75 @@ export function buildRestRouter(core: Core, limiter: RateLimiter): Router {
       await handle(core, limiter, op, where, ctx);
     });
   }
-  return router;
+  return {
+    router,
+    allowedMethods(path) {
+      const r = routes.find((x) => x.re.test(path));
+      if (!r) return null;
+      const m = [...r.methods];
+      if (m.includes('GET')) m.push('HEAD');
+      return m;
+    },
+  };
 }
 
-async function handle(core: Core, limiter: RateLimiter, op: AnyOperation, where: ReturnType<typeof fieldLocations>, ctx: Koa.Context) {
+async function handle(
+  core: Core,
+  limiter: RateLimiter,
+  op: AnyOperation,
+  where: ReturnType<typeof fieldLocations>,
+  ctx: Koa.Context,
+) {
   ctx.set(limiter.headers());
   const secret = credentialFromHeaders(ctx.headers);
+  // The same identity as the MCP face (the credential), so both faces share one budget.
   limiter.hit(secret ?? `ip:${ctx.ip}`);
   const principal = authenticate(core.services, secret, core.now());
   if (!principal) throw new AuthenticationError(secret ? 'The credential is not valid (unknown, revoked or expired).' : undefined);
 
   const input: Record<string, unknown> = {};
-  if (where.body.length) Object.assign(input, await readJsonBody(ctx, op.maxBodyBytes ?? core.services.config.bodyLimitBytes));
-  for (const q of where.query) {
-    const v = queryValue(ctx.query[q]);
-    if (v !== undefined) input[q] = v;
+  if (where.body.length) {
+    requireJsonContentType(ctx);
+    Object.assign(input, await readJsonBody(ctx, op.maxBodyBytes ?? core.services.config.bodyLimitBytes));
+  }
+  for (const [q, raw] of Object.entries(ctx.query)) {
+    const v = queryValue(raw);
+    if (v === undefined) continue;
+    if (where.query.includes(q)) input[q] = v;
+    else throw unknownQueryParameter(q, where.query);
   }
   for (const [header, field] of Object.entries(op.headerInputs ?? {})) {
-    const v = ctx.get(header);
-    if (v !== '') input[field] = v;
+    // A header sent empty is an invalid value, not an absent one (issue 10 item 6).
+    const v = ctx.headers[header.toLowerCase()];
+    if (v !== undefined) input[field] = Array.isArray(v) ? v.join(', ') : v;
   }
   for (const p of where.path) input[p] = ctx.params[p];
 
   const result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId });
+  // Serialized once here, with the response size cap (one mechanism for every operation).
+  const body = serializeCapped(op, result.value, core.services.config.maxResponseBytes);
   ctx.status = result.status;
   ctx.set(result.headers);
-  ctx.body = result.value ?? null;
+  ctx.type = 'application/json; charset=utf-8';
+  ctx.body = body;
+}
+
+function unknownQueryParameter(name: string, accepted: string[]): ValidationError {
+  const list = accepted.length ? `Accepted query parameters: ${accepted.join(', ')}.` : 'This operation takes no query parameters.';
+  return new ValidationError(`Unknown query parameter \`${name}\`: this operation does not accept it. ${list}`, name, 'unknown_field');
+}
+
+/** A body operation reads JSON only; a body sent as anything else is 415 (issue 10 item 8). */
+function requireJsonContentType(ctx: Koa.Context): void {
+  const length = ctx.get('content-length');
+  const hasBody = (length !== '' && length !== '0') || ctx.get('transfer-encoding') !== '';
+  if (!hasBody) return;
+  const type = ctx.get('content-type');
+  if (JSON_MEDIA_TYPE.test(type)) return;
+  throw new AppError(
+    415,
+    'invalid_request_error',
+    'unsupported_media_type',
+    `The request body must be JSON sent with \`Content-Type: application/json\`${type ? ` (got \`${type.slice(0, 100)}\`)` : ''}.`,
+  );
 }

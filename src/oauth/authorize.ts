@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type Koa from 'koa';
-import { hashPassword, hashSecret, verifyPassword } from '../domain/identity/secrets.js';
+import { hashPasswordAsync, hashSecret, verifyPasswordAsync } from '../domain/identity/secrets.js';
 import type { AuthRequestRow, OauthClientRow } from '../storage/oauth-repo.js';
 import { LIFETIMES, type OauthContext } from './context.js';
 import {
@@ -27,7 +27,7 @@ export const SIGN_IN_LIMIT = { perEmail: 10, perIp: 50, windowMs: 10 * 60_000 };
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
 /** A hash to verify against when the email is unknown, so both paths cost one scrypt. */
-let dummyHash: string | null = null;
+let dummyHash: Promise<string> | null = null;
 
 /**
  * The registered redirect URI that `given` matches, compared as strings (OAuth 2.1 §4.1.3 "exact
@@ -258,8 +258,9 @@ export function authorizeHandlers(o: OauthContext, sessions: Sessions) {
     }
     const user = email ? o.identity.userByEmail(email) : undefined;
     let ok = false;
-    if (user) ok = verifyPassword(password, user.password_hash);
-    else verifyPassword(password, (dummyHash ??= hashPassword(randomBytes(16).toString('hex'))));
+    // scrypt runs on the thread pool, not the event loop: a sign-in flood does not stall other requests.
+    if (user) ok = await verifyPasswordAsync(password, user.password_hash);
+    else await verifyPasswordAsync(password, await (dummyHash ??= hashPasswordAsync(randomBytes(16).toString('hex'))));
     if (!user || !ok) {
       return render(ctx, session!, req, client, { status: 401, error: 'The email or password is not correct.', email });
     }

@@ -63,6 +63,7 @@ function keyFromRow(r: any): ApiKeyRow {
  * project id first; lookups by secret hash are the one entry point before a project is known.
  */
 export function createIdentityRepo(db: Db) {
+  let credentialGeneration = 0;
   const s = {
     insertOrg: db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)'),
     insertUser: db.prepare('INSERT INTO users (id, email, name, password_hash, created_at) VALUES (?, ?, ?, ?, ?)'),
@@ -156,9 +157,18 @@ export function createIdentityRepo(db: Db) {
     },
     updateApiKey(projectId: string, keyId: string, label: string, scopes: string[], now: number): void {
       s.updateKey.run(label, JSON.stringify(scopes), now, Number(projectId), keyId);
+      credentialGeneration++;
     },
     revokeApiKey(projectId: string, keyId: string, now: number): boolean {
+      credentialGeneration++;
       return s.revokeKey.run(now, Number(projectId), keyId).changes > 0;
+    },
+    /**
+     * Bumped by every change to a key's scopes or validity: authenticate()'s short principal cache
+     * drops what it holds when this moves, so a revoke or update takes effect on the next request.
+     */
+    credentialGeneration(): number {
+      return credentialGeneration;
     },
     touchApiKey(keyId: string, now: number): void {
       s.touchKey.run(now, keyId);

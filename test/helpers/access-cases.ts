@@ -198,3 +198,117 @@ export function httpRequestFor(
   const qs = query.toString();
   return { method: op.method, path: path + (qs ? `?${qs}` : ''), headers, body: hasBody ? JSON.stringify(body) : undefined };
 }
+
+// ---------------------------------------------------------------------------------------------
+// The access matrix (issue 10, "Deliver as well"): every operation × every kind of wrong
+// credential, run through every face by test/access.test.ts. Generated: a new operation is covered
+// without new test code.
+
+export type MatrixCheck =
+  | 'no_credential'
+  | 'expired_key'
+  | 'revoked_key'
+  | 'expired_token'
+  | 'revoked_token'
+  | 'other_project'
+  | 'other_org_user'
+  | 'member_role'
+  | 'missing_scope'
+  | 'ingest_only'
+  | 'token_on_key_only';
+
+export interface MatrixCredential {
+  kind: 'none' | 'key' | 'token';
+  secret: string | null;
+}
+
+export interface MatrixCase {
+  title: string;
+  check: MatrixCheck;
+  operationId: string;
+  op: AnyOperation;
+  input: Record<string, unknown>;
+  credential: MatrixCredential;
+  /** `status` expected; `listsOnly` for projects.list: 200 and these project ids are not listed. */
+  expect: { status: number; code?: string; notListedProjectId?: string };
+}
+
+export interface MatrixEnv extends AccessEnv {
+  organizationId: string;
+  otherProject: AccessEnv['otherProject'] & { organizationId: string };
+  mintKey(scopes: string[], projectId?: string, opts?: { expiresAt?: number | null }): string;
+  revokeKey(secret: string): void;
+  mintUserToken(opts: { role?: 'owner' | 'admin' | 'member'; orgId?: string; scopes?: string[]; expiresAt?: number }): { token: string; revoke(): void };
+  now(): number;
+}
+
+/** Scopes a member's role does not allow (src/core/principal.ts roleAllows), whatever the token holds. */
+const MEMBER_DENIED = ['project:write', 'providers:write', 'revenue:read', 'revenue:write', 'remote_access:manage'];
+
+/** A key lacking exactly `scope` of `required`: the other required scopes plus a filler that does not cover it. */
+function keyLacking(required: readonly string[], scope: string): string[] {
+  const others = required.filter((s) => s !== scope && !holdsAll([s], [scope]));
+  const filler = (['events:ingest', 'errors:read', 'deployments:read'] as const).find((f) => !holdsAll([f], [scope]))!;
+  return [...new Set([...others, filler])].filter((s) => !holdsAll([s], [scope]));
+}
+
+export function matrixCases(env: MatrixEnv, operations: readonly AnyOperation[] = catalogue): MatrixCase[] {
+  const memo = new Map<string, MatrixCredential>();
+  const once = (name: string, make: () => MatrixCredential) => {
+    if (!memo.has(name)) memo.set(name, make());
+    return memo.get(name)!;
+  };
+  const key = (scopes: string[]) => once(`key ${scopes.join(' ')}`, () => ({ kind: 'key', secret: env.mintKey(scopes) }));
+  const creds = {
+    none: { kind: 'none', secret: null } as MatrixCredential,
+    expiredKey: once('expired key', () => ({ kind: 'key', secret: env.mintKey(['*'], env.projectId, { expiresAt: env.now() - 1000 }) })),
+    revokedKey: once('revoked key', () => {
+      const secret = env.mintKey(['*']);
+      env.revokeKey(secret);
+      return { kind: 'key', secret };
+    }),
+    expiredToken: once('expired token', () => ({ kind: 'token', secret: env.mintUserToken({ role: 'owner', scopes: ['*'], expiresAt: env.now() - 1000 }).token })),
+    revokedToken: once('revoked token', () => {
+      const u = env.mintUserToken({ role: 'owner', scopes: ['*'] });
+      u.revoke();
+      return { kind: 'token', secret: u.token };
+    }),
+    otherProject: { kind: 'key', secret: env.otherProject.adminKey } as MatrixCredential,
+    otherOrgUser: once('other org user', () => ({ kind: 'token', secret: env.mintUserToken({ role: 'owner', orgId: env.otherProject.organizationId, scopes: ['*'] }).token })),
+    member: once('member', () => ({ kind: 'token', secret: env.mintUserToken({ role: 'member', scopes: ['*'] }).token })),
+    owner: once('owner', () => ({ kind: 'token', secret: env.mintUserToken({ role: 'owner', scopes: ['*'] }).token })),
+    ingest: once('ingest', () => key(['events:ingest'])),
+  };
+
+  const cases: MatrixCase[] = [];
+  for (const op of operations) {
+    const input = inputFor(op, env.projectId);
+    const add = (check: MatrixCheck, credential: MatrixCredential, expect: MatrixCase['expect'], what: string) =>
+      cases.push({ title: `${op.operationId}: ${what} → ${expect.status}${expect.code ? ` ${expect.code}` : ''}`, check, operationId: op.operationId, op, input, credential, expect });
+    const projectBound = 'project_id' in op.input.shape;
+
+    add('no_credential', creds.none, { status: 401, code: 'unauthenticated' }, 'no credential');
+    add('expired_key', creds.expiredKey, { status: 401, code: 'unauthenticated' }, 'an expired key');
+    add('revoked_key', creds.revokedKey, { status: 401, code: 'unauthenticated' }, 'a revoked key');
+    add('expired_token', creds.expiredToken, { status: 401, code: 'unauthenticated' }, 'an expired OAuth token');
+    add('revoked_token', creds.revokedToken, { status: 401, code: 'unauthenticated' }, 'a revoked OAuth token');
+    if (projectBound) {
+      add('other_project', creds.otherProject, { status: 404, code: 'not_found' }, "another project's key");
+      add('other_org_user', creds.otherOrgUser, { status: 403, code: 'project_access_denied' }, "another organization's owner");
+    } else {
+      add('other_project', creds.otherProject, { status: 200, notListedProjectId: env.projectId }, "another project's key");
+      add('other_org_user', creds.otherOrgUser, { status: 200, notListedProjectId: env.projectId }, "another organization's owner");
+    }
+    if (op.scopes.some((s) => MEMBER_DENIED.includes(s))) add('member_role', creds.member, { status: 403, code: 'insufficient_scope' }, 'a member whose role lacks access');
+    for (const s of op.scopes) add('missing_scope', key(keyLacking(op.scopes, s)), { status: 403, code: 'insufficient_scope' }, `a key missing ${s}`);
+    if (op.scopes.length && !holdsAll(['events:ingest'], op.scopes)) add('ingest_only', creds.ingest, { status: 403, code: 'insufficient_scope' }, 'an ingest-only key');
+    if (op.requiresApiKey) add('token_on_key_only', creds.owner, { status: 403, code: 'api_key_required' }, "an owner's OAuth token");
+  }
+  return cases;
+}
+
+/** Authentication headers for a matrix credential: keys in x-service-key, tokens as Bearer. */
+export function credentialHeaders(c: MatrixCredential): Record<string, string> {
+  if (!c.secret) return {};
+  return c.kind === 'token' ? { authorization: `Bearer ${c.secret}` } : { 'x-service-key': c.secret };
+}

@@ -9,6 +9,7 @@
  * `ingest` = `events:ingest`) and another one (`otherProject`) for cross-tenant checks.
  */
 import http from 'node:http';
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,6 +38,17 @@ export interface TestServer {
   projectId: string;
   organizationId: string;
   otherProject: { projectId: string; organizationId: string; adminKey: string };
+  /**
+   * A user with `role` in `orgId` (the main organization by default) and an OAuth access token of
+   * theirs for this server's MCP resource, inserted as the token endpoint would. `removeMembership`
+   * takes the user out of the organization; `revoke` revokes the token's grant.
+   */
+  mintUserToken(opts?: { role?: 'owner' | 'admin' | 'member'; orgId?: string; scopes?: string[]; expiresAt?: number }): {
+    token: string;
+    userId: string;
+    removeMembership(): void;
+    revoke(): void;
+  };
   /** Mint an API key (returns its secret) with these scopes, in `projectId` by default. */
   mintKey(scopes: string[], projectId?: string, opts?: { expiresAt?: number | null; label?: string }): string;
   close(): Promise<void>;
@@ -47,7 +59,9 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const dbFile = join(dir, 'test.db');
   const now = opts.now ?? Date.now;
   const s = createSightline(
-    { logLevel: 'silent', ...opts.config, dbFile, port: 0, host: '127.0.0.1' },
+    // Tests send many bad credentials from one address: the failed-authentication throttle is off
+    // unless a test configures it (test/security/throttle.test.ts).
+    { logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, ...opts.config, dbFile, port: 0, host: '127.0.0.1' },
     { ...opts.options, now: opts.now },
   );
   const main = bootstrapOrganization(s.services, { org: 'Test org', project: 'test', email: 'owner@test.local', now: now() });
@@ -73,6 +87,30 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
     projectId: main.project_id,
     organizationId: main.organization_id,
     otherProject: { projectId: other.project_id, organizationId: other.organization_id, adminKey: other.admin_key },
+    mintUserToken(o = {}) {
+      const orgId = o.orgId ?? main.organization_id;
+      const t0 = now();
+      const user = s.services.identity.createUser(`user-${randomUUID()}@test.local`, 'Test user', 'scrypt$1$1$1$x$x', t0);
+      s.services.identity.addMembership(orgId, user.id, o.role ?? 'member', t0);
+      const clientId = `client-${randomUUID()}`;
+      const grantId = randomUUID();
+      s.db
+        .prepare("INSERT INTO oauth_clients (client_id, auth_method, redirect_uris, grant_types, metadata, created_at) VALUES (?, 'none', '[]', '[]', '{}', ?)")
+        .run(clientId, t0);
+      s.db
+        .prepare('INSERT INTO oauth_grants (id, client_id, user_id, scopes, resource, created_at) VALUES (?, ?, ?, ?, ?, ?)')
+        .run(grantId, clientId, user.id, JSON.stringify(o.scopes ?? ['read', 'write']), s.config.mcpUrl, t0);
+      const token = `slat_${randomUUID()}${randomUUID()}`;
+      s.db
+        .prepare("INSERT INTO oauth_tokens (id, grant_id, kind, token_hash, scopes, created_at, expires_at) VALUES (?, ?, 'access', ?, ?, ?, ?)")
+        .run(randomUUID(), grantId, hashSecret(token), JSON.stringify(o.scopes ?? ['read', 'write']), t0, o.expiresAt ?? t0 + 3600_000);
+      return {
+        token,
+        userId: user.id,
+        removeMembership: () => void s.db.prepare('DELETE FROM memberships WHERE org_id = ? AND user_id = ?').run(orgId, user.id),
+        revoke: () => void s.db.prepare('UPDATE oauth_grants SET revoked_at = ? WHERE id = ?').run(now(), grantId),
+      };
+    },
     mintKey(scopes, projectId = main.project_id, o = {}) {
       const secret = newSecret('sl');
       s.services.identity.createApiKey(

@@ -51,7 +51,10 @@ describe('OAuth access tokens on the resource side', () => {
     const res = await restProjects(t, tokens.access_token);
     const ids = ((await res.json()) as { data: { id: string }[] }).data.map((x) => x.id).sort();
     expect(ids).toEqual([t.projectId, memberProject].sort());
-    expect((await get(tokens.access_token, `/v1/projects/${strangerProject}`)).status).toBe(404);
+    // A project of an organization the user is not a member of: 403, "missing project access" (spec, Errors).
+    const stranger = await get(tokens.access_token, `/v1/projects/${strangerProject}`);
+    expect(stranger.status).toBe(403);
+    expect(((await stranger.json()) as { code: string }).code).toBe('project_access_denied');
   });
 
   it('are limited by the granted scope: 403 for an operation needing a scope not granted', async () => {

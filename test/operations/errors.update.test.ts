@@ -148,9 +148,9 @@ describe('errors.update', () => {
     expect(await invokeAs(owner, 'errors.update', { error_group_id: group, bookmarked: false })).toMatchObject({ bookmarked: false, subscribed: true });
   });
 
-  it('keeps a user outside the organization out (404 for the project)', async () => {
+  it('keeps a user outside the organization out (403 project_access_denied, spec Errors: "missing project access")', async () => {
     await expect(t.s.core.invoke('errors.update', { project_id: t.projectId, error_group_id: group, bookmarked: true }, stranger)).rejects.toSatisfy(
-      (e: unknown) => e instanceof AppError && e.status === 404,
+      (e: unknown) => e instanceof AppError && e.status === 403 && e.code === 'project_access_denied',
     );
   });
 });

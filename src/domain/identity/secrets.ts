@@ -1,4 +1,7 @@
-import { createHash, randomBytes, scryptSync, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, scrypt, scryptSync, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+
+const scryptAsync = (password: string, salt: Buffer, keylen: number, opts: ScryptOptions) =>
+  new Promise<Buffer>((resolve, reject) => scrypt(password, salt, keylen, opts, (err, key) => (err ? reject(err) : resolve(key))));
 
 /** scrypt password hash, stored as `scrypt$N$r$p$salt$hash` (base64url). */
 export function hashPassword(password: string): string {
@@ -15,6 +18,27 @@ export function verifyPassword(password: string, stored: string): boolean {
   const expected = Buffer.from(hash, 'base64url');
   const actual = scryptSync(password, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p) });
   return timingSafeEqual(expected, actual);
+}
+
+/**
+ * verifyPassword on libuv's thread pool: a sign-in costs ~55 ms of scrypt, which on the main
+ * thread stalled every other request (issue 10 item 4).
+ */
+export async function verifyPasswordAsync(password: string, stored: string): Promise<boolean> {
+  const parts = stored.split('$');
+  if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
+  const [, n, r, p, salt, hash] = parts as [string, string, string, string, string, string];
+  const expected = Buffer.from(hash, 'base64url');
+  const actual = await scryptAsync(password, Buffer.from(salt, 'base64url'), expected.length, { N: Number(n), r: Number(r), p: Number(p) });
+  return timingSafeEqual(expected, actual);
+}
+
+/** hashPassword on the thread pool. */
+export async function hashPasswordAsync(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const N = 16384, r = 8, p = 1;
+  const hash = await scryptAsync(password, salt, 32, { N, r, p });
+  return `scrypt$${N}$${r}$${p}$${salt.toString('base64url')}$${hash.toString('base64url')}`;
 }
 
 /**

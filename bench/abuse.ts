@@ -1,0 +1,298 @@
+/**
+ * Abuse bench (issue 10): for each attack, a victim tenant's p99 latency with the attack running
+ * beside its p99 with no attack, measured in the same run (a fresh baseline right before each
+ * attack). Aim: at most 2× the baseline and never above 250 ms.
+ *
+ *   npx tsx bench/abuse.ts [--seconds 5] [--only fake-keys,sandbox]
+ *
+ * The server (one Sightline, two organizations: attacker A and victim B) runs in a child process;
+ * attackers and the victim run here. Victim operations: a REST read (`feedback.list`, 50 rows) and
+ * an MCP `execute` of `return 1`, each in its own sequential loop through the real SDK Client.
+ * Attacks:
+ *   fat-logs          A sends OTLP log records of 100k attributes and reads them back (logs.search?limit=100)
+ *   envelope-flood    A sends a 6.6 MB Sentry envelope of 200,000 tiny events, again and again
+ *   gzip-no-key       a stranger sends a 270-byte `gzip, gzip` body to the Sentry endpoint with no key
+ *   replay-bomb       A sends a replay_recording that inflates to 60 MiB
+ *   sandbox           A runs four `while(true){}` executes at a time
+ *   mcp-calls         A runs executes of 100 operation calls each (the rate limit must count them)
+ *   fake-keys         a stranger sends random API keys (failed-authentication throttle)
+ *   sign-in-flood     a stranger posts wrong passwords to the OAuth sign-in page (scrypt)
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { gzipSync, deflateSync } from 'node:zlib';
+import { freePort } from './lib.js';
+
+interface Ready {
+  url: string;
+  a: { projectId: string; admin: string; ingest: string };
+  b: { projectId: string; admin: string };
+  mcpUrl: string;
+}
+
+// ─── server side (child) ────────────────────────────────────────────────────────────────────────
+async function serve(): Promise<void> {
+  const http = await import('node:http');
+  const { createSightline } = await import('../src/server.js');
+  const { bootstrapOrganization } = await import('../src/core/bootstrap.js');
+  const { authenticate } = await import('../src/core/authenticate.js');
+  const dir = mkdtempSync(join(tmpdir(), 'sightline-abuse-'));
+  const port = await freePort();
+  let clock = Date.now() - 3_600_000;
+  let nowFn = () => clock;
+  const s = createSightline(
+    // Behind one trusted proxy: attacker and victim get their own client address from X-Forwarded-For.
+    { dbFile: join(dir, 'abuse.db'), port, host: '127.0.0.1', baseUrl: `http://127.0.0.1:${port}`, logLevel: 'silent', trustProxy: { enabled: true, hops: 1 } },
+    { now: () => nowFn() },
+  );
+  const now = clock;
+  const a = bootstrapOrganization(s.services, { org: 'Attacker', project: 'a', email: 'a@example.com', now });
+  const b = bootstrapOrganization(s.services, { org: 'Victim', project: 'b', email: 'b@example.com', now });
+  const pb = authenticate(s.services, b.admin_key, Date.now())!;
+  // The victim's data: 50 feedback records (feedback.create checks its quota against the request clock).
+  for (let i = 0; i < 50; i++) {
+    clock = now + i * 4_000;
+    await s.core.invoke('feedback.create', { project_id: b.project_id, message: `The export button does nothing (${i})`, contact_email: `u${i}@example.com` }, pb);
+  }
+  nowFn = Date.now;
+  const server = http.createServer(s.app.callback());
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${port}`;
+  const ready: Ready = {
+    url,
+    mcpUrl: s.config.mcpUrl,
+    a: { projectId: a.project_id, admin: a.admin_key, ingest: a.ingest_key },
+    b: { projectId: b.project_id, admin: b.admin_key },
+  };
+  process.send!(ready);
+  process.on('message', async (m) => {
+    if (m === 'stop') {
+      server.closeAllConnections();
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(0);
+    }
+  });
+}
+
+// ─── load generator (parent) ────────────────────────────────────────────────────────────────────
+const p99 = (xs: number[]) => {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((x, y) => x - y);
+  return s[Math.min(s.length - 1, Math.floor(s.length * 0.99))]!;
+};
+
+type Victim = { name: string; once: () => Promise<void> };
+type Attack = { name: string; what: string; setup?: () => Promise<void>; loops: number; once: () => Promise<unknown> };
+
+async function main() {
+  const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, only: { type: 'string' } } });
+  const seconds = Number(values.seconds);
+  const only = values.only?.split(',');
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.execArgv });
+  const ready = await new Promise<Ready>((r) => child.once('message', (m) => r(m as Ready)));
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+
+  // The proxy in front of the server appends each client's address.
+  const VICTIM = { 'x-forwarded-for': '192.0.2.10' };
+  const ATTACKER = { 'x-forwarded-for': '198.51.100.66' };
+  /** The sign-in flood comes from its own address (the fake-key flood may have throttled the other). */
+  const SIGN_IN_ATTACKER = { 'x-forwarded-for': '198.51.100.77' };
+  const mcp = async (key: string, from: Record<string, string>) => {
+    const client = new Client({ name: 'abuse-bench', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(ready.mcpUrl), { requestInit: { headers: { 'x-service-key': key, ...from } } }));
+    return client;
+  };
+  const execute = (client: Awaited<ReturnType<typeof mcp>>, code: string) => client.callTool({ name: 'execute', arguments: { code } }, undefined, { timeout: 120_000 });
+
+  // Victims (tenant B).
+  const victimMcp = await mcp(ready.b.admin, VICTIM);
+  const victims: Victim[] = [
+    {
+      name: 'B REST feedback.list',
+      once: async () => {
+        const r = await fetch(`${ready.url}/v1/projects/${ready.b.projectId}/feedback`, { headers: { 'x-service-key': ready.b.admin, ...VICTIM } });
+        await r.arrayBuffer();
+        if (r.status !== 200) throw new Error(`victim REST answered ${r.status}`);
+      },
+    },
+    { name: 'B MCP execute return 1', once: async () => void (await execute(victimMcp, 'return 1')) },
+  ];
+
+  // Attack payloads, built once.
+  const attrs = Array.from({ length: 100_000 }, (_, i) => ({ key: `k${i}`, value: { stringValue: `v${i}` } }));
+  const fatLogs = JSON.stringify({
+    resourceLogs: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'attacker' } }] }, scopeLogs: [{ logRecords: [{ timeUnixNano: String(Date.now() * 1e6), severityText: 'INFO', body: { stringValue: 'fat' }, attributes: attrs }] }] }],
+  });
+  const envelope = Buffer.from(
+    JSON.stringify({}) + '\n' + Array.from({ length: 200_000 }, () => '{"type":"event"}\n{"message":"x"}\n').join(''),
+  );
+  const gzipBomb = gzipSync(gzipSync(Buffer.alloc(50 * 1024 * 1024)));
+  const replayId = randomBytes(16).toString('hex');
+  const recording = Buffer.concat([Buffer.from('{"segment_id":0}\n'), deflateSync(Buffer.alloc(60 * 1024 * 1024))]);
+  const replayEnvelope = Buffer.concat([
+    Buffer.from(`${JSON.stringify({ event_id: replayId })}\n`),
+    Buffer.from(`${JSON.stringify({ type: 'replay_event' })}\n${JSON.stringify({ type: 'replay_event', replay_id: replayId, segment_id: 0, timestamp: Date.now() / 1000 })}\n`),
+    Buffer.from(`${JSON.stringify({ type: 'replay_recording', length: recording.length })}\n`),
+    recording,
+    Buffer.from('\n'),
+  ]);
+  const sentry = (path: string) => `${ready.url}/ingest/api/${ready.a.projectId}/${path}/?sentry_key=${ready.a.ingest}`;
+  // Every attacker request comes from the attacker's address.
+  const realFetch = globalThis.fetch;
+  const afetch = (url: string | URL, init: RequestInit = {}) => realFetch(url, { ...init, headers: { ...ATTACKER, ...(init.headers as Record<string, string>) } });
+
+  let attackerMcp: Awaited<ReturnType<typeof mcp>> | null = null;
+  let signIn: { action: string; form: Record<string, string>; cookie: string } | null = null;
+
+  const attacks: Attack[] = [
+    {
+      name: 'fat-logs',
+      what: 'OTLP log records of 100k attributes, read back with logs.search?limit=100',
+      loops: 2,
+      once: async () => {
+        await (await afetch(`${ready.url}/ingest/v1/logs`, { method: 'POST', headers: { 'x-service-key': ready.a.ingest, 'content-type': 'application/json' }, body: fatLogs })).arrayBuffer();
+        await (await afetch(`${ready.url}/v1/projects/${ready.a.projectId}/logs?limit=100`, { headers: { 'x-service-key': ready.a.admin } })).arrayBuffer();
+      },
+    },
+    {
+      name: 'envelope-flood',
+      what: `a ${(envelope.length / 1e6).toFixed(1)} MB Sentry envelope of 200,000 tiny events`,
+      loops: 1,
+      once: async () => (await afetch(sentry('envelope'), { method: 'POST', headers: { 'content-type': 'application/x-sentry-envelope' }, body: envelope })).arrayBuffer(),
+    },
+    {
+      name: 'gzip-no-key',
+      what: `a ${gzipBomb.length}-byte \`gzip, gzip\` body with no key`,
+      loops: 4,
+      once: async () =>
+        (await afetch(`${ready.url}/ingest/api/${ready.a.projectId}/envelope/`, { method: 'POST', headers: { 'content-encoding': 'gzip, gzip' }, body: gzipBomb })).arrayBuffer(),
+    },
+    {
+      name: 'replay-bomb',
+      what: 'a replay_recording item that inflates to 60 MiB',
+      loops: 1,
+      once: async () => (await afetch(sentry('envelope'), { method: 'POST', headers: { 'content-type': 'application/x-sentry-envelope' }, body: replayEnvelope })).arrayBuffer(),
+    },
+    {
+      name: 'sandbox',
+      what: 'four `while(true){}` executes at a time',
+      loops: 4,
+      setup: async () => void (attackerMcp ??= await mcp(ready.a.admin, ATTACKER)),
+      once: () => execute(attackerMcp!, 'while (true) {}'),
+    },
+    {
+      name: 'mcp-calls',
+      what: 'executes of 100 operation calls each',
+      loops: 2,
+      setup: async () => void (attackerMcp ??= await mcp(ready.a.admin, ATTACKER)),
+      once: () => execute(attackerMcp!, 'for (let i = 0; i < 100; i++) await api.feedback.list({ limit: 100 }); return 1'),
+    },
+    {
+      name: 'fake-keys',
+      what: 'random API keys from one address',
+      loops: 4,
+      once: async () => (await afetch(`${ready.url}/v1/projects/${ready.b.projectId}/feedback`, { headers: { 'x-service-key': `sl_${randomBytes(32).toString('hex')}` } })).arrayBuffer(),
+    },
+    {
+      name: 'sign-in-flood',
+      what: 'wrong passwords posted to the OAuth sign-in page',
+      loops: 4,
+      setup: async () => {
+        const reg = (await (await afetch(`${ready.mcpUrl}/register`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:45999/callback'], token_endpoint_auth_method: 'none', client_name: 'abuse', grant_types: ['authorization_code'] }),
+        })).json()) as { client_id: string };
+        const u = new URL(`${ready.mcpUrl}/authorize`);
+        const q = { response_type: 'code', client_id: reg.client_id, redirect_uri: 'http://127.0.0.1:45999/callback', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256', state: 'x', resource: ready.mcpUrl };
+        for (const [k, v] of Object.entries(q)) u.searchParams.set(k, v);
+        const page = await afetch(u, { redirect: 'manual', headers: SIGN_IN_ATTACKER });
+        const html = await page.text();
+        const form = /<form[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/i.exec(html);
+        if (!form) throw new Error(`no sign-in form (${page.status} ${page.headers.get('location')})`);
+        const hidden: Record<string, string> = {};
+        for (const m of form[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)) hidden[m[1]!] = m[2]!.replace(/&amp;/g, '&');
+        const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+        signIn = { action: new URL(form[1]!.replace(/&amp;/g, '&'), u).href, form: hidden, cookie };
+      },
+      once: async () =>
+        (await afetch(signIn!.action, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: signIn!.cookie, ...SIGN_IN_ATTACKER },
+          body: new URLSearchParams({ ...signIn!.form, email: `x${randomBytes(4).toString('hex')}@example.com`, password: 'wrong' }).toString(),
+        })).arrayBuffer(),
+    },
+  ];
+
+  /** Runs the victims for `seconds`, optionally with an attack; returns each victim's latencies. */
+  async function phase(attack: Attack | null): Promise<number[][]> {
+    const end = performance.now() + seconds * 1000;
+    let stop = false;
+    const attackers = attack
+      ? Array.from({ length: attack.loops }, async () => {
+          while (!stop) await attack.once().catch(() => undefined);
+        })
+      : [];
+    // Let the attack get going before measuring.
+    if (attack) await new Promise((r) => setTimeout(r, 300));
+    const lat = await Promise.all(
+      victims.map(async (v) => {
+        const xs: number[] = [];
+        while (performance.now() < end) {
+          const t0 = performance.now();
+          await v.once();
+          xs.push(performance.now() - t0);
+        }
+        return xs;
+      }),
+    );
+    stop = true;
+    // Attack loops finish their request in flight; do not wait for a stuck one longer than 30 s.
+    await Promise.race([Promise.all(attackers), new Promise((r) => setTimeout(r, 30_000))]);
+    return lat;
+  }
+
+  // Warm-up: sandbox workers, statement caches, JIT.
+  for (let i = 0; i < 5; i++) for (const v of victims) await v.once();
+
+  const rows: string[] = [];
+  for (const attack of attacks) {
+    if (only && !only.includes(attack.name)) continue;
+    try {
+      await attack.setup?.();
+      const base = await phase(null);
+      const under = await phase(attack);
+      victims.forEach((v, i) => {
+        const b = p99(base[i]!);
+        const u = p99(under[i]!);
+        const ok = u <= 2 * b && u <= 250 ? 'yes' : 'no';
+        rows.push(`| ${attack.name} | ${v.name} | ${b.toFixed(1)} | ${u.toFixed(1)} | ${(u / b).toFixed(2)}× | ${under[i]!.length} | ${ok} |`);
+      });
+    } catch (err) {
+      rows.push(`| ${attack.name} | (failed) | | | | | ${String((err as Error).message).slice(0, 80)} |`);
+    }
+    console.error(`done: ${attack.name}`);
+  }
+
+  console.log(`\nVictim p99 latency with no attack and under each attack, ${seconds} s per phase (same run)\n`);
+  console.log('| attack | victim | p99 ms, no attack | p99 ms, under attack | ratio | victim requests | aim met (≤ 2× and ≤ 250 ms) |');
+  console.log('|---|---|---:|---:|---:|---:|---|');
+  for (const r of rows) console.log(r);
+  console.log('\nAttacks:');
+  for (const a of attacks) if (!only || only.includes(a.name)) console.log(`- ${a.name}: ${a.what} (${a.loops} concurrent)`);
+
+  await victimMcp.close().catch(() => undefined);
+  await (attackerMcp as Awaited<ReturnType<typeof mcp>> | null)?.close().catch(() => undefined);
+  child.send('stop');
+}
+
+if (process.argv.includes('--serve')) await serve();
+else await main();
