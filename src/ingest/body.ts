@@ -133,7 +133,11 @@ export function readStream(src: Readable, enc: string, limits: IngestBodyLimits,
         inflater = decoder(enc, chunk);
         inflater.on('data', onOut);
         inflater.on('end', onEnd);
-        inflater.on('error', (err) => fail(new ValidationError(`The body could not be decompressed (${enc}): ${err.message}`, undefined, 'invalid_encoding')));
+        inflater.on('error', (err) => {
+          // A body whose credential would be in its first line is authenticated before its corruption is reported.
+          if (head && !finishHead()) return;
+          fail(new ValidationError(`The body could not be decompressed (${enc}): ${err.message}`, undefined, 'invalid_encoding'));
+        });
       }
       // Backpressure: stop reading the socket while zlib catches up.
       if (!inflater.write(chunk)) {
