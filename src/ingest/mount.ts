@@ -11,7 +11,7 @@ import { ingestKeyedErrorEvents, SpikeGuard } from './pipeline.js';
 import { IngestQuota, ingestIdentity, type IngestIdentity } from './auth.js';
 import { readIngestBody } from './body.js';
 import { ingestLimitsFromEnv, type IngestLimits } from './limits.js';
-import { DecodePool, type IngestRun } from './worker/pool.js';
+import { sharedDecodePool, type IngestRun } from './worker/pool.js';
 import type { IngestHead, IngestJob } from './process.js';
 
 const SENTRY_CORS = {
@@ -46,8 +46,7 @@ export function buildIngestRouter(s: Sightline): Router {
   const spike = new SpikeGuard();
   const quota = new IngestQuota(s.config.ingest.quotaPerMinute);
   const limits: IngestLimits = { ...ingestLimitsFromEnv(), ...(s.config.ingest.limits as Partial<IngestLimits> | undefined) };
-  const pool = new DecodePool(workerCount(s), s.config.ingest.maxDecompressedBytes);
-  s.onClose.push(() => pool.close());
+  const pool = sharedDecodePool(workerCount(s));
   const { services } = s;
   const now = () => s.core.now();
   const bodyLimits = s.config.ingest;
@@ -100,7 +99,7 @@ export function buildIngestRouter(s: Sightline): Router {
   }
 
   async function decode(job: IngestJob): Promise<IngestRun> {
-    return pool.run(job);
+    return pool.run(job, s.config.ingest.maxDecompressedBytes);
   }
 
   // ---- OTLP/HTTP ---------------------------------------------------------------------------

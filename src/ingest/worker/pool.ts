@@ -34,6 +34,7 @@ interface Channel {
   error: unknown;
   wake: (() => void) | null;
   cancelled: boolean;
+  maxDecompressedBytes: number;
 }
 
 interface Slot {
@@ -55,20 +56,19 @@ export class DecodePool {
   /** Jobs run, for tests and the bench. */
   jobsRun = 0;
 
-  constructor(
-    readonly size: number,
-    private maxDecompressedBytes: number,
-  ) {}
+  constructor(readonly size: number) {}
 
-  async run(job: IngestJob): Promise<IngestRun> {
+  async run(job: IngestJob, maxDecompressedBytes: number): Promise<IngestRun> {
     this.jobsRun++;
     if (this.size <= 0 || this.closed) return this.runInline(job);
     const id = this.nextId++;
-    const ch: Channel = { head: null!, headDone: false, slices: [], ended: false, error: null, wake: null, cancelled: false };
+    const ch: Channel = { head: null!, headDone: false, slices: [], ended: false, error: null, wake: null, cancelled: false, maxDecompressedBytes };
     const head = new Promise<IngestHead>((resolve, reject) => (ch.head = { resolve, reject }));
     this.channels.set(id, ch);
     const slot = this.pick();
     slot.jobs.add(id);
+    // Keep the process alive while a job is in flight; an idle pool does not.
+    if (slot.jobs.size === 1) slot.worker.ref();
     const body = job.body;
     // A standalone buffer moves to the worker without a copy; pooled (small) ones are copied.
     const transfer = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength && body.byteLength >= 64 * 1024 ? [body.buffer as ArrayBuffer] : [];
@@ -143,7 +143,10 @@ export class DecodePool {
   private onMessage(slot: Slot, m: WorkerReply): void {
     if (m.type === 'ready') return;
     const ch = this.channels.get(m.id);
-    if (m.type === 'end' || m.type === 'error') slot.jobs.delete(m.id);
+    if (m.type === 'end' || m.type === 'error') {
+      slot.jobs.delete(m.id);
+      if (slot.jobs.size === 0) slot.worker.unref();
+    }
     if (!ch) return;
     switch (m.type) {
       case 'head':
@@ -181,7 +184,7 @@ export class DecodePool {
     for (const id of slot.jobs) {
       const ch = this.channels.get(id);
       if (!ch) continue;
-      const err = oom ? new PayloadTooLargeError(this.maxDecompressedBytes) : new AppError(500, 'api_error', 'internal_error', 'The ingest body could not be processed.');
+      const err = oom ? new PayloadTooLargeError(ch.maxDecompressedBytes) : new AppError(500, 'api_error', 'internal_error', 'The ingest body could not be processed.');
       this.channels.delete(id);
       if (!ch.headDone) {
         ch.headDone = true;
@@ -201,4 +204,20 @@ export class DecodePool {
     const slots = this.slots.splice(0);
     await Promise.all(slots.map((s) => s.worker.terminate().catch(() => undefined)));
   }
+}
+
+const shared = new Map<number, DecodePool>();
+
+/**
+ * The process-wide pool of this size: decode workers are stateless, so every server of the process
+ * (tests start many) shares them instead of each starting its own. Idle workers do not keep the
+ * process alive.
+ */
+export function sharedDecodePool(size: number): DecodePool {
+  let p = shared.get(size);
+  if (!p) {
+    p = new DecodePool(size);
+    shared.set(size, p);
+  }
+  return p;
 }
