@@ -116,9 +116,10 @@ function processOtlp(job: Extract<IngestJob, { kind: 'otlp' }>): IngestResult {
     if (job.signal === 'traces') {
       const r = decodeTraces(body, job.enc);
       const c = newLimitCounts();
-      const spans = r.records.map((sp) => limitSpan(sp, l, c, t));
+      // Exception events are read before the limits cut a long `exception.stacktrace`.
       const ec = newLimitCounts();
-      const errors = errorEventsFromSpans(spans, t).map((e) => keyed(clampEventTime(e, l, ec)));
+      const errors = errorEventsFromSpans(r.records, t).map((e) => keyed(clampEventTime(e, l, ec)));
+      const spans = r.records.map((sp) => limitSpan(sp, l, c, t));
       const slices: IngestSlice[] = chunk(spans, SLICE_RECORDS).map((s) => ({ spans: s }));
       for (const e of chunk(errors, SLICE_ERRORS)) slices.push({ errors: e });
       return {

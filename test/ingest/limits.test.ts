@@ -4,13 +4,20 @@
  * recordings, client clocks, and a huge envelope that must not stall other requests.
  */
 import { PassThrough } from 'node:stream';
-import { deflateSync, gzipSync } from 'node:zlib';
+import { constants, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { readStream } from '../../src/ingest/body.js';
 import { DROPPED_ATTRIBUTES_KEY } from '../../src/ingest/limits.js';
 
 const hex = (n: number, len = 32) => n.toString(16).padStart(len, '0');
+
+/** A zlib stream that inflates to `mib` MiB of spaces, built from one flushed 1 MiB block repeated (cheap to make). */
+function zlibOfMiB(mib: number): Buffer {
+  const block = deflateSync(Buffer.alloc(1 << 20, 0x20), { finishFlush: constants.Z_FULL_FLUSH });
+  const body = block.subarray(2);
+  return Buffer.concat([block.subarray(0, 2), ...Array.from({ length: mib }, () => body), Buffer.from([0x03, 0x00, 0, 0, 0, 0])]);
+}
 
 describe('ingest limits', () => {
   let t: TestServer;
@@ -101,7 +108,7 @@ describe('ingest limits', () => {
 
     it('stores a compressed replay recording as sent, reading only its header, even when it inflates past every cap', async () => {
       const replayId = 'ef'.repeat(16);
-      const rrweb = deflateSync(Buffer.alloc(60 * 1024 * 1024, 0x20));
+      const rrweb = zlibOfMiB(60);
       const recording = Buffer.concat([Buffer.from('{"segment_id":3}\n'), rrweb]);
       const body = Buffer.concat([
         Buffer.from(`${JSON.stringify({ event_id: replayId })}\n${JSON.stringify({ type: 'replay_recording', length: recording.length })}\n`),
@@ -146,7 +153,7 @@ describe('ingest limits', () => {
     it('fails with 413 as soon as the inflated bytes pass the cap, before the body has ended', async () => {
       const src = new PassThrough();
       const p = readStream(src, 'gzip', { maxBodyBytes: 1 << 30, maxDecompressedBytes: 1 << 20 });
-      const bomb = gzipSync(Buffer.alloc(50 << 20));
+      const bomb = gzipSync(Buffer.alloc(4 << 20));
       src.write(bomb.subarray(0, bomb.length - 10)); // never ended
       await expect(p).rejects.toMatchObject({ status: 413 });
       src.destroy();
