@@ -41,7 +41,15 @@ interface Slot {
   worker: Worker;
   jobs: Set<number>;
   lastError: unknown;
+  /** The worker has loaded its code (the first start takes a while: it loads the TypeScript). */
+  ready: boolean;
 }
+
+/**
+ * While no worker has loaded yet, bodies up to this size are decoded on the main thread (a few ms at
+ * most) instead of waiting for the worker's first start; larger ones wait for it.
+ */
+export const INLINE_WHILE_COLD_BYTES = 64 * 1024;
 
 function toAppError(code: string, message: string, decode: boolean): AppError {
   if (decode) return new ValidationError(message, undefined, code);
@@ -61,6 +69,10 @@ export class DecodePool {
   async run(job: IngestJob, maxDecompressedBytes: number): Promise<IngestRun> {
     this.jobsRun++;
     if (this.size <= 0 || this.closed) return this.runInline(job);
+    if (!this.slots.some((x) => x.ready) && job.body.byteLength <= INLINE_WHILE_COLD_BYTES) {
+      if (this.slots.length === 0) this.spawn();
+      return this.runInline(job);
+    }
     const id = this.nextId++;
     const ch: Channel = { head: null!, headDone: false, slices: [], ended: false, error: null, wake: null, cancelled: false, maxDecompressedBytes };
     const head = new Promise<IngestHead>((resolve, reject) => (ch.head = { resolve, reject }));
@@ -131,7 +143,7 @@ export class DecodePool {
 
   private spawn(): Slot {
     const worker = new Worker(new URL('./entry.mjs', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } });
-    const slot: Slot = { worker, jobs: new Set(), lastError: null };
+    const slot: Slot = { worker, jobs: new Set(), lastError: null, ready: false };
     worker.on('message', (m: WorkerReply) => this.onMessage(slot, m));
     worker.on('error', (err) => (slot.lastError = err));
     worker.on('exit', () => this.onExit(slot));
@@ -141,7 +153,10 @@ export class DecodePool {
   }
 
   private onMessage(slot: Slot, m: WorkerReply): void {
-    if (m.type === 'ready') return;
+    if (m.type === 'ready') {
+      slot.ready = true;
+      return;
+    }
     const ch = this.channels.get(m.id);
     if (m.type === 'end' || m.type === 'error') {
       slot.jobs.delete(m.id);
