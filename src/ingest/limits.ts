@@ -26,8 +26,6 @@ export interface IngestLimits {
   envelopeMaxSpans: number;
   /** Event times more than this ahead of the receive time are clamped to it (Relay: 60 s). */
   maxFutureMs: number;
-  /** Error events older than this are clamped to the receive time (Relay: 30 days). */
-  maxPastMs: number;
 }
 
 export const DEFAULT_INGEST_LIMITS: IngestLimits = {
@@ -41,7 +39,6 @@ export const DEFAULT_INGEST_LIMITS: IngestLimits = {
   envelopeMaxLogs: 1000,
   envelopeMaxSpans: 1000,
   maxFutureMs: 60_000,
-  maxPastMs: 30 * 24 * 3600_000,
 };
 
 function int(v: string | undefined, dflt: number): number {
@@ -73,10 +70,9 @@ export interface LimitCounts {
   span_events_dropped: number;
   /** Event times clamped to the receive time. */
   future_timestamp: number;
-  past_timestamp: number;
 }
 
-export const newLimitCounts = (): LimitCounts => ({ attributes_dropped: 0, values_truncated: 0, span_events_dropped: 0, future_timestamp: 0, past_timestamp: 0 });
+export const newLimitCounts = (): LimitCounts => ({ attributes_dropped: 0, values_truncated: 0, span_events_dropped: 0, future_timestamp: 0 });
 
 export function addCounts(into: LimitCounts, from: LimitCounts): void {
   for (const k of Object.keys(into) as (keyof LimitCounts)[]) into[k] += from[k];
@@ -255,16 +251,14 @@ function limitResource(res: Attributes, l: IngestLimits, c: LimitCounts): Attrib
 
 /**
  * Client clocks are not trusted without limit (Relay's rule): an error event more than `maxFutureMs`
- * ahead of the receive time, or older than `maxPastMs`, gets the receive time; the time it was sent
- * is kept in the `sent_timestamp` tag and in the payload's `errors` (as Relay's `future_timestamp` /
- * `past_timestamp`). A clamped event therefore never distorts ingestion latency figures.
+ * ahead of the receive time gets the receive time; the time it was sent is kept in the
+ * `sent_timestamp` tag and in the payload's `errors` (as Relay's `future_timestamp`). So a client clock
+ * cannot pin a group to the top of a list, nor make ingestion latency negative. Old events keep their
+ * time (backfills and retries stay where they happened).
  */
 export function clampEventTime(e: ErrorEventRecord, l: IngestLimits, c: LimitCounts): ErrorEventRecord {
-  const future = e.timestamp_ms > e.received_ms + l.maxFutureMs;
-  const past = e.timestamp_ms < e.received_ms - l.maxPastMs;
-  if (!future && !past) return e;
-  if (future) c.future_timestamp++;
-  else c.past_timestamp++;
+  if (e.timestamp_ms <= e.received_ms + l.maxFutureMs) return e;
+  c.future_timestamp++;
   const sent = isoOrNumber(e.timestamp_ms);
   const payload =
     e.payload && typeof e.payload === 'object' && !Array.isArray(e.payload)
@@ -272,7 +266,7 @@ export function clampEventTime(e: ErrorEventRecord, l: IngestLimits, c: LimitCou
           ...(e.payload as Record<string, unknown>),
           errors: [
             ...(Array.isArray((e.payload as Record<string, unknown>).errors) ? ((e.payload as Record<string, unknown>).errors as unknown[]) : []),
-            { type: future ? 'future_timestamp' : 'past_timestamp', name: 'timestamp', sent_timestamp: sent },
+            { type: 'future_timestamp', name: 'timestamp', sent_timestamp: sent },
           ],
         }
       : e.payload;
