@@ -255,7 +255,8 @@ function processEnvelope(job: Extract<IngestJob, { kind: 'envelope' }>): IngestR
         case 'replay_recording': {
           // Only the small JSON header line is read: the recording stays compressed as sent.
           const header = replayRecordingHeader(item.payload);
-          if (replayId) recordings.push({ replayId, segmentId: Number(header.segment_id ?? 0) || 0, payload: item.payload });
+          // A copy of just this item: a view into the body would carry the whole body across threads.
+          if (replayId) recordings.push({ replayId, segmentId: Number(header.segment_id ?? 0) || 0, payload: Uint8Array.prototype.slice.call(item.payload) });
           break;
         }
         case 'check_in': {
