@@ -5,6 +5,11 @@
  * latency, the server's peak RSS, and the ratio to raw better-sqlite3 inserts of the same rows
  * (same schema and indexes, one transaction per 512) measured in this run.
  *
+ * Each phase runs twice in the same run: decoding on the main thread (SIGHTLINE_INGEST_WORKERS=0, the
+ * "now" of issue 19 item 3) and on the decode worker pool (the default). Meanwhile a probe sends cheap
+ * requests one after another (OPTIONS on the envelope endpoint, no decoding, no writes): its p99 shows
+ * how long ingestion holds the event loop away from everyone else.
+ *
  *   npx tsx bench/ingest.ts [seconds-per-phase=8] [connections=8]
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -97,7 +102,7 @@ function envelope(seed: number): Buffer {
   return Buffer.from(`${JSON.stringify({ event_id: id, sent_at: new Date().toISOString() })}\n{"type":"event"}\n${JSON.stringify(event)}\n`);
 }
 
-interface PhaseResult { name: string; items: number; seconds: number; p99: number; p50: number }
+interface PhaseResult { name: string; items: number; seconds: number; p99: number; p50: number; probeP99: number; probeMax: number }
 
 async function runPhase(name: string, port: number, path: string, headers: Record<string, string>, bodies: Buffer[], itemsPerRequest: number): Promise<PhaseResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
@@ -106,6 +111,23 @@ async function runPhase(name: string, port: number, path: string, headers: Recor
   let failures = 0;
   const end = performance.now() + SECONDS * 1000;
   const t0 = performance.now();
+  const probe: number[] = [];
+  const probeAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const prober = async () => {
+    while (performance.now() < end) {
+      const start = performance.now();
+      await new Promise<void>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, path: '/ingest/api/1/envelope/', method: 'OPTIONS', agent: probeAgent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve());
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      probe.push(performance.now() - start);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
   const worker = async (w: number) => {
     let i = w;
     while (performance.now() < end) {
@@ -124,12 +146,14 @@ async function runPhase(name: string, port: number, path: string, headers: Recor
       else failures++;
     }
   };
-  await Promise.all(Array.from({ length: CONNECTIONS }, (_, w) => worker(w)));
+  await Promise.all([...Array.from({ length: CONNECTIONS }, (_, w) => worker(w)), prober()]);
   const seconds = (performance.now() - t0) / 1000;
   agent.destroy();
+  probeAgent.destroy();
+  probe.sort((a, b) => a - b);
   if (failures) console.error(`${name}: ${failures} non-200 responses`);
   latencies.sort((a, b) => a - b);
-  return { name, items: requests * itemsPerRequest, seconds, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0, p50: latencies[Math.floor(latencies.length * 0.5)] ?? 0 };
+  return { name, items: requests * itemsPerRequest, seconds, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0, p50: latencies[Math.floor(latencies.length * 0.5)] ?? 0, probeP99: probe[Math.floor(probe.length * 0.99)] ?? 0, probeMax: probe[probe.length - 1] ?? 0 };
 }
 
 /** The same rows inserted straight into the same schema with better-sqlite3 (no HTTP, no decoding). */
@@ -169,18 +193,23 @@ function peakRssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-async function main() {
+async function runMode(workers: string | undefined) {
   const dir = mkdtempSync(join(tmpdir(), 'sl-bench-ingest-'));
-  const { child, port, keys } = await startBenchServer(join(dir, 'bench.db'));
+  const { child, port, keys } = await startBenchServer(join(dir, 'bench.db'), workers === undefined ? {} : { SIGHTLINE_INGEST_WORKERS: workers });
   const key = keys!.ingest;
   const project = keys!.project;
-
-  console.log(`building batches… (${SECONDS}s per phase, ${CONNECTIONS} connections)`);
   const traces = Array.from({ length: 16 }, (_, i) => traceBatch(i));
   const logs = Array.from({ length: 16 }, (_, i) => logBatch(i));
   const envelopes = Array.from({ length: 256 }, (_, i) => envelope(i));
-
   const otlpHeaders = { 'content-type': 'application/x-protobuf', 'x-service-key': key };
+  // Warm up (the decode workers start and load their code on the first job): one of each, unmeasured.
+  for (const [path, headers, body] of [
+    ['/ingest/v1/traces', otlpHeaders, traces[0]!],
+    ['/ingest/v1/logs', otlpHeaders, logs[0]!],
+    [`/ingest/api/${project}/envelope/?sentry_key=${key}`, {}, envelopes[0]!],
+  ] as const) {
+    await Promise.all(Array.from({ length: 4 }, () => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers, body })));
+  }
   const results = [
     await runPhase('spans (OTLP protobuf, 512/batch)', port, '/ingest/v1/traces', otlpHeaders, traces, BATCH),
     await runPhase('log records (OTLP protobuf, 512/batch)', port, '/ingest/v1/logs', otlpHeaders, logs, BATCH),
@@ -188,18 +217,32 @@ async function main() {
   ];
   const rss = peakRssMb(child.pid!);
   child.kill('SIGTERM');
+  return { results, rss };
+}
+
+async function main() {
+  console.log(`${SECONDS}s per phase, ${CONNECTIONS} connections`);
+  const modes = [
+    { label: 'main thread (now)', workers: '0' },
+    { label: 'worker pool', workers: process.env.SIGHTLINE_INGEST_WORKERS },
+  ];
+  const runs = [];
+  for (const m of modes) runs.push({ ...m, ...(await runMode(m.workers)) });
 
   const rawSpans = rawBaseline('spans');
   const rawLogs = rawBaseline('logs');
-  const aims = [50_000, 50_000, 5_000];
+  const aims = [60_000, 60_000, 10_000];
   const raws = [rawSpans, rawLogs, NaN];
-  console.log('\n| stream | items/s | aim | p50 ack ms | p99 ack ms | raw better-sqlite3 rows/s | ratio to raw |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|');
-  results.forEach((r, i) => {
-    const rate = r.items / r.seconds;
-    console.log(`| ${r.name} | ${Math.round(rate).toLocaleString('en')} | ${aims[i]!.toLocaleString('en')} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${Number.isNaN(raws[i]) ? '–' : Math.round(raws[i]!).toLocaleString('en')} | ${Number.isNaN(raws[i]) ? '–' : (rate / raws[i]!).toFixed(2)} |`);
-  });
-  console.log(`\nserver peak RSS: ${rss.toFixed(0)} MB (aim ≤ 500 MB)`);
+  console.log('\n| stream | decode | items/s | aim | p50 ack ms | p99 ack ms | probe p99 ms | probe max ms | raw better-sqlite3 rows/s | ratio to raw |');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (let i = 0; i < 3; i++) {
+    for (const run of runs) {
+      const r = run.results[i]!;
+      const rate = r.items / r.seconds;
+      console.log(`| ${r.name} | ${run.label} | ${Math.round(rate).toLocaleString('en')} | ${aims[i]!.toLocaleString('en')} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.probeP99.toFixed(1)} | ${r.probeMax.toFixed(1)} | ${Number.isNaN(raws[i]) ? '–' : Math.round(raws[i]!).toLocaleString('en')} | ${Number.isNaN(raws[i]) ? '–' : (rate / raws[i]!).toFixed(2)} |`);
+    }
+  }
+  for (const run of runs) console.log(`server peak RSS (${run.label}): ${run.rss.toFixed(0)} MB (aim ≤ 500 MB)`);
 }
 
 await main();

@@ -42,12 +42,12 @@ export interface BenchServer {
  * `sightline start` in a child process on a free port (rate limit out of the way), waiting until it
  * answers. On an empty database the printed project and keys are parsed from its banner.
  */
-export async function startBenchServer(dbFile: string): Promise<BenchServer> {
+export async function startBenchServer(dbFile: string, env: Record<string, string> = {}): Promise<BenchServer> {
   const { spawn } = await import('node:child_process');
   const { join } = await import('node:path');
   const port = await freePort();
   const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'bin/sightline.mjs'), 'start'], {
-    env: { ...process.env, SIGHTLINE_DB: dbFile, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGHTLINE_RATE_LIMIT: '100000000' },
+    env: { ...process.env, SIGHTLINE_DB: dbFile, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGHTLINE_RATE_LIMIT: '100000000', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

@@ -15,7 +15,15 @@ export interface AppConfig {
   /** Server-wide JSON body cap in bytes. */
   bodyLimitBytes: number;
   /** Ingestion: compressed body cap, decompressed cap, and records per project per minute (0 = no quota). */
-  ingest: { maxBodyBytes: number; maxDecompressedBytes: number; quotaPerMinute: number };
+  ingest: {
+    maxBodyBytes: number;
+    maxDecompressedBytes: number;
+    quotaPerMinute: number;
+    /** Decode worker threads (SIGHTLINE_INGEST_WORKERS; unset: cores − 1, 1 to 4; 0: decode on the main thread). */
+    workers?: number;
+    /** Overrides of the ingest limits (src/ingest/limits.ts; defaults and env in the README, "Ingest limits"). */
+    limits?: Record<string, number>;
+  };
   /** Origins allowed to call /mcp from a browser (besides requests with no Origin). */
   mcpAllowedOrigins: string[];
   logLevel: string;

@@ -1,15 +1,18 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
-import { readRawBody } from '../http/body.js';
+import { availableParallelism } from 'node:os';
 import { credentialFromHeaders } from '../core/authenticate.js';
-import { AppError, ForbiddenError, PayloadTooLargeError, ValidationError } from '../core/errors.js';
+import { AppError, ForbiddenError, ValidationError } from '../core/errors.js';
 import type { Sightline } from '../server.js';
-import { decodeLogs, decodeMetrics, decodeTraces, encodeExportResponse, OtlpDecodeError, type OtlpEncoding, type OtlpSignal } from './otlp/decode.js';
-import { BodyTooLargeError, decompressBody, itemJson, parseEnvelope, resolveSentryKey, SentryParseError, splitReplayRecording, type Envelope } from './sentry/envelope.js';
-import { errorEventFromSentry, feedbackFromSentry, logsFromSentryLogItem, sessionsFromSentry, spansFromSpanItem, spansFromTransaction } from './sentry/normalize.js';
-import { errorEventsFromSpans, ingestErrorEvents, SpikeGuard } from './pipeline.js';
+import { encodeExportResponse, type OtlpEncoding, type OtlpSignal } from './otlp/decode.js';
+import { resolveSentryKey } from './sentry/envelope.js';
+import type { FeedbackRecord } from './sentry/normalize.js';
+import { ingestKeyedErrorEvents, SpikeGuard } from './pipeline.js';
 import { IngestQuota, ingestIdentity, type IngestIdentity } from './auth.js';
-import type { ErrorEventRecord, LogRecordOut, SpanRecord } from '../domain/telemetry-types.js';
+import { readIngestBody } from './body.js';
+import { ingestLimitsFromEnv, type IngestLimits } from './limits.js';
+import { sharedDecodePool, type IngestRun } from './worker/pool.js';
+import type { IngestHead, IngestJob } from './process.js';
 
 const SENTRY_CORS = {
   'Access-Control-Allow-Origin': '*',
@@ -19,24 +22,85 @@ const SENTRY_CORS = {
   'Access-Control-Max-Age': '600',
 };
 
-async function readBody(ctx: Koa.Context, s: Sightline): Promise<Buffer> {
-  const raw = await readRawBody(ctx, s.config.ingest.maxBodyBytes);
-  try {
-    return decompressBody(raw, ctx.get('content-encoding') || undefined, s.config.ingest.maxDecompressedBytes);
-  } catch (err) {
-    if (err instanceof BodyTooLargeError) throw new PayloadTooLargeError(s.config.ingest.maxDecompressedBytes);
-    if (err instanceof SentryParseError) throw new ValidationError(`The body could not be decompressed: ${err.message}`, undefined, 'invalid_encoding');
-    throw err;
-  }
+/** Decode workers: SIGHTLINE_INGEST_WORKERS, default one per core but one (at least 1, at most 4); 0 decodes on the main thread. */
+function workerCount(s: Sightline): number {
+  const v = s.config.ingest.workers ?? (process.env.SIGHTLINE_INGEST_WORKERS ? Number(process.env.SIGHTLINE_INGEST_WORKERS) : undefined);
+  if (v !== undefined && Number.isInteger(v) && v >= 0) return v;
+  return Math.max(1, Math.min(4, availableParallelism() - 1));
 }
 
-/** OTLP/HTTP and Sentry ingestion under {ingest_url}. Writes are committed before the response. */
+/** Sentry's answer to a feedback or event refused by a limit: the SDK backs off for this category. */
+interface SentryLimit {
+  category: 'error' | 'feedback';
+  wait: number;
+  reason: string;
+}
+
+/**
+ * OTLP/HTTP and Sentry ingestion under {ingest_url}. Each request is authenticated before its body is
+ * decompressed, decoded on the decode worker pool, then written slice by slice; the reply is sent
+ * when every slice is committed.
+ */
 export function buildIngestRouter(s: Sightline): Router {
   const router = new Router({ prefix: '/ingest' });
   const spike = new SpikeGuard();
   const quota = new IngestQuota(s.config.ingest.quotaPerMinute);
+  const limits: IngestLimits = { ...ingestLimitsFromEnv(), ...(s.config.ingest.limits as Partial<IngestLimits> | undefined) };
+  const pool = sharedDecodePool(workerCount(s));
   const { services } = s;
   const now = () => s.core.now();
+  const bodyLimits = s.config.ingest;
+
+  const recordOutcomes = (projectId: string, t: number, head: IngestHead) => {
+    for (const o of head.outcomes) services.ingestMisc.recordOutcome(projectId, t, o.category, o.reason, o.quantity);
+  };
+
+  /**
+   * Write a decoded job slice by slice (each its own write step, so other requests run between them).
+   * Committed when this returns. Feedback items go through feedback.create.
+   */
+  async function writeRun(id: IngestIdentity, run: IngestRun, source: 'otlp' | 'sentry', t: number) {
+    const pid = id.project.id;
+    let accepted = 0;
+    let dropped = 0;
+    const limited: SentryLimit[] = [];
+    let feedbackKept = 0;
+    let first = true;
+    for await (const slice of run.slices) {
+      const head = first ? run.head : null;
+      first = false;
+      const r = await services.writeBatch(() => {
+        if (head) recordOutcomes(pid, t, head);
+        if (slice.sessions?.length) services.ingestMisc.recordSessions(pid, slice.sessions, t);
+        for (const e of slice.replayEvents ?? []) recordReplayEvent(pid, e, t);
+        for (const r of slice.recordings ?? []) {
+          const payload = Buffer.from(r.payload.buffer, r.payload.byteOffset, r.payload.byteLength);
+          services.ingestMisc.addReplayRecording(pid, r.replayId, r.segmentId, payload, t);
+        }
+        for (const c of slice.checkIns ?? []) services.ingestMisc.recordCheckIn(pid, c, t);
+        if (slice.spans?.length) services.telemetry.insertSpans(pid, slice.spans, source, t);
+        if (slice.logs?.length) services.telemetry.insertLogs(pid, slice.logs, source, t);
+        if (slice.points?.length) services.telemetry.insertMetricPoints(pid, slice.points, t);
+        return slice.errors?.length ? ingestKeyedErrorEvents(services, spike, id.project, slice.errors, t) : null;
+      });
+      if (r) {
+        accepted += r.accepted;
+        dropped += r.dropped;
+      }
+      for (const fb of slice.feedback ?? []) {
+        const out = await recordFeedback(id, fb.record, fb.payload, t);
+        if (out === 'ok') feedbackKept++;
+        else if (out) limited.push(out);
+      }
+    }
+    if (first && run.head.outcomes.length) await services.writeBatch(() => recordOutcomes(pid, t, run.head));
+    if (dropped) limited.push({ category: 'error', wait: SpikeGuard.secondsToNextMinute(now()), reason: 'spike_protection' });
+    return { accepted, dropped, limited, feedbackKept };
+  }
+
+  async function decode(job: IngestJob): Promise<IngestRun> {
+    return pool.run(job, s.config.ingest.maxDecompressedBytes);
+  }
 
   // ---- OTLP/HTTP ---------------------------------------------------------------------------
   const otlp = (signal: OtlpSignal) => async (ctx: Koa.Context) => {
@@ -44,52 +108,32 @@ export function buildIngestRouter(s: Sightline): Router {
     const enc: OtlpEncoding | null = type === 'application/x-protobuf' || type === 'application/protobuf' ? 'protobuf' : type === 'application/json' ? 'json' : null;
     if (!enc) throw new AppError(415, 'invalid_request_error', 'unsupported_media_type', 'OTLP/HTTP accepts application/x-protobuf or application/json.');
     const id = ingestIdentity(services, credentialFromHeaders(ctx.headers), now());
-    const body = await readBody(ctx, s);
-    let rejected = 0;
-    let message = '';
+    const body = await readIngestBody(ctx, bodyLimits);
+    const t = now();
+    const run = await decode({ kind: 'otlp', signal, enc, body, receivedMs: t, limits });
     try {
-      const t = now();
-      if (signal === 'traces') {
-        const r = decodeTraces(body, enc);
-        quota.take(id.project.id, r.records.length, t);
-        const errorEvents = errorEventsFromSpans(r.records, t);
-        const errs = await services.writeBatch(() => {
-          services.telemetry.insertSpans(id.project.id, r.records, 'otlp', t);
-          return ingestErrorEvents(services, spike, id.project, errorEvents, t);
-        });
-        ({ rejected, rejectionMessage: message } = r);
-        if (errs.dropped) message = [message, `${errs.dropped} exception event(s) dropped by spike protection`].filter(Boolean).join('; ');
-      } else if (signal === 'logs') {
-        const r = decodeLogs(body, enc);
-        quota.take(id.project.id, r.records.length, t);
-        await services.writeBatch(() => services.telemetry.insertLogs(id.project.id, r.records, 'otlp', t));
-        ({ rejected, rejectionMessage: message } = r);
-      } else {
-        const r = decodeMetrics(body, enc);
-        quota.take(id.project.id, r.records.length, t);
-        await services.writeBatch(() => services.telemetry.insertMetricPoints(id.project.id, r.records, t));
-        ({ rejected, rejectionMessage: message } = r);
-      }
+      quota.take(id.project.id, run.head.quotaRecords, t);
     } catch (err) {
-      if (err instanceof OtlpDecodeError) throw new ValidationError(`The OTLP ${signal} body could not be decoded: ${err.message}`, undefined, 'invalid_otlp');
+      run.cancel();
       throw err;
     }
+    const r = await writeRun(id, run, 'otlp', t);
+    let message = run.head.rejectionMessage;
+    if (r.dropped) message = [message, `${r.dropped} exception event(s) dropped by spike protection`].filter(Boolean).join('; ');
     ctx.status = 200;
     ctx.type = enc === 'protobuf' ? 'application/x-protobuf' : 'application/json';
-    ctx.body = encodeExportResponse(signal, enc, rejected, message);
+    ctx.body = encodeExportResponse(signal, enc, run.head.rejected, message);
   };
   router.post('/v1/traces', otlp('traces'));
   router.post('/v1/logs', otlp('logs'));
   router.post('/v1/metrics', otlp('metrics'));
 
   // ---- Sentry envelope and store ------------------------------------------------------------
-  const sentryIdentity = (ctx: Koa.Context, envelopeDsn?: string): IngestIdentity => {
-    const key = resolveSentryKey({
-      authHeader: ctx.get('x-sentry-auth') || undefined,
-      authorization: ctx.get('authorization') || undefined,
-      query: ctx.querystring,
-      envelopeDsn,
-    });
+  /** The key from X-Sentry-Auth, Authorization or the query string (no body needed). */
+  const sentryKeyFromRequest = (ctx: Koa.Context) =>
+    resolveSentryKey({ authHeader: ctx.get('x-sentry-auth') || undefined, authorization: ctx.get('authorization') || undefined, query: ctx.querystring });
+
+  const sentryIdentity = (ctx: Koa.Context, key: string | undefined): IngestIdentity => {
     const id = ingestIdentity(services, key ?? credentialFromHeaders(ctx.headers), now());
     if (id.project.id !== String(ctx.params.project_id)) {
       throw new ForbiddenError('project_mismatch', 'This key belongs to another project than the one in the URL: check the DSN.');
@@ -97,14 +141,18 @@ export function buildIngestRouter(s: Sightline): Router {
     return id;
   };
 
-  const sentryReply = (ctx: Koa.Context, eventId: string | undefined, dropped: number, accepted: number) => {
-    if (dropped) {
-      const wait = SpikeGuard.secondsToNextMinute(now());
-      ctx.set('X-Sentry-Rate-Limits', `${wait}:error:project:spike_protection`);
+  const sentryReply = (ctx: Koa.Context, eventId: string | undefined, limited: SentryLimit[], accepted: number) => {
+    if (limited.length) {
+      ctx.set('X-Sentry-Rate-Limits', limited.map((l) => `${l.wait}:${l.category}:project:${l.reason}`).join(', '));
       if (!accepted) {
+        const wait = Math.max(...limited.map((l) => l.wait));
+        const first = limited[0]!;
         ctx.set('Retry-After', String(wait));
         ctx.status = 429;
-        ctx.body = { type: 'rate_limit_error', code: 'spike_protection', message: 'Spike protection dropped these events.', retry_after: wait };
+        ctx.body =
+          first.category === 'feedback'
+            ? { type: 'rate_limit_error', code: first.reason, message: 'The feedback quota of this project is used up.', retry_after: wait }
+            : { type: 'rate_limit_error', code: 'spike_protection', message: 'Spike protection dropped these events.', retry_after: wait };
         return;
       }
     }
@@ -114,117 +162,54 @@ export function buildIngestRouter(s: Sightline): Router {
 
   const handleEnvelope = async (ctx: Koa.Context) => {
     ctx.set(SENTRY_CORS);
-    const body = await readBody(ctx, s);
-    let env: Envelope;
+    // Authenticate before decompressing: by header or query, else by the envelope header's dsn,
+    // read from the first decompressed line before anything else is inflated.
+    const key = sentryKeyFromRequest(ctx);
+    let id: IngestIdentity | null = key ? sentryIdentity(ctx, key) : null;
+    const body = await readIngestBody(ctx, bodyLimits, {
+      beforeRest: id
+        ? undefined
+        : (head) => {
+            let dsn: string | undefined;
+            try {
+              const h = JSON.parse(head.toString('utf8'));
+              if (typeof h?.dsn === 'string') dsn = h.dsn;
+            } catch {
+              /* not an envelope header: no key */
+            }
+            id = sentryIdentity(ctx, resolveSentryKey({ envelopeDsn: dsn }));
+          },
+    });
+    if (!id) id = sentryIdentity(ctx, undefined);
+    const t = now();
+    const run = await decode({ kind: 'envelope', body, receivedMs: t, limits });
     try {
-      env = parseEnvelope(body);
+      if (run.head.quotaRecords) quota.take(id.project.id, run.head.quotaRecords, t);
     } catch (err) {
-      if (err instanceof SentryParseError) throw new ValidationError(`The envelope could not be parsed: ${err.message}`, undefined, 'invalid_envelope');
+      run.cancel();
       throw err;
     }
-    const id = sentryIdentity(ctx, typeof env.header.dsn === 'string' ? env.header.dsn : undefined);
-    const t = now();
-    const errors: ErrorEventRecord[] = [];
-    const spans: SpanRecord[] = [];
-    const logs: LogRecordOut[] = [];
-    const feedbackItems: unknown[] = [];
-    for (const item of env.items) {
-      try {
-        switch (item.type) {
-          case 'event':
-            errors.push(errorEventFromSentry(itemJson(item), t));
-            break;
-          case 'transaction':
-            spans.push(...spansFromTransaction(itemJson(item)));
-            break;
-          case 'span':
-            spans.push(...spansFromSpanItem(itemJson(item)));
-            break;
-          case 'log':
-            logs.push(...logsFromSentryLogItem(itemJson(item), t));
-            break;
-          case 'feedback':
-          case 'user_report':
-            feedbackItems.push(itemJson(item));
-            break;
-          case 'session':
-          case 'sessions':
-            services.ingestMisc.recordSessions(id.project.id, sessionsFromSentry(item.type, itemJson(item), t), t);
-            break;
-          case 'replay_event':
-            recordReplayEvent(id.project.id, itemJson(item), t);
-            break;
-          case 'replay_recording': {
-            const { header } = splitReplayRecording(item.payload);
-            const replayId = String(env.header.event_id ?? '').replace(/-/g, '').toLowerCase();
-            if (replayId) services.ingestMisc.addReplayRecording(id.project.id, replayId, Number(header.segment_id ?? 0), item.payload, t);
-            break;
-          }
-          case 'check_in': {
-            const c = itemJson(item);
-            services.ingestMisc.recordCheckIn(
-              id.project.id,
-              {
-                check_in_id: String(c.check_in_id ?? ''),
-                monitor_slug: String(c.monitor_slug ?? ''),
-                status: String(c.status ?? 'unknown'),
-                duration_s: typeof c.duration === 'number' ? c.duration : null,
-                environment: String(c.environment ?? 'production'),
-                release: String(c.release ?? ''),
-                payload: c,
-              },
-              t,
-            );
-            break;
-          }
-          case 'client_report': {
-            const r = itemJson(item);
-            for (const d of Array.isArray(r.discarded_events) ? r.discarded_events : []) {
-              if (typeof d?.quantity === 'number') services.ingestMisc.recordOutcome(id.project.id, t, `client:${d.category}`, String(d.reason), d.quantity);
-            }
-            break;
-          }
-          default:
-            // attachment, profile, statsd… are accepted and not stored; unknown items are skipped.
-            break;
-        }
-      } catch (err) {
-        if (err instanceof SentryParseError) {
-          services.ingestMisc.recordOutcome(id.project.id, t, item.type, 'invalid', 1);
-          continue;
-        }
-        throw err;
-      }
-    }
-    if (spans.length) quota.take(id.project.id, spans.length, t);
-    const r = await services.writeBatch(() => {
-      if (spans.length) services.telemetry.insertSpans(id.project.id, spans, 'sentry', t);
-      if (logs.length) services.telemetry.insertLogs(id.project.id, logs, 'sentry', t);
-      return ingestErrorEvents(services, spike, id.project, errors, t);
-    });
-    for (const fb of feedbackItems) await recordFeedback(id, fb, t);
-    sentryReply(ctx, typeof env.header.event_id === 'string' ? env.header.event_id : undefined, r.dropped, r.accepted + (env.items.length - errors.length));
+    const r = await writeRun(id, run, 'sentry', t);
+    // Accepted when anything was kept: an error event past spike protection, or any other item.
+    const feedbackLimited = r.limited.filter((l) => l.category === 'feedback').length;
+    const others = run.head.itemCount - (r.accepted + r.dropped) - feedbackLimited;
+    const header = run.head.envelopeHeader ?? {};
+    sentryReply(ctx, typeof header.event_id === 'string' ? header.event_id : undefined, r.limited, r.accepted + Math.max(0, others));
   };
 
   const handleStore = async (ctx: Koa.Context) => {
     ctx.set(SENTRY_CORS);
-    const body = await readBody(ctx, s);
-    const id = sentryIdentity(ctx);
-    let event: unknown;
-    try {
-      event = JSON.parse(body.toString('utf8'));
-    } catch {
-      throw new ValidationError('The store body is not a JSON event.', undefined, 'invalid_event');
-    }
+    const id = sentryIdentity(ctx, sentryKeyFromRequest(ctx));
+    const body = await readIngestBody(ctx, bodyLimits);
     const t = now();
-    const rec = errorEventFromSentry(event, t);
-    const r = await services.writeBatch(() => ingestErrorEvents(services, spike, id.project, [rec], t));
-    sentryReply(ctx, rec.event_id, r.dropped, r.accepted);
+    const run = await decode({ kind: 'store', body, receivedMs: t, limits });
+    const r = await writeRun(id, run, 'sentry', t);
+    sentryReply(ctx, run.head.eventId, r.limited, r.accepted);
   };
 
   /* eslint-disable @typescript-eslint/no-explicit-any */
   function recordReplayEvent(projectId: string, e: any, t: number) {
-    const replayId = String(e.replay_id ?? e.event_id ?? '').replace(/-/g, '').toLowerCase();
+    const replayId = String(e?.replay_id ?? e?.event_id ?? '').replace(/-/g, '').toLowerCase();
     if (!replayId) return;
     const ts = (v: unknown) => (typeof v === 'number' ? v * 1000 : typeof v === 'string' ? Date.parse(v) : NaN);
     const timestamp = Number.isFinite(ts(e.timestamp)) ? ts(e.timestamp) : t;
@@ -247,16 +232,20 @@ export function buildIngestRouter(s: Sightline): Router {
     );
   }
 
-  /** Sentry feedback goes through feedback.create with the ingest key: same rules, quota and idempotency. */
-  async function recordFeedback(id: IngestIdentity, payload: any, t: number) {
-    const fb = feedbackFromSentry(payload, t);
-    if (!fb.message.trim()) return;
+  /**
+   * Sentry feedback goes through feedback.create with the ingest key: the same rules, quota and
+   * idempotency as REST. A message over 4,000 characters is refused as over REST (counted as
+   * `feedback`/`message_too_long`); an invalid contact email is dropped from a kept feedback (counted
+   * as `feedback`/`invalid_contact_email`); over quota, the SDK gets 429 / X-Sentry-Rate-Limits.
+   */
+  async function recordFeedback(id: IngestIdentity, fb: FeedbackRecord, payload: any, t: number): Promise<'ok' | SentryLimit | null> {
+    if (!fb.message.trim()) return null;
     const replayId = payload?.contexts?.replay?.replay_id;
     const groupId = fb.associated_event_id ? services.errorsIngest.groupOfEvent(id.project.id, fb.associated_event_id) : undefined;
     const input: Record<string, unknown> = {
       project_id: id.project.id,
       idempotency_key: `sentry:${fb.event_id}`,
-      message: fb.message.slice(0, 4000),
+      message: fb.message,
       ...(fb.name ? { name: fb.name.slice(0, 128) } : {}),
       ...(fb.email ? { contact_email: fb.email } : {}),
       ...(fb.url ? { url: fb.url } : {}),
@@ -268,13 +257,28 @@ export function buildIngestRouter(s: Sightline): Router {
       ...(groupId ? { error_group_id: groupId } : {}),
       ...(fb.source ? { metadata: { source: fb.source.slice(0, 2048) } } : {}),
     };
-    try {
-      await s.core.invoke('feedback.create', input, id.principal);
-    } catch (err) {
-      // A feedback item that breaks a rule (or is over quota) is dropped and counted, not fatal to the envelope.
-      if (!(err instanceof AppError)) throw err;
-      services.ingestMisc.recordOutcome(id.project.id, t, 'feedback', err.code, 1);
+    const count = (reason: string) => services.writeBatch(() => services.ingestMisc.recordOutcome(id.project.id, t, 'feedback', reason, 1));
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await s.core.invoke('feedback.create', input, id.principal);
+        return 'ok';
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        if (err instanceof ValidationError && err.param && err.param !== 'message' && err.param in input && err.param !== 'project_id') {
+          // A bad optional field (an invalid contact email, a malformed url…) is dropped, counted, and the feedback kept.
+          await count(err.param === 'contact_email' ? 'invalid_contact_email' : `invalid_${err.param}`);
+          delete input[err.param];
+          continue;
+        }
+        if (err.status === 429) {
+          await count('rate_limited');
+          return { category: 'feedback', wait: err.retryAfter ?? 60, reason: err.code };
+        }
+        await count(err.param === 'message' && fb.message.trim().length > 4000 ? 'message_too_long' : err.code);
+        return null;
+      }
     }
+    return null;
   }
 
   for (const path of ['/api/:project_id/envelope/', '/api/:project_id/envelope']) {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ErrorEventRecord, SpanRecord } from '../domain/telemetry-types.js';
-import { groupKeyFor } from '../domain/grouping/fingerprint.js';
+import { groupKeyFor, type GroupKey } from '../domain/grouping/fingerprint.js';
 import { parseStackTrace } from '../domain/grouping/stacktrace.js';
 import { environmentOf, serviceVersionOf } from '../storage/sqlite-telemetry-store.js';
 import type { Services } from '../core/services.js';
@@ -79,11 +79,16 @@ export interface ErrorIngestResult {
 
 /** Group and store error events, after spike protection. Committed when this returns. */
 export function ingestErrorEvents(services: Services, spike: SpikeGuard, project: ProjectRow, events: ErrorEventRecord[], now: number): ErrorIngestResult {
-  if (!events.length) return { accepted: 0, dropped: 0, groups: [] };
-  const admitted = spike.admit(project, events.length, now);
-  const dropped = events.length - admitted;
+  return ingestKeyedErrorEvents(services, spike, project, events.map((event) => ({ event, key: groupKeyFor(event) })), now);
+}
+
+/** The same with grouping keys already computed (by a decode worker). */
+export function ingestKeyedErrorEvents(services: Services, spike: SpikeGuard, project: ProjectRow, keyed: { event: ErrorEventRecord; key: GroupKey }[], now: number): ErrorIngestResult {
+  if (!keyed.length) return { accepted: 0, dropped: 0, groups: [] };
+  const admitted = spike.admit(project, keyed.length, now);
+  const dropped = keyed.length - admitted;
   if (dropped) services.ingestMisc.recordOutcome(project.id, now, 'error', 'spike_protection', dropped);
-  const items = events.slice(0, admitted).map((event) => ({ event, key: groupKeyFor(event) }));
+  const items = admitted < keyed.length ? keyed.slice(0, admitted) : keyed;
   const { groups } = items.length ? services.errorsIngest.ingest(project.id, project.slug, items, now) : { groups: [] as string[] };
   return { accepted: admitted, dropped, groups };
 }

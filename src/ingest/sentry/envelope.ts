@@ -163,6 +163,17 @@ export function itemJson(item: EnvelopeItem): any {
 }
 
 /**
+ * The JSON header line of a `replay_recording` payload (`{"segment_id":0}`), read without touching the
+ * (usually zlib-compressed) rrweb data after it, which is stored as sent.
+ */
+export function replayRecordingHeader(payload: Buffer | Uint8Array): Record<string, unknown> {
+  const buf = Buffer.isBuffer(payload) ? payload : Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+  const nl = buf.subarray(0, 64 * 1024).indexOf(NL);
+  if (nl < 0) throw new SentryParseError('replay_recording has no header line');
+  return parseJsonLine(buf.subarray(0, nl), 'replay_recording header');
+}
+
+/**
  * A `replay_recording` payload is a small JSON header line (`{"segment_id":0}`) followed by the rrweb
  * events, either zlib-compressed or as raw JSON bytes. Returns the header and the (decompressed) data.
  */
