@@ -51,8 +51,9 @@ export function createTraceSpans(db: Db) {
   const summary = db.prepare(`SELECT coalesce(sum(span_count), 0) AS span_count, coalesce(sum(error_count), 0) AS error_count,
     min(min_start_ms) AS started_ms, max(max_end_ms) AS ended_ms, max(max_start_ms) AS last_start_ms
     FROM trace_chunks WHERE project_id = ? AND trace_id = ?`);
+  // Unary + keeps the planner from scanning spans_time for project_id: the rowid range is the access path.
   const RANGES = `FROM trace_chunks c CROSS JOIN spans s ON s.rowid BETWEEN c.first_rowid AND c.last_rowid
-    WHERE c.project_id = ? AND c.trace_id = ? AND s.trace_id = c.trace_id AND s.project_id = c.project_id`;
+    WHERE c.project_id = ? AND c.trace_id = ? AND +s.trace_id = c.trace_id AND +s.project_id = c.project_id`;
   const inRanges = db.prepare(`SELECT count(*) ${RANGES}`).pluck();
   const BY_TIME = 'FROM spans s INDEXED BY spans_time WHERE s.project_id = ? AND s.start_ms >= ? AND s.start_ms <= ? AND s.trace_id = ?';
 

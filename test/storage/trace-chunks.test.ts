@@ -34,7 +34,7 @@ function span(trace: string, id: string, parent: string | null, start: number, o
     links: [],
     resource,
     service_name: 'api',
-    scope: { name: 's', version: '' },
+    scope: { name: 's', version: '', attributes: {} },
     ...o,
   } as SpanRecord;
 }
