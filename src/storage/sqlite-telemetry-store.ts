@@ -3,6 +3,7 @@ import type { Db } from './db.js';
 import type { Attributes, AttrValue, LogRecordOut, MetricPointRecord, SpanRecord } from '../domain/telemetry-types.js';
 import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
+import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
 
 /** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
 export function environmentOf(resource: Attributes): string {
@@ -104,9 +105,14 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     chunks: multiInsert(db, `INSERT INTO trace_chunks (${CHUNK_COLS})`, 9),
     logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 18),
     fts: multiInsert(db, 'INSERT INTO logs_fts (rowid, body, attrs)', 3),
-    point: db.prepare(`INSERT INTO metric_points (project_id, metric_name, type, unit, description, temporality, monotonic, service_name, environment,
-      series_key, scope_name, start_ms, time_ms, value, count, sum, min, max, buckets, attributes, resource_id, flags, received_ms)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    points: multiInsert(
+      db,
+      `INSERT INTO metric_points (project_id, metric_name, type, unit, description, temporality, monotonic, service_name, environment,
+      series_key, scope_name, start_ms, time_ms, value, count, sum, min, max, buckets, attributes, resource_id, flags, received_ms)`,
+      23,
+    ),
+    catalog: db.prepare(catalogUpsert('rowid >= ?')),
+    catalogRuns: db.prepare(runsUpsert('rowid >= ?')),
   };
 
   // Resources repeat across every record of a batch and across batches: hash the same object once.
@@ -248,23 +254,40 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     },
   );
 
+  /** Points ROWS_PER_INSERT per statement, then the catalogue rows of the points just written (migration 008). */
   const insertMetricPoints = db.transaction((projectId: string, points: MetricPointRecord[], receivedMs: number) => {
     const pid = Number(projectId);
+    const resources = new Map<Attributes, ResourceInfo>();
+    let args: unknown[] = [];
+    let rows = 0;
+    let first = -1;
+    const flush = () => {
+      const last = Number(s.points(args, rows).lastInsertRowid);
+      if (first < 0) first = last - rows + 1;
+      args = [];
+      rows = 0;
+    };
     for (const p of points) {
-      const rid = resourceId(projectId, p.resource);
+      const res = resourceInfo(projectId, p.resource, resources);
       const attrs = JSON.stringify(p.attributes);
-      const seriesKey = createHash('sha1').update(`${p.metric_name}\u0000${p.type}\u0000${rid}\u0000${p.scope.name}\u0000${attrs}`).digest('base64url');
+      const seriesKey = createHash('sha1').update(`${p.metric_name}\u0000${p.type}\u0000${res.id}\u0000${p.scope.name}\u0000${attrs}`).digest('base64url');
       const buckets =
         p.type === 'hist'
           ? JSON.stringify({ bucket_counts: p.bucket_counts ?? [], explicit_bounds: p.explicit_bounds ?? [] })
           : p.type === 'exponential_histogram'
             ? JSON.stringify({ scale: p.scale ?? 0, zero_count: p.zero_count ?? 0, zero_threshold: p.zero_threshold ?? 0, positive: p.positive ?? null, negative: p.negative ?? null })
             : null;
-      s.point.run(
-        pid, p.metric_name, p.type, p.unit, p.description, p.temporality, p.monotonic ? 1 : 0, p.service_name, environmentOf(p.resource),
+      args.push(
+        pid, p.metric_name, p.type, p.unit, p.description, p.temporality, p.monotonic ? 1 : 0, p.service_name, res.environment,
         seriesKey, p.scope.name, p.start_ms, p.time_ms, p.value ?? null, p.count ?? null, p.sum ?? null, p.min ?? null, p.max ?? null,
-        buckets, attrs, rid, p.flags, receivedMs,
+        buckets, attrs, res.id, p.flags, receivedMs,
       );
+      if (++rows === ROWS_PER_INSERT) flush();
+    }
+    if (rows) flush();
+    if (first >= 0) {
+      s.catalog.run(first);
+      s.catalogRuns.run(first);
     }
     return points.length;
   });

@@ -5,6 +5,7 @@ import { m004LogCounts } from './004-log-counts.js';
 import { m005TraceIndexes } from './005-trace-indexes.js';
 import { m006DeploymentsOrder } from './006-deployments-order.js';
 import { m007TraceChunks } from './007-trace-chunks.js';
+import { m008MetricCatalog } from './008-metric-catalog.js';
 
 export interface Migration {
   version: number;
@@ -13,4 +14,4 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog];
