@@ -246,9 +246,20 @@ function rate<T>(batches: T[], write: (b: T) => void): number {
   return ((batches.length - warm) * BATCH) / ((used.user + used.system) / 1e6);
 }
 
+/** Resource ids as the writer before migration 007 kept them (one row per distinct resource). */
+function beforeResources(db: Db) {
+  const ids = new Map<Attributes, number>();
+  const ins = db.prepare('INSERT INTO resources (project_id, hash, attributes) VALUES (1, ?, ?)');
+  return (_p: string, a: Attributes) => {
+    let id = ids.get(a);
+    if (id === undefined) ids.set(a, (id = Number(ins.run(randomBytes(8).toString('hex'), JSON.stringify(a)).lastInsertRowid)));
+    return id;
+  };
+}
+
 /** The span write loop before migration 007: one INSERT per span, one trace-index entry per span. */
 function beforeSpanWriter(db: Db) {
-  const res = createSqliteTelemetryWriter(db).resourceId;
+  const res = beforeResources(db);
   const st = db.prepare(`INSERT INTO spans (project_id, trace_id, span_id, parent_span_id, name, operation, kind, service_name, environment, service_version,
       start_ms, end_ms, duration_ms, status_code, status_message, attributes, events, links, resource_id, scope_name, scope_version, trace_state, source, received_ms)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
@@ -263,17 +274,18 @@ function beforeSpanWriter(db: Db) {
 
 /** The log write loop before this change: one INSERT per log and per full-text row, then the rollups. */
 function beforeLogWriter(db: Db) {
-  const current = createSqliteTelemetryWriter(db);
+  const res = beforeResources(db);
   const log = db.prepare(`INSERT INTO logs (project_id, time_ms, observed_ms, severity_number, severity_text, level, body, attributes, trace_id, span_id,
       service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const fts = db.prepare('INSERT INTO logs_fts (rowid, body, attrs) VALUES (?, ?, ?)');
   const perRow: TelemetryWriter = {
-    ...current,
+    insertSpans: () => 0,
+    insertMetricPoints: () => 0,
     insertLogs: db.transaction((_p: string, logs: LogRecordOut[]) => {
       for (const l of logs) {
         const body = String(l.body);
         const info = log.run(1, l.time_ms, l.observed_time_ms, l.severity_number, l.severity_text, levelOf(l.severity_number, l.severity_text), body, JSON.stringify(l.attributes),
-          l.trace_id, l.span_id, l.service_name, environmentOf(l.resource), serviceVersionOf(l.resource), 'otlp', null, current.resourceId('1', l.resource), l.scope.name, Date.now());
+          l.trace_id, l.span_id, l.service_name, environmentOf(l.resource), serviceVersionOf(l.resource), 'otlp', null, res('1', l.resource), l.scope.name, Date.now());
         fts.run(info.lastInsertRowid, body, Object.values(l.attributes).join(' '));
       }
       return logs.length;

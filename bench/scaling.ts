@@ -258,7 +258,7 @@ async function main() {
     }
     console.error(`seeding ${n.toLocaleString('en')} spans, logs and metric points…`);
     const r = await measure(n);
-    console.error(`  seeded in ${r.seedSeconds.toFixed(0)} s`);
+    console.error(`  seeded in ${r.seedSeconds.toFixed(0)} s; p95 ms: ${[...r.p95].map(([k, v]) => `${k} ${v.toFixed(1)}`).join('; ')}`);
     results.push({ n, ...r });
   }
   const head = results.map((r) => `${r.n >= 1e6 ? `${r.n / 1e6}M` : `${r.n / 1e3}k`} rows`);
