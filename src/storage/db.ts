@@ -25,11 +25,20 @@ export function openDatabase(file: string): Db {
 
 export function migrate(db: Db): void {
   const current = db.pragma('user_version', { simple: true }) as number;
-  for (const m of MIGRATIONS) {
-    if (m.version <= current) continue;
-    db.transaction(() => {
-      db.exec(m.sql);
-      db.pragma(`user_version = ${m.version}`);
-    })();
+  if (!MIGRATIONS.some((m) => m.version > current)) return;
+  // Backfills sort whole tables (migration 007 orders every span by trace): let the sorter spill to
+  // temporary files rather than hold a large database's rows in memory, then restore the setting.
+  const tempStore = db.pragma('temp_store', { simple: true }) as number;
+  db.pragma('temp_store = FILE');
+  try {
+    for (const m of MIGRATIONS) {
+      if (m.version <= current) continue;
+      db.transaction(() => {
+        db.exec(m.sql);
+        db.pragma(`user_version = ${m.version}`);
+      })();
+    }
+  } finally {
+    db.pragma(`temp_store = ${tempStore}`);
   }
 }
