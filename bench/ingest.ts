@@ -71,7 +71,7 @@ function traceBatch(seed: number, perTrace = SPANS_PER_TRACE): Buffer {
       status: { code: i % 50 === 0 ? 2 : 1 },
     });
   }
-  const msg = ExportTraceServiceRequest.fromObject({ resourceSpans: [{ resource, scopeSpans: [{ scope: { name: 'bench', version: '1', attributes: {} }, spans }] }] });
+  const msg = ExportTraceServiceRequest.fromObject({ resourceSpans: [{ resource, scopeSpans: [{ scope: { name: 'bench', version: '1' }, spans }] }] });
   return Buffer.from(ExportTraceServiceRequest.encode(msg).finish());
 }
 
