@@ -78,7 +78,20 @@ export function migrate(db: Db, opts: OpenOptions & { file?: string } = {}): voi
     for (const m of migrations) if (m.version <= userVersion) recorded.add(m.version);
   }
   const pending = migrations.filter((m) => !recorded.has(m.version)).sort((a, b) => a.version - b.version);
+  if (!pending.length) return;
   const hasData = recorded.size > 0;
+  // Backfills sort whole tables (migration 007 orders every span by trace): let the sorter spill to
+  // temporary files rather than hold a large database's rows in memory, then restore the setting.
+  const tempStore = db.pragma('temp_store', { simple: true }) as number;
+  db.pragma('temp_store = FILE');
+  try {
+    applyPending(db, pending, record, hasData, opts);
+  } finally {
+    db.pragma(`temp_store = ${tempStore}`);
+  }
+}
+
+function applyPending(db: Db, pending: Migration[], record: Database.Statement, hasData: boolean, opts: OpenOptions & { file?: string }): void {
   for (const m of pending) {
     if (m.rewritesLargeTable && hasData && opts.file && opts.file !== ':memory:' && opts.backupBeforeMigration !== false) {
       const target = `${opts.file}.before-migration-${m.version}.bak`;

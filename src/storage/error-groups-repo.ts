@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { groupFromRow, type ErrorGroupRow } from './errors-repo.js';
+import { createTraceSpans } from './trace-spans.js';
 import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 
@@ -350,11 +351,8 @@ export function createErrorGroupsRepo(db: Db) {
       "SELECT * FROM triage_runs WHERE project_id = ? AND group_id = ? AND cycle = ? AND status <> 'failed' ORDER BY (status = 'completed') DESC, created_at DESC, rowid DESC LIMIT 1",
     ),
     event: db.prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND event_id = ?`),
-    traceSpans: db.prepare(`SELECT COUNT(*) AS span_count, SUM(status_code = 2) AS error_count, MIN(start_ms) AS started_ms, MAX(end_ms) AS ended_ms
-      FROM spans WHERE trace_id = ? AND project_id = ?`),
-    traceRoot: db.prepare(`SELECT name, service_name FROM spans WHERE trace_id = ? AND project_id = ?
-      ORDER BY (parent_span_id IS NULL OR parent_span_id = '') DESC, start_ms ASC LIMIT 1`),
   };
+  const traceSpans = createTraceSpans(db);
 
   /** The group plus its active merged duplicates: the group ids whose events make up its history. */
   function eventGroupIds(projectId: string, groupId: string): string[] {
@@ -552,8 +550,15 @@ export function createErrorGroupsRepo(db: Db) {
         )
         .all(...args, o.limit, o.offset) as { trace_id: string; event_count: number; first_event_ms: number; last_event_ms: number }[];
       const rows = traces.map((t) => {
-        const sum = s.traceSpans.get(t.trace_id, pid) as { span_count: number; error_count: number | null; started_ms: number | null; ended_ms: number | null };
-        const root = sum.span_count ? (s.traceRoot.get(t.trace_id, pid) as { name: string; service_name: string } | undefined) : undefined;
+        const sum = traceSpans.summary(projectId, t.trace_id);
+        const root = sum.span_count
+          ? traceSpans.rows<{ name: string; service_name: string }>(
+              projectId,
+              t.trace_id,
+              { cols: 's.name, s.service_name', tail: "ORDER BY (s.parent_span_id IS NULL OR s.parent_span_id = '') DESC, s.start_ms ASC, s.rowid LIMIT 1", check: { kind: 'count' } },
+              sum,
+            )[0]
+          : undefined;
         return {
           ...t,
           span_count: sum.span_count,

@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import type { ExpBuckets, MetricType, Temporality } from '../domain/telemetry-types.js';
 import type { MetricPointInput } from '../domain/metrics/normalize.js';
+import { CUMULATIVE_HIST_SQL, METRIC_SAMPLES_SQL } from './migrations/008-metric-catalog.js';
 
 export interface MetricSeriesFilter {
   fromMs: number;
@@ -46,6 +47,36 @@ export interface BusyMetric {
   point_count: number;
   services: string[];
 }
+
+/** A catalogue row (or the same aggregate over the points of a straddling hour). */
+interface CatalogRow {
+  metric_name: string;
+  type: MetricType;
+  service_name: string;
+  environment: string;
+  unit: string;
+  description: string;
+  first_ms: number;
+  last_ms: number;
+  point_count: number;
+  samples: number;
+}
+
+/** A cumulative histogram run's part (series, scope, start; start -1 when unknown). */
+interface RunRow {
+  metric_name: string;
+  type: MetricType;
+  service_name: string;
+  series_key: string;
+  scope_name: string;
+  start_ms: number;
+  first_ms: number;
+  min_count: number | null;
+  max_count: number | null;
+}
+
+/** SQLite's BINARY order for the ASCII names metrics use (code unit order otherwise). */
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 const likeArg = (q: string) => `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
@@ -138,45 +169,158 @@ export function createMetricsReadRepo(db: Db) {
     return s;
   };
 
+  const HOUR = 3_600_000;
+  const KEY = 'metric_name, type, service_name, environment, unit';
+  const RUN_KEY = `${KEY}, series_key, scope_name`;
+
+  /**
+   * The catalogue rows (and, with `withRuns`, cumulative histogram runs) of the window, per metric
+   * name, type, service, environment and unit, restricted to the window: a row whose points all lie
+   * inside it (first and last time) is used as it is; the points of rows straddling an edge are
+   * aggregated again for the part of their hour inside the window (one indexed range read per
+   * metric name and edge hour). `text` filters like metrics.list's `q` when `withRuns` (name, unit
+   * or service), else the name only.
+   */
+  function catalogue(
+    projectId: string,
+    f: { fromMs: number; toMs: number; type?: MetricType; service?: string; environment?: string },
+    text: string | undefined,
+    withRuns: boolean,
+  ): { rows: CatalogRow[]; runs: RunRow[] } {
+    const pid = Number(projectId);
+    const w = where(f);
+    let tsql = '';
+    const targs: unknown[] = [];
+    if (text !== undefined && text !== '') {
+      const l = likeArg(text);
+      if (withRuns) {
+        tsql = " AND (lower(metric_name) LIKE ? ESCAPE '\\' OR lower(unit) LIKE ? ESCAPE '\\' OR lower(service_name) LIKE ? ESCAPE '\\')";
+        targs.push(l, l, l);
+      } else {
+        tsql = " AND lower(metric_name) LIKE ? ESCAPE '\\'";
+        targs.push(l);
+      }
+    }
+    const hourFrom = Math.floor(f.fromMs / HOUR) * HOUR;
+    const inside = (r: { first_ms: number; last_ms: number }) => r.first_ms >= f.fromMs && r.last_ms < f.toMs;
+    const outside = (r: { first_ms: number; last_ms: number }) => r.last_ms < f.fromMs || r.first_ms >= f.toMs;
+    /** Straddling rows per (hour, metric name): the keys to aggregate again from points. */
+    const edges = new Map<string, { hour: number; name: string; keys: Set<string> }>();
+    const straddle = (hour: number, name: string, key: string) => {
+      const ek = `${hour}\u0000${name}`;
+      let e = edges.get(ek);
+      if (!e) edges.set(ek, (e = { hour, name, keys: new Set() }));
+      e.keys.add(key);
+    };
+    const keyOf = (r: CatalogRow) => `${r.type}\u0000${r.service_name}\u0000${r.environment}\u0000${r.unit}`;
+    const runKeyOf = (r: RunRow & { environment: string; unit: string }) => `${keyOf(r as unknown as CatalogRow)}\u0000${r.series_key}\u0000${r.scope_name}\u0000${r.start_ms}`;
+
+    const rows: CatalogRow[] = [];
+    const cat = stmt(
+      `SELECT hour, ${KEY}, description, first_ms, last_ms, point_count, samples FROM metric_catalog
+       WHERE project_id = ? AND hour >= ? AND hour < ?${w.sql}${tsql}`,
+    ).all(pid, hourFrom, f.toMs, ...w.args, ...targs) as (CatalogRow & { hour: number })[];
+    for (const r of cat) {
+      if (outside(r)) continue;
+      if (inside(r)) rows.push(r);
+      else straddle(r.hour, r.metric_name, keyOf(r));
+    }
+    const runs: RunRow[] = [];
+    const runEdges = new Map<string, { hour: number; name: string; keys: Set<string> }>();
+    if (withRuns) {
+      const rr = stmt(
+        `SELECT hour, ${RUN_KEY}, start_ms, first_ms, last_ms, min_count, max_count FROM metric_catalog_runs
+         WHERE project_id = ? AND hour >= ? AND hour < ?${w.sql}${tsql}`,
+      ).all(pid, hourFrom, f.toMs, ...w.args, ...targs) as (RunRow & { hour: number; environment: string; unit: string; last_ms: number })[];
+      for (const r of rr) {
+        if (outside(r)) continue;
+        if (inside(r)) runs.push(r);
+        else {
+          const ek = `${r.hour}\u0000${r.metric_name}`;
+          let e = runEdges.get(ek);
+          if (!e) runEdges.set(ek, (e = { hour: r.hour, name: r.metric_name, keys: new Set() }));
+          e.keys.add(runKeyOf(r));
+        }
+      }
+    }
+    for (const e of edges.values()) {
+      const lo = Math.max(f.fromMs, e.hour);
+      const hi = Math.min(f.toMs, e.hour + HOUR);
+      const pts = stmt(
+        `SELECT ${KEY}, max(description) AS description, min(time_ms) AS first_ms, max(time_ms) AS last_ms, count(*) AS point_count,
+           total(${METRIC_SAMPLES_SQL}) AS samples
+         FROM metric_points WHERE project_id = ? AND metric_name = ? AND time_ms >= ? AND time_ms < ?${w.sql} GROUP BY ${KEY}`,
+      ).all(pid, e.name, lo, hi, ...w.args) as CatalogRow[];
+      for (const r of pts) if (e.keys.has(keyOf(r))) rows.push(r);
+    }
+    for (const e of runEdges.values()) {
+      const lo = Math.max(f.fromMs, e.hour);
+      const hi = Math.min(f.toMs, e.hour + HOUR);
+      const pts = stmt(
+        `SELECT ${RUN_KEY}, coalesce(start_ms, -1) AS start_ms, min(time_ms) AS first_ms, min(count) AS min_count, max(count) AS max_count
+         FROM metric_points WHERE project_id = ? AND metric_name = ? AND time_ms >= ? AND time_ms < ? AND ${CUMULATIVE_HIST_SQL}${w.sql}
+         GROUP BY ${RUN_KEY}, 8`,
+      ).all(pid, e.name, lo, hi, ...w.args) as (RunRow & { environment: string; unit: string })[];
+      for (const r of pts) if (e.keys.has(runKeyOf(r))) runs.push(r);
+    }
+    return { rows, runs };
+  }
+
   return {
     /**
      * Metrics seen in the window, one row per (name, type, service), by name. `sample_count`: points
      * for gauges and sums; for histograms Σ count of delta points plus, per cumulative series and
      * start time, the growth of its count inside the window (its whole count when it started there).
+     * Read from the hourly catalogue (migration 008); see {@link catalogue}.
      */
     listSeries(projectId: string, f: MetricSeriesFilter, page: { limit: number; offset: number }): { rows: MetricSeriesRow[]; total: number } {
-      const w = where(f);
-      const args: unknown[] = [Number(projectId), f.fromMs, f.toMs, ...w.args];
-      let qsql = '';
-      if (f.q !== undefined && f.q !== '') {
-        qsql = " AND (lower(metric_name) LIKE ? ESCAPE '\\' OR lower(unit) LIKE ? ESCAPE '\\' OR lower(service_name) LIKE ? ESCAPE '\\')";
-        const l = likeArg(f.q);
-        args.push(l, l, l);
+      const { rows, runs } = catalogue(projectId, f, f.q, true);
+      const groups = new Map<string, MetricSeriesRow>();
+      for (const r of rows) {
+        const k = `${r.metric_name}\u0000${r.type}\u0000${r.service_name}`;
+        const g = groups.get(k);
+        if (!g) {
+          groups.set(k, {
+            metric_name: r.metric_name,
+            type: r.type,
+            unit: r.unit,
+            description: r.description,
+            service_name: r.service_name,
+            first_seen: r.first_ms,
+            last_seen: r.last_ms,
+            point_count: r.point_count,
+            sample_count: r.samples,
+          });
+          continue;
+        }
+        if (r.unit > g.unit) g.unit = r.unit;
+        if (r.description > g.description) g.description = r.description;
+        if (r.first_ms < g.first_seen) g.first_seen = r.first_ms;
+        if (r.last_ms > g.last_seen) g.last_seen = r.last_ms;
+        g.point_count += r.point_count;
+        g.sample_count += r.samples;
       }
-      const base = `FROM metric_points WHERE project_id = ? AND time_ms >= ? AND time_ms < ?${w.sql}${qsql}`;
-      const sql = `
-        WITH pts AS (SELECT metric_name, type, unit, description, service_name, temporality, series_key, scope_name, start_ms, time_ms, count ${base}),
-        runs AS (
-          SELECT metric_name, type, service_name,
-            CASE WHEN min(start_ms) >= ? AND min(start_ms) < min(time_ms) THEN max(count) ELSE max(count) - min(count) END AS growth
-          FROM pts WHERE temporality = 'cumulative' AND type IN ('hist', 'exponential_histogram')
-          GROUP BY metric_name, type, service_name, series_key, scope_name, start_ms
-        ),
-        cum AS (SELECT metric_name, type, service_name, sum(max(growth, 0)) AS samples FROM runs GROUP BY 1, 2, 3),
-        agg AS (
-          SELECT metric_name, type, service_name, max(unit) AS unit, max(description) AS description,
-            min(time_ms) AS first_seen, max(time_ms) AS last_seen, count(*) AS point_count,
-            sum(CASE WHEN type IN ('gauge', 'sum') THEN 1 WHEN temporality = 'cumulative' THEN 0 ELSE coalesce(count, 0) END) AS samples
-          FROM pts GROUP BY metric_name, type, service_name
-        )
-        SELECT agg.metric_name, agg.type, agg.unit, agg.description, agg.service_name, agg.first_seen, agg.last_seen, agg.point_count,
-          agg.samples + coalesce(cum.samples, 0) AS sample_count, count(*) OVER () AS total
-        FROM agg LEFT JOIN cum USING (metric_name, type, service_name)
-        ORDER BY agg.metric_name, agg.type, agg.service_name LIMIT ? OFFSET ?`;
-      const rows = stmt(sql).all(...args, f.fromMs, page.limit, page.offset) as (MetricSeriesRow & { total: number })[];
-      let total = rows[0]?.total;
-      if (total === undefined) total = page.offset > 0 ? (stmt(`SELECT count(*) FROM (SELECT 1 ${base} GROUP BY metric_name, type, service_name)`).pluck().get(...args) as number) : 0;
-      return { rows: rows.map(({ total: _t, ...r }) => r), total };
+      // Cumulative histogram runs (series, scope, start) across hours, environments and units.
+      const merged = new Map<string, RunRow>();
+      for (const r of runs) {
+        const k = `${r.metric_name}\u0000${r.type}\u0000${r.service_name}\u0000${r.series_key}\u0000${r.scope_name}\u0000${r.start_ms}`;
+        const m = merged.get(k);
+        if (!m) merged.set(k, { ...r });
+        else {
+          if (r.first_ms < m.first_ms) m.first_ms = r.first_ms;
+          if (r.min_count !== null && (m.min_count === null || r.min_count < m.min_count)) m.min_count = r.min_count;
+          if (r.max_count !== null && (m.max_count === null || r.max_count > m.max_count)) m.max_count = r.max_count;
+        }
+      }
+      for (const r of merged.values()) {
+        if (r.max_count === null) continue;
+        const growth = r.start_ms >= f.fromMs && r.start_ms < r.first_ms ? r.max_count : r.min_count === null ? null : r.max_count - r.min_count;
+        if (growth === null) continue;
+        const g = groups.get(`${r.metric_name}\u0000${r.type}\u0000${r.service_name}`);
+        if (g) g.sample_count += Math.max(growth, 0);
+      }
+      const all = [...groups.values()].sort((x, y) => cmp(x.metric_name, y.metric_name) || cmp(x.type, y.type) || cmp(x.service_name, y.service_name));
+      return { rows: all.slice(page.offset, page.offset + page.limit), total: all.length };
     },
 
     /** Unit, description and temporality of the newest matching point (any time), or null. */
@@ -260,22 +404,25 @@ export function createMetricsReadRepo(db: Db) {
 
     /**
      * Metrics of the window by number of points (busiest first); with `nameQuery`, only names holding
-     * it (case-insensitive).
+     * it (case-insensitive). Read from the hourly catalogue (migration 008).
      */
     busiest(projectId: string, f: { fromMs: number; toMs: number; service?: string; environment?: string; nameQuery?: string }, limit: number): BusyMetric[] {
-      const w = where(f);
-      const args: unknown[] = [Number(projectId), f.fromMs, f.toMs, ...w.args];
-      let qsql = '';
-      if (f.nameQuery) {
-        qsql = " AND lower(metric_name) LIKE ? ESCAPE '\\'";
-        args.push(likeArg(f.nameQuery));
+      const { rows } = catalogue(projectId, f, f.nameQuery || undefined, false);
+      const groups = new Map<string, BusyMetric & { svc: Set<string> }>();
+      for (const r of rows) {
+        const k = `${r.metric_name}\u0000${r.type}`;
+        const g = groups.get(k);
+        if (!g) groups.set(k, { metric_name: r.metric_name, type: r.type, unit: r.unit, point_count: r.point_count, services: [], svc: new Set([r.service_name]) });
+        else {
+          if (r.unit > g.unit) g.unit = r.unit;
+          g.point_count += r.point_count;
+          g.svc.add(r.service_name);
+        }
       }
-      const rows = stmt(
-        `SELECT metric_name, type, max(unit) AS unit, count(*) AS point_count, json_group_array(DISTINCT service_name) AS services
-         FROM metric_points WHERE project_id = ? AND time_ms >= ? AND time_ms < ?${w.sql}${qsql}
-         GROUP BY metric_name, type ORDER BY point_count DESC, metric_name LIMIT ?`,
-      ).all(...args, limit) as (Omit<BusyMetric, 'services'> & { services: string | null })[];
-      return rows.map((r) => ({ ...r, services: (JSON.parse(r.services ?? '[]') as string[]).filter(Boolean) }));
+      return [...groups.values()]
+        .sort((x, y) => y.point_count - x.point_count || cmp(x.metric_name, y.metric_name) || cmp(x.type, y.type))
+        .slice(0, limit)
+        .map(({ svc, ...g }) => ({ ...g, services: [...svc].filter(Boolean).sort(cmp) }));
     },
   };
 }

@@ -25,8 +25,13 @@ const logsFts = (db: Db) => {
 
 export const EXPIRY_TARGETS: ExpiryTarget[] = [
   { kind: 'spans', table: 'spans', time: 'start_ms', unitMs: 1, key: ['rowid'] },
+  // A trace chunk goes once its latest span start is past the cutoff (its spans are gone by then).
+  { kind: 'spans', table: 'trace_chunks', time: 'max_start_ms', unitMs: 1, key: ['project_id', 'trace_id', 'first_rowid'] },
   { kind: 'logs', table: 'logs', time: 'time_ms', unitMs: 1, key: ['id'], before: logsFts },
   { kind: 'metric_points', table: 'metric_points', time: 'time_ms', unitMs: 1, key: ['rowid'] },
+  // The per-hour catalogue behind metrics.list outlives the raw points (metric rollups: 400 days).
+  { kind: 'metric_rollups', table: 'metric_catalog', time: 'hour', unitMs: 1, key: ['project_id', 'hour', 'metric_name', 'type', 'service_name', 'environment', 'unit'] },
+  { kind: 'metric_rollups', table: 'metric_catalog_runs', time: 'hour', unitMs: 1, key: ['project_id', 'hour', 'metric_name', 'type', 'service_name', 'environment', 'unit', 'series_key', 'scope_name', 'start_ms'] },
   { kind: 'error_events', table: 'error_events', time: 'timestamp_ms', unitMs: 1, key: ['project_id', 'event_id'] },
   { kind: 'replays', table: 'replay_recordings', time: 'received_ms', unitMs: 1, key: ['project_id', 'replay_id', 'segment_id'] },
   { kind: 'replays', table: 'replays', time: 'ended_ms', unitMs: 1, key: ['project_id', 'replay_id'] },

@@ -3,6 +3,7 @@ import type { Db } from './db.js';
 import type { Attributes, AttrValue, LogRecordOut, MetricPointRecord, SpanRecord } from '../domain/telemetry-types.js';
 import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
+import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
 
 /** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
 export function environmentOf(resource: Attributes): string {
@@ -59,21 +60,59 @@ function attrsText(a: Attributes): string {
 }
 
 
+/** Rows per multi-row INSERT: fewer statement executions, still far below SQLite's variable limit. */
+const ROWS_PER_INSERT = 32;
+
+const SPAN_COLS = `project_id, trace_id, span_id, parent_span_id, name, operation, kind, service_name, environment, service_version,
+  start_ms, end_ms, duration_ms, status_code, status_message, attributes, events, links, resource_id, scope_name, scope_version, trace_state, source, received_ms`;
+const LOG_COLS = `project_id, time_ms, observed_ms, severity_number, severity_text, level, body, attributes, trace_id, span_id,
+  service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms`;
+const CHUNK_COLS = 'project_id, trace_id, first_rowid, last_rowid, span_count, error_count, min_start_ms, max_start_ms, max_end_ms';
+
+const placeholders = (cols: number, rows: number) => {
+  const one = `(${new Array(cols).fill('?').join(', ')})`;
+  return new Array(rows).fill(one).join(', ');
+};
+
+/**
+ * `INSERT … VALUES (…), (…), …` with up to ROWS_PER_INSERT rows per execution, one prepared statement
+ * per row count (prepared on first use). `run(args, rows)` takes the flat argument array.
+ */
+function multiInsert(db: Db, head: string, cols: number) {
+  const stmts = new Map<number, ReturnType<Db['prepare']>>();
+  return (args: unknown[], rows: number) => {
+    let st = stmts.get(rows);
+    if (!st) {
+      st = db.prepare(`${head} VALUES ${placeholders(cols, rows)}`);
+      stmts.set(rows, st);
+    }
+    return st.run(args);
+  };
+}
+
+interface ResourceInfo {
+  id: number;
+  environment: string;
+  serviceVersion: string;
+}
+
 export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourceId(projectId: string, attrs: Attributes): number } {
   const resourceIds = new Map<string, number>();
   const s = {
     resByHash: db.prepare('SELECT id FROM resources WHERE project_id = ? AND hash = ?'),
     resInsert: db.prepare('INSERT INTO resources (project_id, hash, attributes) VALUES (?, ?, ?)'),
-    span: db.prepare(`INSERT INTO spans (project_id, trace_id, span_id, parent_span_id, name, operation, kind, service_name, environment, service_version,
-      start_ms, end_ms, duration_ms, status_code, status_message, attributes, events, links, resource_id, scope_name, scope_version, trace_state, source, received_ms)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-    log: db.prepare(`INSERT INTO logs (project_id, time_ms, observed_ms, severity_number, severity_text, level, body, attributes, trace_id, span_id,
-      service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-    fts: db.prepare('INSERT INTO logs_fts (rowid, body, attrs) VALUES (?, ?, ?)'),
-    point: db.prepare(`INSERT INTO metric_points (project_id, metric_name, type, unit, description, temporality, monotonic, service_name, environment,
-      series_key, scope_name, start_ms, time_ms, value, count, sum, min, max, buckets, attributes, resource_id, flags, received_ms)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    spans: multiInsert(db, `INSERT INTO spans (${SPAN_COLS})`, 24),
+    chunks: multiInsert(db, `INSERT INTO trace_chunks (${CHUNK_COLS})`, 9),
+    logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 18),
+    fts: multiInsert(db, 'INSERT INTO logs_fts (rowid, body, attrs)', 3),
+    points: multiInsert(
+      db,
+      `INSERT INTO metric_points (project_id, metric_name, type, unit, description, temporality, monotonic, service_name, environment,
+      series_key, scope_name, start_ms, time_ms, value, count, sum, min, max, buckets, attributes, resource_id, flags, received_ms)`,
+      23,
+    ),
+    catalog: db.prepare(catalogUpsert('rowid >= ?')),
+    catalogRuns: db.prepare(runsUpsert('rowid >= ?')),
   };
 
   // Resources repeat across every record of a batch and across batches: hash the same object once.
@@ -98,55 +137,157 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     return id;
   }
 
+  /** Id, environment and version of a record's resource, computed once per resource object of a batch. */
+  function resourceInfo(projectId: string, attrs: Attributes, seen: Map<Attributes, ResourceInfo>): ResourceInfo {
+    let r = seen.get(attrs);
+    if (!r) {
+      r = { id: resourceId(projectId, attrs), environment: environmentOf(attrs), serviceVersion: serviceVersionOf(attrs) };
+      seen.set(attrs, r);
+    }
+    return r;
+  }
+
+  /**
+   * Spans grouped by trace (first-seen order), inserted ROWS_PER_INSERT at a time so that each
+   * trace's spans of the batch take consecutive rowids; then one trace_chunks row per run of
+   * consecutive rowids of a trace (migration 007).
+   */
   const insertSpans = db.transaction((projectId: string, spans: SpanRecord[], source: string, receivedMs: number) => {
     const pid = Number(projectId);
+    const byTrace = new Map<string, SpanRecord[]>();
     for (const sp of spans) {
-      s.span.run(
+      const g = byTrace.get(sp.trace_id);
+      if (g) g.push(sp);
+      else byTrace.set(sp.trace_id, [sp]);
+    }
+    const ordered: SpanRecord[] = byTrace.size === spans.length ? spans : [];
+    if (byTrace.size !== spans.length) for (const g of byTrace.values()) for (const sp of g) ordered.push(sp);
+    const rowids = new Float64Array(ordered.length);
+    const resources = new Map<Attributes, ResourceInfo>();
+    let args: unknown[] = [];
+    let rows = 0;
+    let firstOfStmt = 0;
+    const flush = () => {
+      const last = Number(s.spans(args, rows).lastInsertRowid);
+      for (let k = 0; k < rows; k++) rowids[firstOfStmt + k] = last - rows + 1 + k;
+      firstOfStmt += rows;
+      args = [];
+      rows = 0;
+    };
+    for (const sp of ordered) {
+      const res = resourceInfo(projectId, sp.resource, resources);
+      args.push(
         pid, sp.trace_id, sp.span_id, sp.parent_span_id, sp.name, operationOf(sp), sp.kind, sp.service_name,
-        environmentOf(sp.resource), serviceVersionOf(sp.resource), sp.start_ms, sp.end_ms, Math.max(0, sp.end_ms - sp.start_ms),
+        res.environment, res.serviceVersion, sp.start_ms, sp.end_ms, Math.max(0, sp.end_ms - sp.start_ms),
         sp.status_code, sp.status_message, JSON.stringify(sp.attributes),
         sp.events.length ? JSON.stringify(sp.events) : null, sp.links.length ? JSON.stringify(sp.links) : null,
-        resourceId(projectId, sp.resource), sp.scope.name, sp.scope.version, sp.trace_state, source, receivedMs,
+        res.id, sp.scope.name, sp.scope.version, sp.trace_state, source, receivedMs,
       );
+      if (++rows === ROWS_PER_INSERT) flush();
     }
+    if (rows) flush();
+
+    // One chunk per run of consecutive rowids of one trace (normally one per trace).
+    let chunkArgs: unknown[] = [];
+    let chunkRows = 0;
+    const addChunk = (traceId: string, from: number, to: number) => {
+      let errors = 0;
+      let minStart = Infinity;
+      let maxStart = -Infinity;
+      let maxEnd = -Infinity;
+      for (let k = from; k <= to; k++) {
+        const sp = ordered[k]!;
+        if (sp.status_code === 2) errors++;
+        if (sp.start_ms < minStart) minStart = sp.start_ms;
+        if (sp.start_ms > maxStart) maxStart = sp.start_ms;
+        if (sp.end_ms > maxEnd) maxEnd = sp.end_ms;
+      }
+      chunkArgs.push(pid, traceId, rowids[from], rowids[to], to - from + 1, errors, minStart, maxStart, maxEnd);
+      if (++chunkRows === ROWS_PER_INSERT) {
+        s.chunks(chunkArgs, chunkRows);
+        chunkArgs = [];
+        chunkRows = 0;
+      }
+    };
+    let runStart = 0;
+    for (let k = 1; k <= ordered.length; k++) {
+      if (k === ordered.length || ordered[k]!.trace_id !== ordered[runStart]!.trace_id || rowids[k] !== rowids[k - 1]! + 1) {
+        addChunk(ordered[runStart]!.trace_id, runStart, k - 1);
+        runStart = k;
+      }
+    }
+    if (chunkRows) s.chunks(chunkArgs, chunkRows);
     return spans.length;
   });
 
+  /** Log rows and their full-text rows, ROWS_PER_INSERT per statement; a batch's logs take consecutive ids. */
   const insertLogs = db.transaction(
     (projectId: string, logs: LogRecordOut[], source: string, receivedMs: number, connectorKey: string | null) => {
       const pid = Number(projectId);
+      const resources = new Map<Attributes, ResourceInfo>();
+      let args: unknown[] = [];
+      let fts: unknown[] = [];
+      let rows = 0;
+      const flush = () => {
+        const last = Number(s.logs(args, rows).lastInsertRowid);
+        for (let k = 0; k < rows; k++) fts[k * 3] = last - rows + 1 + k;
+        s.fts(fts, rows);
+        args = [];
+        fts = [];
+        rows = 0;
+      };
       for (const l of logs) {
         const body = typeof l.body === 'string' ? l.body : l.body === null ? '' : JSON.stringify(l.body);
         const attrs = JSON.stringify(l.attributes);
         const logSource = typeof l.attributes['log.source'] === 'string' ? (l.attributes['log.source'] as string) : source;
-        const info = s.log.run(
+        const res = resourceInfo(projectId, l.resource, resources);
+        args.push(
           pid, l.time_ms, l.observed_time_ms, l.severity_number, l.severity_text, levelOf(l.severity_number, l.severity_text),
-          body, attrs, l.trace_id, l.span_id, l.service_name, environmentOf(l.resource), serviceVersionOf(l.resource),
-          logSource, connectorKey, resourceId(projectId, l.resource), l.scope.name, receivedMs,
+          body, attrs, l.trace_id, l.span_id, l.service_name, res.environment, res.serviceVersion,
+          logSource, connectorKey, res.id, l.scope.name, receivedMs,
         );
-        s.fts.run(info.lastInsertRowid, body, attrsText(l.attributes));
+        fts.push(0, body, attrsText(l.attributes));
+        if (++rows === ROWS_PER_INSERT) flush();
       }
+      if (rows) flush();
       return logs.length;
     },
   );
 
+  /** Points ROWS_PER_INSERT per statement, then the catalogue rows of the points just written (migration 008). */
   const insertMetricPoints = db.transaction((projectId: string, points: MetricPointRecord[], receivedMs: number) => {
     const pid = Number(projectId);
+    const resources = new Map<Attributes, ResourceInfo>();
+    let args: unknown[] = [];
+    let rows = 0;
+    let first = -1;
+    const flush = () => {
+      const last = Number(s.points(args, rows).lastInsertRowid);
+      if (first < 0) first = last - rows + 1;
+      args = [];
+      rows = 0;
+    };
     for (const p of points) {
-      const rid = resourceId(projectId, p.resource);
+      const res = resourceInfo(projectId, p.resource, resources);
       const attrs = JSON.stringify(p.attributes);
-      const seriesKey = createHash('sha1').update(`${p.metric_name}\u0000${p.type}\u0000${rid}\u0000${p.scope.name}\u0000${attrs}`).digest('base64url');
+      const seriesKey = createHash('sha1').update(`${p.metric_name}\u0000${p.type}\u0000${res.id}\u0000${p.scope.name}\u0000${attrs}`).digest('base64url');
       const buckets =
         p.type === 'hist'
           ? JSON.stringify({ bucket_counts: p.bucket_counts ?? [], explicit_bounds: p.explicit_bounds ?? [] })
           : p.type === 'exponential_histogram'
             ? JSON.stringify({ scale: p.scale ?? 0, zero_count: p.zero_count ?? 0, zero_threshold: p.zero_threshold ?? 0, positive: p.positive ?? null, negative: p.negative ?? null })
             : null;
-      s.point.run(
-        pid, p.metric_name, p.type, p.unit, p.description, p.temporality, p.monotonic ? 1 : 0, p.service_name, environmentOf(p.resource),
+      args.push(
+        pid, p.metric_name, p.type, p.unit, p.description, p.temporality, p.monotonic ? 1 : 0, p.service_name, res.environment,
         seriesKey, p.scope.name, p.start_ms, p.time_ms, p.value ?? null, p.count ?? null, p.sum ?? null, p.min ?? null, p.max ?? null,
-        buckets, attrs, rid, p.flags, receivedMs,
+        buckets, attrs, res.id, p.flags, receivedMs,
       );
+      if (++rows === ROWS_PER_INSERT) flush();
+    }
+    if (rows) flush();
+    if (first >= 0) {
+      s.catalog.run(first);
+      s.catalogRuns.run(first);
     }
     return points.length;
   });

@@ -3,12 +3,13 @@ import type { Statement } from 'better-sqlite3';
 import type { Attributes } from '../domain/telemetry-types.js';
 import type { MapSpan } from '../domain/traces/service-map.js';
 import { SPARKLINE_BUCKETS } from '../domain/traces/operation-stats.js';
+import { createTraceSpans } from './trace-spans.js';
 
 /**
  * Reads of the spans the ingest path writes (traces.* operations). Every method takes the project id
  * first.
  *
- * Index use (migrations 002 and 005):
+ * Index use (migrations 002, 005 and 007):
  * - `spans_entry` (project, service, operation, start, duration, status, environment, kind, parent;
  *   entry spans only): a (service, operation) group's rows in a window are one range. Distinct groups
  *   are found by skipping from one group to the next (a seek each), so the cost follows the number
@@ -16,7 +17,8 @@ import { SPARKLINE_BUCKETS } from '../domain/traces/operation-stats.js';
  *   WHERE clause (`ENTRY`) and name the index, so they are answered from it alone.
  * - `spans_time` (project, start): the unfiltered trace list and the service-map sample.
  * - `spans_error` (project, start; error spans only): traces with errors.
- * - `spans_trace` (trace_id): one trace's spans.
+ * - `trace_chunks` (project, trace; migration 007): one trace's spans, as rowid ranges written one
+ *   per trace and ingest batch (see trace-spans.ts), and the trace's span count, errors and times.
  * Aggregates stay in SQL; a group's durations and sparkline buckets come back as one compact text
  * each (group_concat), which costs far less than one row per span across the driver.
  */
@@ -269,13 +271,6 @@ export function createTracesReadRepo(db: Db) {
     nextOp: db.prepare(`SELECT min(operation) FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation > ? AND ${ENTRY}`).pluck(),
     hasOp: db.prepare(`SELECT 1 FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation = ? AND ${ENTRY} LIMIT 1`).pluck(),
     rowTrace: db.prepare('SELECT trace_id FROM spans WHERE rowid = ?').pluck(),
-    traceLite: db.prepare(`SELECT span_id, parent_span_id, name, operation, kind, service_name, environment, start_ms, end_ms, duration_ms, status_code
-      FROM spans WHERE trace_id = ? AND project_id = ?`),
-    traceFull: db.prepare(`SELECT span_id, parent_span_id, name, operation, kind, service_name, environment, service_version, start_ms, end_ms, duration_ms,
-      status_code, status_message, attributes, events, links, scope_name, scope_version
-      FROM spans INDEXED BY spans_trace WHERE trace_id = ? AND project_id = ? ORDER BY start_ms, rowid LIMIT ?`),
-    traceAgg: db.prepare(`SELECT count(*) AS span_count, total(status_code = 2) AS error_count, min(start_ms) AS started_ms, max(end_ms) AS ended_ms
-      FROM spans WHERE trace_id = ? AND project_id = ?`),
     traceErrorEvents: db.prepare(`SELECT group_id, count(*) AS n, min(timestamp_ms) AS first_ms, max(timestamp_ms) AS last_ms, group_concat(DISTINCT span_id) AS span_ids
       FROM error_events WHERE trace_id = ? AND project_id = ? GROUP BY group_id`),
     group: db.prepare(`SELECT id, short_id, title, type, culprit, level, status, service_name, first_seen, last_seen, merged_into
@@ -286,9 +281,11 @@ export function createTracesReadRepo(db: Db) {
       .raw(),
     countUpTo: db.prepare('SELECT count(*) FROM (SELECT 1 FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? LIMIT ?)').pluck(),
     startAtRank: db.prepare('SELECT start_ms FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? ORDER BY start_ms LIMIT 1 OFFSET ?').pluck(),
-    parentService: db.prepare('SELECT service_name FROM spans WHERE trace_id = ? AND span_id = ? AND project_id = ? LIMIT 1').pluck(),
-    childServices: db.prepare('SELECT DISTINCT service_name FROM spans WHERE trace_id = ? AND parent_span_id = ? AND project_id = ?').pluck(),
   };
+  const traces = createTraceSpans(db);
+  const LITE = 's.span_id, s.parent_span_id, s.name, s.operation, s.kind, s.service_name, s.environment, s.start_ms, s.end_ms, s.duration_ms, s.status_code';
+  const FULL = `s.span_id, s.parent_span_id, s.name, s.operation, s.kind, s.service_name, s.environment, s.service_version, s.start_ms, s.end_ms,
+    s.duration_ms, s.status_code, s.status_message, s.attributes, s.events, s.links, s.scope_name, s.scope_version`;
 
   return {
     /** Services with entry spans (at any time), sorted. A seek per service. */
@@ -402,16 +399,25 @@ export function createTracesReadRepo(db: Db) {
 
     /** The fields summaries need, for every span of the trace. */
     traceSpansLite(projectId: string, traceId: string): SpanLiteRow[] {
-      return s.traceLite.all(traceId, Number(projectId)) as SpanLiteRow[];
+      const sum = traces.summary(projectId, traceId);
+      return traces.rows<SpanLiteRow>(projectId, traceId, { cols: LITE, check: { kind: 'length', expect: sum.span_count } }, sum);
     },
 
     traceAggregate(projectId: string, traceId: string): TraceAggregate {
-      return s.traceAgg.get(traceId, Number(projectId)) as TraceAggregate;
+      const sum = traces.summary(projectId, traceId);
+      return { span_count: sum.span_count, error_count: sum.error_count, started_ms: sum.started_ms, ended_ms: sum.ended_ms };
     },
 
     /** The trace's first `limit` spans by start time, every field. */
     traceSpansFull(projectId: string, traceId: string, limit: number): SpanFullRow[] {
-      return (s.traceFull.all(traceId, Number(projectId), limit) as any[]).map((r) => ({
+      const sum = traces.summary(projectId, traceId);
+      const rows = traces.rows<any>(
+        projectId,
+        traceId,
+        { cols: FULL, tail: 'ORDER BY s.start_ms, s.rowid LIMIT ?', tailArgs: [limit], check: { kind: 'length', expect: Math.min(limit, sum.span_count) } },
+        sum,
+      );
+      return rows.map((r) => ({
         ...r,
         attributes: json(r.attributes) ?? {},
         events: json(r.events) ?? [],
@@ -485,11 +491,19 @@ export function createTracesReadRepo(db: Db) {
     },
 
     parentService(projectId: string, traceId: string, spanId: string): string | null {
-      return (s.parentService.get(traceId, spanId, Number(projectId)) as string | undefined) ?? null;
+      const r = traces.rows<[string]>(projectId, traceId, { cols: 's.service_name', where: ' AND s.span_id = ?', args: [spanId], tail: 'LIMIT 1', check: { kind: 'any' }, raw: true });
+      return r[0]?.[0] ?? null;
     },
 
     childServices(projectId: string, traceId: string, spanId: string): string[] {
-      return s.childServices.all(traceId, spanId, Number(projectId)) as string[];
+      const r = traces.rows<[string]>(projectId, traceId, {
+        cols: 'DISTINCT s.service_name',
+        where: ' AND s.parent_span_id = ?',
+        args: [spanId],
+        check: { kind: 'count' },
+        raw: true,
+      });
+      return r.map((x) => x[0]);
     },
   };
 }

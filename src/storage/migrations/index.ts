@@ -4,8 +4,11 @@ import { m003Oauth } from './003-oauth.js';
 import { m004LogCounts } from './004-log-counts.js';
 import { m005TraceIndexes } from './005-trace-indexes.js';
 import { m006DeploymentsOrder } from './006-deployments-order.js';
+import { m007TraceChunks } from './007-trace-chunks.js';
+import { m008MetricCatalog } from './008-metric-catalog.js';
 import { m027ServerState } from './027-server-state.js';
 import { m028Retention } from './028-retention.js';
+import { m029ExpiryIndexes } from './029-expiry-indexes.js';
 
 export interface Migration {
   version: number;
@@ -16,7 +19,7 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m027ServerState, m028Retention];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m027ServerState, m028Retention, m029ExpiryIndexes];
 
 /** The schema version this code writes: a database with a higher user_version comes from a newer Sightline. */
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -1,0 +1,277 @@
+/**
+ * How the telemetry reads grow with data (issue 19, item 6): for each size, a fresh database is
+ * seeded with that many spans, that many log records and that many metric points over the same 24
+ * hours, then every read operation over spans, logs and metrics is timed over REST (in-process
+ * server on loopback) and the p95 printed per size side by side. Aim: no read above 100 ms p95 at
+ * 1M rows, and growth well under linear.
+ *
+ * Seeding goes through the storage write path itself (Services.telemetry: the writer, the log
+ * rollups, trace chunks and the metric catalogue, 512 rows per transaction), not through HTTP and
+ * decoding, so a size is seeded in a fraction of the ingest bench's time. The seeding time per size
+ * is printed; 10M is only run when asked (`--sizes 100000,1000000,10000000`) and is skipped when
+ * the previous size's seeding predicts more than 10 minutes for it.
+ *
+ *   npx tsx bench/scaling.ts [--sizes 100000,1000000] [--runs 15]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { createSightline } from '../src/server.js';
+import { bootstrapOrganization } from '../src/core/bootstrap.js';
+import type { Attributes, LogRecordOut, MetricPointRecord, SpanRecord } from '../src/domain/telemetry-types.js';
+import { rng } from './lib.js';
+
+const { values: opts } = parseArgs({ options: { sizes: { type: 'string' }, runs: { type: 'string' } } });
+const SIZES = (opts.sizes ?? '100000,1000000').split(',').map(Number);
+const RUNS = Number(opts.runs ?? 15);
+const DAY = 86_400_000;
+const BATCH = 512;
+const NOW = Date.parse('2026-03-02T00:00:00.000Z');
+const FROM = NOW - DAY;
+
+const rand = rng(11);
+const int = (n: number) => Math.floor(rand() * n);
+const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+
+const SERVICES = ['frontend', 'checkout', 'payments', 'inventory', 'search', 'worker', 'mailer', 'gateway'];
+const ROUTES = ['/api/orders/{id}', '/api/checkout', '/api/products', '/api/cart', '/api/users/{id}', '/health'];
+const resources = new Map<string, Attributes>(
+  SERVICES.map((s) => [s, { 'service.name': s, 'service.version': '1.0.0', 'deployment.environment.name': s === 'gateway' ? 'staging' : 'production' }]),
+);
+const scope = { name: 'bench', version: '1', attributes: {} };
+const hex = (n: number) => randomBytes(n).toString('hex');
+
+/** A trace of six spans over two services: server root, internal, client → server child, db client, internal. */
+function trace(t: number, traceIds: string[], errorTraceIds: string[]): SpanRecord[] {
+  const a = pick(SERVICES);
+  const b = pick(SERVICES.filter((s) => s !== a));
+  const route = pick(ROUTES);
+  const id = hex(16);
+  const failed = rand() < 0.02;
+  if (traceIds.length < 200 && rand() < 0.01) traceIds.push(id);
+  if (failed && errorTraceIds.length < 200) errorTraceIds.push(id);
+  const dur = 5 + int(400);
+  const ids = Array.from({ length: 6 }, () => hex(8));
+  const mk = (i: number, parent: number | null, svc: string, kind: number, name: string, start: number, d: number, attrs: Attributes = {}): SpanRecord => ({
+    trace_id: id,
+    span_id: ids[i]!,
+    parent_span_id: parent === null ? null : ids[parent]!,
+    trace_state: '',
+    name,
+    kind,
+    start_ms: t + start,
+    end_ms: t + start + d,
+    status_code: failed && (i === 0 || i === 3) ? 2 : 1,
+    status_message: '',
+    attributes: attrs,
+    events: [],
+    links: [],
+    resource: resources.get(svc)!,
+    scope,
+    service_name: svc,
+  });
+  return [
+    mk(0, null, a, 2, `GET ${route}`, 0, dur, { 'http.request.method': 'GET', 'http.route': route, 'http.response.status_code': failed ? 500 : 200 }),
+    mk(1, 0, a, 1, 'authorize', 1, 2),
+    mk(2, 0, a, 3, 'POST', 4, dur - 8, { 'http.request.method': 'POST', 'server.address': b }),
+    mk(3, 2, b, 2, 'POST /internal', 5, dur - 10, { 'http.request.method': 'POST', 'http.route': '/internal' }),
+    mk(4, 3, b, 3, 'SELECT orders', 6, (dur - 12) / 2, { 'db.system': 'postgresql' }),
+    mk(5, 3, b, 1, 'render', 6 + (dur - 12) / 2, 2),
+  ];
+}
+
+const TEMPLATES = [
+  () => `request served in ${int(900)} ms for user u${int(50000)}`,
+  () => `order ord_${int(100000)} placed with ${1 + int(9)} items`,
+  () => `cache miss for key product:${int(20000)}`,
+  () => `upstream timeout after ${int(30)} s calling payments`,
+  () => `user u${int(50000)} logged in from 10.${int(256)}.${int(256)}.${int(256)}`,
+  () => `job ${hex(4)} finished, ${int(1000)} rows processed`,
+];
+
+function log(t: number): LogRecordOut {
+  const r = rand();
+  const [sev, text] = r < 0.7 ? [9, 'INFO'] : r < 0.85 ? [5, 'DEBUG'] : r < 0.95 ? [13, 'WARN'] : r < 0.995 ? [17, 'ERROR'] : [21, 'FATAL'];
+  const svc = pick(SERVICES);
+  return {
+    time_ms: t,
+    observed_time_ms: t,
+    severity_number: sev,
+    severity_text: text,
+    body: pick(TEMPLATES)(),
+    attributes: { 'http.request.method': pick(['GET', 'GET', 'POST']), 'http.route': pick(ROUTES), 'user.id': `u${int(50000)}` },
+    trace_id: null,
+    span_id: null,
+    flags: 0,
+    event_name: '',
+    resource: resources.get(svc)!,
+    scope,
+    service_name: svc,
+  };
+}
+
+/** Metric points: per service a gauge, a cumulative counter per route, a delta histogram per route. */
+function points(t: number, n: number, cum: Map<string, number>): MetricPointRecord[] {
+  const out: MetricPointRecord[] = [];
+  for (let i = 0; i < n; i++) {
+    const svc = pick(SERVICES);
+    const route = pick(ROUTES);
+    const k = int(3);
+    const base = { description: '', flags: 0, resource: resources.get(svc)!, scope, service_name: svc, time_ms: t + i * 0.01 } as const;
+    if (k === 0) out.push({ ...base, metric_name: 'process.cpu.utilization', unit: '1', type: 'gauge', temporality: 'unspecified', monotonic: false, start_ms: null, attributes: {}, value: rand() });
+    else if (k === 1) {
+      const key = `${svc} ${route}`;
+      const v = (cum.get(key) ?? 0) + int(100);
+      cum.set(key, v);
+      out.push({ ...base, metric_name: 'http.server.requests', unit: '{request}', type: 'sum', temporality: 'cumulative', monotonic: true, start_ms: FROM - 1000, attributes: { 'http.route': route }, value: v });
+    } else {
+      const c = [int(10), int(30), int(20), int(5), int(2)];
+      out.push({
+        ...base,
+        metric_name: 'http.server.request.duration',
+        unit: 'ms',
+        type: 'hist',
+        temporality: 'delta',
+        monotonic: false,
+        start_ms: t - 60_000,
+        attributes: { 'http.route': route },
+        count: c.reduce((a, b) => a + b, 0),
+        sum: 1000,
+        min: 1,
+        max: 900,
+        bucket_counts: c,
+        explicit_bounds: [10, 50, 200, 1000],
+      });
+    }
+  }
+  return out;
+}
+
+interface Seeded {
+  project: string;
+  admin: string;
+  traceIds: string[];
+  errorTraceIds: string[];
+  seedSeconds: number;
+}
+
+async function seed(s: ReturnType<typeof createSightline>, n: number): Promise<Seeded> {
+  const boot = bootstrapOrganization(s.services, { now: NOW });
+  const pid = boot.project_id;
+  const w = s.services.telemetry;
+  const tx = s.db.transaction((fn: () => void) => fn());
+  const traceIds: string[] = [];
+  const errorTraceIds: string[] = [];
+  const cum = new Map<string, number>();
+  const t0 = performance.now();
+  const batches = Math.ceil(n / BATCH);
+  for (let b = 0; b < batches; b++) {
+    const t = FROM + ((b + 0.5) / batches) * DAY;
+    const spans: SpanRecord[] = [];
+    while (spans.length < BATCH) spans.push(...trace(t + int(DAY / batches), traceIds, errorTraceIds));
+    const logs = Array.from({ length: BATCH }, (_, i) => log(t + (i * DAY) / batches / BATCH));
+    const pts = points(t, BATCH, cum);
+    tx(() => {
+      w.insertSpans(pid, spans.slice(0, BATCH), 'otlp', NOW);
+      w.insertLogs(pid, logs, 'otlp', NOW);
+      w.insertMetricPoints(pid, pts, NOW);
+    });
+  }
+  return { project: pid, admin: boot.admin_key, traceIds, errorTraceIds, seedSeconds: (performance.now() - t0) / 1000 };
+}
+
+async function timeOp(base: string, key: string, path: () => string): Promise<{ p95: number; status: number }> {
+  const call = async () => {
+    const r = await fetch(`${base}${path()}`, { headers: { 'x-service-key': key } });
+    await r.arrayBuffer();
+    return r.status;
+  };
+  const status = await call(); // warm-up
+  const t: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const a = performance.now();
+    await call();
+    t.push(performance.now() - a);
+  }
+  t.sort((a, b) => a - b);
+  return { p95: t[Math.min(t.length - 1, Math.ceil(t.length * 0.95) - 1)]!, status };
+}
+
+async function measure(n: number): Promise<{ seedSeconds: number; p95: Map<string, number> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scaling-'));
+  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', rateLimit: { limit: 1e9, windowSeconds: 60 } }, { now: () => NOW });
+  try {
+    const seeded = await seed(s, n);
+    const server = await s.listen();
+    const port = (server.address() as { port: number }).port;
+    const base = `http://127.0.0.1:${port}`;
+    const P = `/v1/projects/${seeded.project}`;
+    const w = `from=${encodeURIComponent(new Date(FROM).toISOString())}&to=${encodeURIComponent(new Date(NOW).toISOString())}`;
+    let i = 0;
+    const someTrace = () => seeded.traceIds[i++ % seeded.traceIds.length]!;
+    const someFailed = () => seeded.errorTraceIds[i++ % seeded.errorTraceIds.length]!;
+    const ops: [string, () => string][] = [
+      ['logs.search q=timeout', () => `${P}/logs?${w}&q=timeout`],
+      ['logs.search (no q)', () => `${P}/logs?${w}`],
+      ['logs.search level=fatal service=payments', () => `${P}/logs?${w}&level=fatal&service=payments`],
+      ['logs.histogram', () => `${P}/logs/histogram?${w}`],
+      ['logs.histogram group_by=service step=1m', () => `${P}/logs/histogram?${w}&group_by=service&step=1m`],
+      ['logs.insights', () => `${P}/logs/insights?${w}`],
+      ['metrics.list', () => `${P}/metrics?${w}`],
+      ['metrics.timeline hist p95', () => `${P}/metrics/timeline?${w}&metric_name=http.server.request.duration&metric_type=hist&aggregation=p95`],
+      ['metrics.timeline sum (cumulative)', () => `${P}/metrics/timeline?${w}&metric_name=http.server.requests&metric_type=sum&aggregation=sum`],
+      ['metrics.inspect gauge', () => `${P}/metrics/inspect?${w}&metric_name=process.cpu.utilization&metric_type=gauge`],
+      ['observability.summary', () => `${P}/observability-summary?${w}`],
+      ['traces.operations', () => `${P}/trace-operations?${w}`],
+      ['traces.list', () => `${P}/traces?${w}`],
+      ['traces.list status=error', () => `${P}/traces?${w}&status=error`],
+      ['traces.list service_name=payments', () => `${P}/traces?${w}&service_name=payments`],
+      ['traces.serviceMap', () => `${P}/services?${w}`],
+      ['traces.get', () => `${P}/traces/${someTrace()}`],
+      ['traces.errors', () => `${P}/traces/${someFailed()}/errors`],
+    ];
+    const p95 = new Map<string, number>();
+    for (const [label, path] of ops) {
+      const r = await timeOp(base, seeded.admin, path);
+      if (r.status !== 200) console.error(`${label}: HTTP ${r.status} at ${n}`);
+      p95.set(label, r.p95);
+    }
+    server.close();
+    return { seedSeconds: seeded.seedSeconds, p95 };
+  } finally {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main() {
+  const results: { n: number; seedSeconds: number; p95: Map<string, number> }[] = [];
+  const skipped: string[] = [];
+  for (const n of SIZES) {
+    const prev = results.at(-1);
+    // Sizes above 1M only when seeding (about linear in rows, slightly worse) is predicted under 10 minutes.
+    if (prev && n > 1_000_000 && (prev.seedSeconds * n * 1.2) / prev.n > 600) {
+      skipped.push(`${n.toLocaleString('en')} rows skipped: seeding would take about ${Math.round((prev.seedSeconds * n * 1.2) / prev.n / 60)} min here (over 10 min)`);
+      continue;
+    }
+    console.error(`seeding ${n.toLocaleString('en')} spans, logs and metric points…`);
+    const r = await measure(n);
+    console.error(`  seeded in ${r.seedSeconds.toFixed(0)} s; p95 ms: ${[...r.p95].map(([k, v]) => `${k} ${v.toFixed(1)}`).join('; ')}`);
+    results.push({ n, ...r });
+  }
+  const head = results.map((r) => `${r.n >= 1e6 ? `${r.n / 1e6}M` : `${r.n / 1e3}k`} rows`);
+  console.log(`\nRead p95 (ms) by rows per signal (spans, log records and metric points each) over one 24 h window; ${RUNS} sequential REST calls after a warm-up; load average ${loadavg()[0]!.toFixed(1)}.\n`);
+  console.log(`| operation | ${head.join(' | ')} | growth ${head.length > 1 ? `${head[0]} → ${head.at(-1)}` : ''} |`);
+  console.log(`|---|${head.map(() => '---:').join('|')}|---:|`);
+  for (const label of results[0]?.p95.keys() ?? []) {
+    const v = results.map((r) => r.p95.get(label)!);
+    const growth = v.length > 1 ? `${(v.at(-1)! / v[0]!).toFixed(1)}× for ${(results.at(-1)!.n / results[0]!.n).toFixed(0)}× rows` : '';
+    console.log(`| ${label} | ${v.map((x) => x.toFixed(1)).join(' | ')} | ${growth} |`);
+  }
+  console.log(`\nseeding (storage write path, 512 rows per transaction, three signals): ${results.map((r) => `${r.n.toLocaleString('en')} in ${r.seedSeconds.toFixed(0)} s`).join('; ')}`);
+  for (const s of skipped) console.log(s);
+}
+
+await main();
