@@ -17,6 +17,7 @@ import type { AnyOperation } from '../operations/define.js';
 import { buildIngestRouter } from './ingest/mount.js';
 import { oauthMount } from './oauth/mount.js';
 import { mcpMount } from './mcp/http.js';
+import { statusMount } from './status/mount.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -42,13 +43,14 @@ export interface SightlineOptions {
 /** A face that mounts its own routes (MCP, OAuth, ingest) on the shared app. */
 export type Mount = (s: Sightline, router: Router) => void;
 /** Faces with routes of their own, mounted in this order before the REST router. */
-const MOUNTS: Mount[] = [oauthMount, mcpMount];
+const MOUNTS: Mount[] = [oauthMount, mcpMount, statusMount];
 
 export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: SightlineOptions = {}): Sightline {
   const config = loadConfig(process.env, configOverrides);
   const log = opts.logger ?? pino({ level: config.logLevel });
   const db = openDatabase(config.dbFile);
-  const services = createServices(db, config);
+  const services = createServices(db, config, opts.now);
+  services.events.onError = (err, event) => log.error({ err, event: event.type }, 'event subscriber failed');
   const core = createCore(services, { now: opts.now, operations: opts.operations });
   core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
 
@@ -104,8 +106,9 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     app,
     log,
     limiter,
-    onClose: [],
+    onClose: [() => services.scheduler.stop()],
     async listen() {
+      services.scheduler.start(); // monitors, mail and other due jobs (state in the database)
       const server = http.createServer(app.callback());
       await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
       s.onClose.push(() => new Promise<void>((r) => server.close(() => r())));

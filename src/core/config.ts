@@ -1,3 +1,4 @@
+import { dirname, join } from 'node:path';
 /** Configuration from the environment. Every variable is listed in the README. */
 export interface AppConfig {
   port: number;
@@ -21,6 +22,10 @@ export interface AppConfig {
   logLevel: string;
   /** Worker threads running MCP execute scripts (0: the sandbox default, 2). */
   sandboxPoolSize: number;
+  /** Uptime monitors: private ranges allowed (CIDRs, or `all`) and days of results kept. */
+  monitors: { allowPrivate: string; retentionDays: number };
+  /** Outbound mail: SMTP URL (null: the outbox file), sender, outbox file. */
+  mail: { smtpUrl: string | null; from: string; outboxFile: string };
 }
 
 function int(v: string | undefined, dflt: number): number {
@@ -35,11 +40,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const host = overrides.host ?? env.HOST ?? '0.0.0.0';
   const baseUrl = (overrides.baseUrl ?? env.SIGHTLINE_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, '');
   const ingestPort = overrides.ingestPort ?? int(env.SIGHTLINE_INGEST_PORT, 0);
+  const dbFile = overrides.dbFile ?? env.SIGHTLINE_DB ?? './data/sightline.db';
   const ingestDefault = ingestPort ? baseUrl.replace(/:\d+$/, '') + `:${ingestPort}/ingest` : `${baseUrl}/ingest`;
   return {
     port,
     host,
-    dbFile: overrides.dbFile ?? env.SIGHTLINE_DB ?? './data/sightline.db',
+    dbFile,
     baseUrl,
     ingestUrl: (overrides.ingestUrl ?? env.SIGHTLINE_INGEST_URL ?? ingestDefault).replace(/\/+$/, ''),
     ingestPort,
@@ -58,5 +64,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       overrides.mcpAllowedOrigins ?? (env.SIGHTLINE_MCP_ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',
     sandboxPoolSize: overrides.sandboxPoolSize ?? int(env.SIGHTLINE_SANDBOX_POOL_SIZE, 0),
+    monitors: overrides.monitors ?? {
+      allowPrivate: env.SIGHTLINE_MONITOR_ALLOW_PRIVATE ?? '',
+      retentionDays: Math.max(1, int(env.SIGHTLINE_MONITOR_RETENTION_DAYS, 90)),
+    },
+    mail: overrides.mail ?? {
+      smtpUrl: env.SIGHTLINE_SMTP_URL || null,
+      from: env.SIGHTLINE_MAIL_FROM || 'Sightline <no-reply@localhost>',
+      outboxFile: env.SIGHTLINE_OUTBOX || join(dirname(dbFile === ':memory:' ? './data/x' : dbFile), 'outbox.jsonl'),
+    },
   };
 }

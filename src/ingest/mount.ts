@@ -175,6 +175,7 @@ export function buildIngestRouter(s: Sightline): Router {
               },
               t,
             );
+            services.events.publish({ type: 'checkin.received', projectId: id.project.id, at: t, checkIn: c }); // cron monitors (src/core/monitoring.ts)
             break;
           }
           case 'client_report': {
