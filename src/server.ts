@@ -51,6 +51,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   const db = openDatabase(config.dbFile);
   const services = createServices(db, config, opts.now);
   services.events.onError = (err, event) => log.error({ err, event: event.type }, 'event subscriber failed');
+  services.scheduler.onError = (err, job) => log.warn({ err, job: job.kind, key: job.key, attempt: job.attempts }, 'job failed');
   const core = createCore(services, { now: opts.now, operations: opts.operations });
   core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
 

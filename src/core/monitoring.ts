@@ -170,8 +170,17 @@ export function createMonitoring(d: MonitoringDeps) {
       }
     },
 
-    /** Forgets a monitor's jobs, component links and incident links (the monitor row is removed by the caller). */
+    /**
+     * Forgets a monitor's jobs, component links and incident links (the monitor row is removed by the
+     * caller); an incident it left open is resolved, since nothing would ever resolve it.
+     */
     forgetMonitor(mon: MonitorRow): void {
+      const open = mon.open_incident_id ? d.incidents.get(mon.project_id, mon.open_incident_id) : undefined;
+      if (open && open.status !== 'resolved') {
+        const message = `The monitor ${mon.name} was deleted; resolved automatically.`;
+        const done = d.incidents.update({ ...open, status: 'resolved', resolved_at: d.now() }, { message, author: 'monitor' }, d.now());
+        m.notifySubscribers(done, message);
+      }
       d.scheduler.cancel(JOB_HTTP_CHECK, mon.id);
       d.scheduler.cancel(JOB_CRON_MISSED, mon.id);
       d.scheduler.cancelByKeyPrefix(JOB_CRON_TIMEOUT, `${mon.id}:`);

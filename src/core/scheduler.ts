@@ -47,6 +47,8 @@ export interface SchedulerOptions {
 
 export interface Scheduler {
   readonly owner: string;
+  /** Reports a handler's failure (the server logs it); the job itself is retried. */
+  onError: (err: unknown, job: JobRow) => void;
   register(kind: string, handler: JobHandler): void;
   /** Creates the job, or replaces its payload and due time. */
   enqueue(kind: string, key: string, payload: unknown, runAt: number, opts?: { maxAttempts?: number }): void;
@@ -78,14 +80,14 @@ export function createScheduler(jobs: JobsRepo, opts: SchedulerOptions): Schedul
     try {
       outcome = await handler(job);
     } catch (err) {
-      opts.onError?.(err, job);
+      s.onError(err, job);
       const now = opts.now();
       const dead = job.attempts >= job.max_attempts;
       const backoff = Math.min(3_600_000, 5000 * 2 ** Math.max(0, job.attempts - 1));
       try {
         jobs.fail(job.id, job.fence, now + backoff, err instanceof Error ? err.message : String(err), dead);
       } catch (e) {
-        opts.onError?.(e, job);
+        s.onError(e, job);
       }
       return;
     }
@@ -98,7 +100,7 @@ export function createScheduler(jobs: JobsRepo, opts: SchedulerOptions): Schedul
         jobs.complete(job.id, job.fence, next ?? null);
       });
     } catch (err) {
-      opts.onError?.(err, job);
+      s.onError(err, job);
       const dead = job.attempts >= job.max_attempts;
       try {
         jobs.fail(job.id, job.fence, opts.now() + 5000, err instanceof Error ? err.message : String(err), dead);
@@ -111,7 +113,7 @@ export function createScheduler(jobs: JobsRepo, opts: SchedulerOptions): Schedul
       try {
         (after as () => void)();
       } catch (err) {
-        opts.onError?.(err, job);
+        s.onError(err, job);
       }
     }
   };
@@ -135,6 +137,7 @@ export function createScheduler(jobs: JobsRepo, opts: SchedulerOptions): Schedul
 
   const s: Scheduler = {
     owner,
+    onError: opts.onError ?? (() => {}),
     register(kind, handler) {
       handlers.set(kind, handler);
     },

@@ -117,7 +117,7 @@ describe('the public page', () => {
   });
 
   it('serves JSON and an Atom feed of incidents', async () => {
-    const json = await (await fetch(`${t.url}/status/acme.json`)).json();
+    const json: any = await (await fetch(`${t.url}/status/acme.json`)).json();
     expect(json).toMatchObject({ page: { name: 'Acme', slug: 'acme' }, status: 'down' });
     expect(json.components.map((c: { name: string }) => c.name)).toEqual(['Backend', 'CDN']);
     expect(json.components[0].children.map((c: { name: string; health: string }) => [c.name, c.health])).toEqual([['API', 'down'], ['Database', 'degraded']]);
@@ -133,7 +133,7 @@ describe('the public page', () => {
     await admin('POST', `/status-pages/${pageId}/components`, { kind: 'monitor', name: 'Public API', monitor_name: 'API health' });
     const html = await (await fetch(`${t.url}/status/acme`)).text();
     expect(html.match(/class="bar /g)?.length).toBe(90);
-    const json = await (await fetch(`${t.url}/status/acme.json`)).json();
+    const json: any = await (await fetch(`${t.url}/status/acme.json`)).json();
     const c = json.components.find((x: { name: string }) => x.name === 'Public API');
     expect(c.uptime_bars).toHaveLength(90);
     expect(c.uptime_bars.at(-1)).toMatchObject({ date: '2026-04-01', uptime: 0, health: 'down' });

@@ -112,6 +112,14 @@ describe('HTTP uptime monitors', () => {
     expect((await create({ name: 'up', url: base + '/up' })).status).toBe(409);
   });
 
+  it('deletes a monitor with its results and resolves the incident it left open', async () => {
+    const inc = (await api(t, 'GET', `${P()}/incidents?status=open&monitor_id=${ids.down}`, { key: t.keys.admin })).body.data[0];
+    expect((await api(t, 'DELETE', `${P()}/monitors/${ids.down}`, { key: t.keys.admin })).body).toEqual({ id: ids.down, deleted: true });
+    expect((await api(t, 'GET', `${P()}/monitors/${ids.down}/results`, { key: t.keys.admin })).status).toBe(404);
+    expect((await api(t, 'GET', `${P()}/incidents/${inc.id}`, { key: t.keys.admin })).body).toMatchObject({ status: 'resolved', monitor_id: null });
+    expect(t.s.services.scheduler.get('monitor.check', ids.down!)).toBeUndefined();
+  });
+
   it('keeps another project\'s monitors invisible', async () => {
     expect((await api(t, 'GET', `/v1/projects/${t.otherProject.projectId}/monitors/${ids.up}`, { key: t.otherProject.adminKey })).status).toBe(404);
     expect((await api(t, 'DELETE', `/v1/projects/${t.otherProject.projectId}/monitors/${ids.up}`, { key: t.otherProject.adminKey })).status).toBe(404);
