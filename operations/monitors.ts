@@ -354,7 +354,7 @@ export const update = defineOperation({
   },
 });
 
-export const remove = defineOperation({
+export const del = defineOperation({
   operationId: 'monitors.delete',
   tag: 'monitors',
   summary: 'Delete a monitor and its results',

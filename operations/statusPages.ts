@@ -285,7 +285,7 @@ export const update = defineOperation({
   },
 });
 
-export const remove = defineOperation({
+export const del = defineOperation({
   operationId: 'statusPages.delete',
   tag: 'statusPages',
   summary: 'Delete a status page, its components and subscribers',
