@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineOperation, type HandlerContext } from './define.js';
 import { offsetPagination, projectId, toIso, uuid } from './shared.js';
 import { NotFoundError, ValidationError } from '../src/core/errors.js';
-import { displayId } from '../src/core/monitoring.js';
+import { displayId } from '../src/domain/monitors/health.js';
 import { INCIDENT_IMPACTS, INCIDENT_STATUSES, type IncidentRow } from '../src/storage/incidents-repo.js';
 
 const updateSchema = z.object({ id: z.string(), at: z.string(), status: z.enum(INCIDENT_STATUSES), message: z.string(), author: z.string() });

@@ -12,7 +12,7 @@ import { enqueueMail } from './mail.js';
 import { runHttpCheck } from './uptime-check.js';
 import { createAddressPolicy, type AddressPolicy } from '../domain/monitors/address-policy.js';
 import { nextRun, type Schedule } from '../domain/monitors/cron.js';
-import { DAY_MS, type MonitorState } from '../domain/monitors/health.js';
+import { DAY_MS, displayId, type MonitorState } from '../domain/monitors/health.js';
 import type { CronMonitorConfig, HttpMonitorConfig, MonitorRow, MonitorsRepo } from '../storage/monitors-repo.js';
 import type { IncidentRow, IncidentsRepo, IncidentStatus } from '../storage/incidents-repo.js';
 import type { StatusPageRow, StatusPagesRepo } from '../storage/status-pages-repo.js';
@@ -50,7 +50,7 @@ export interface ResultInput {
   check_in_id?: string | null;
 }
 
-export const displayId = (i: Pick<IncidentRow, 'number'>) => `INC-${i.number}`;
+export { displayId };
 
 const MIN = 60_000;
 

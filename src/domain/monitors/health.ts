@@ -84,3 +84,6 @@ export function uptimeRatio(days: DayCounts[]): number | null {
   }
   return all ? ok / all : null;
 }
+
+/** An incident's display id: INC-<number>, numbered per project. */
+export const displayId = (i: { number: number }) => `INC-${i.number}`;
