@@ -11,9 +11,12 @@ import * as observability from './observability.js';
 import * as traces from './traces.js';
 import * as system from './system.js';
 import * as retention from './retention.js';
+import * as monitors from './monitors.js';
+import * as incidents from './incidents.js';
+import * as statusPages from './statusPages.js';
 
 /** Every tag file, imported explicitly; the catalogue is the union of their operations. */
-const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system, retention };
+const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system, retention, monitors, incidents, statusPages };
 export const tagModules: Record<string, Record<string, unknown>> = modules;
 /** The tag modules with their types kept (tag → export → descriptor): the typed client (src/client) is derived from it. */
 export type TagModules = typeof modules;

@@ -27,6 +27,7 @@ import { writeLock } from './storage/backup.js';
 import { createRetentionRunner, type RetentionRunner } from './core/retention.js';
 import { EXPIRY_TARGETS } from './storage/retention-repo.js';
 import type { TelemetryWriter } from './storage/telemetry-store.js';
+import { statusMount } from './status/mount.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -60,13 +61,13 @@ export interface SightlineOptions {
 /** A face that mounts its own routes (MCP, OAuth, ingest) on the shared app. */
 export type Mount = (s: Sightline, router: Router) => void;
 /** Faces with routes of their own, mounted in this order before the REST router. */
-const MOUNTS: Mount[] = [oauthMount, mcpMount];
+const MOUNTS: Mount[] = [oauthMount, mcpMount, statusMount];
 
 export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: SightlineOptions = {}): Sightline {
   const config = loadConfig(process.env, configOverrides);
   const log = opts.logger ?? pino({ level: config.logLevel });
   const db = openDatabase(config.dbFile, { backupBeforeMigration: config.backupBeforeMigration, log: (msg, fields) => log.info(fields ?? {}, msg) });
-  const services = createServices(db, config);
+  const services = createServices(db, config, opts.now);
   const metrics = createSelfMetrics();
   services.telemetry = countingWriter(services.telemetry, metrics);
   const ingestErrors = services.errorsIngest.ingest.bind(services.errorsIngest);
@@ -75,6 +76,8 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     metrics.countIngest('error_events', 'accepted', r.inserted);
     return r;
   };
+  services.events.onError = (err, event) => log.error({ err, event: event.type }, 'event subscriber failed');
+  services.scheduler.onError = (err, job) => log.warn({ err, job: job.kind, key: job.key, attempt: job.attempts }, 'job failed');
   const core = createCore(services, { now: opts.now, operations: opts.operations });
   core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
 
@@ -170,8 +173,9 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     readiness,
     retention,
     authThrottle,
-    onClose: [],
+    onClose: [() => services.scheduler.stop()],
     async listen() {
+      services.scheduler.start(); // monitors, mail and other due jobs (state in the database)
       const server = http.createServer(app.callback());
       await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
       s.onClose.push(() => closeGracefully(server, config.shutdownTimeoutMs));

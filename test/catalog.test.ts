@@ -166,6 +166,17 @@ const EXTRA_ROWS: Row[] = [
   ['system.status', 'GET', '/v1/projects/{project_id}/system/status', ['project:write'], 'read', false], // run for months: owners read the server's own figures
   ['retention.get', 'GET', '/v1/projects/{project_id}/retention', ['read'], 'read', false], // run for months: retention per kind
   ['retention.update', 'PUT', '/v1/projects/{project_id}/retention', ['project:write'], 'write', false], // set by owners
+  // Monitors and incidents (issue 17): the spec links status-page components to monitors by id or name.
+  ['monitors.list', 'GET', '/v1/projects/{project_id}/monitors', ['read'], 'read', false],
+  ['monitors.get', 'GET', '/v1/projects/{project_id}/monitors/{monitor_id}', ['read'], 'read', false],
+  ['monitors.create', 'POST', '/v1/projects/{project_id}/monitors', ['write'], 'write', false],
+  ['monitors.update', 'PATCH', '/v1/projects/{project_id}/monitors/{monitor_id}', ['write'], 'write', false],
+  ['monitors.delete', 'DELETE', '/v1/projects/{project_id}/monitors/{monitor_id}', ['write'], 'write', false],
+  ['monitors.listResults', 'GET', '/v1/projects/{project_id}/monitors/{monitor_id}/results', ['read'], 'read', false],
+  ['incidents.list', 'GET', '/v1/projects/{project_id}/incidents', ['read'], 'read', false],
+  ['incidents.get', 'GET', '/v1/projects/{project_id}/incidents/{incident_id}', ['read'], 'read', false],
+  ['incidents.create', 'POST', '/v1/projects/{project_id}/incidents', ['write'], 'write', false],
+  ['incidents.update', 'PATCH', '/v1/projects/{project_id}/incidents/{incident_id}', ['write'], 'write', false],
 ];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */

@@ -1,3 +1,4 @@
+import { dirname, join } from 'node:path';
 /** Configuration from the environment. Every variable is listed in the README. */
 export interface AppConfig {
   port: number;
@@ -56,6 +57,10 @@ export interface AppConfig {
   trustProxy: { enabled: boolean; hops: number };
   /** Largest JSON response a read may return, in bytes; larger answers 413 with how to narrow it. */
   maxResponseBytes: number;
+  /** Uptime monitors: private ranges allowed (CIDRs, or `all`) and days of results kept. */
+  monitors: { allowPrivate: string; retentionDays: number };
+  /** Outbound mail: SMTP URL (null: the outbox file), sender, outbox file. */
+  mail: { smtpUrl: string | null; from: string; outboxFile: string };
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -79,11 +84,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const host = overrides.host ?? env.HOST ?? '0.0.0.0';
   const baseUrl = (overrides.baseUrl ?? env.SIGHTLINE_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, '');
   const ingestPort = overrides.ingestPort ?? int(env.SIGHTLINE_INGEST_PORT, 0);
+  const dbFile = overrides.dbFile ?? env.SIGHTLINE_DB ?? './data/sightline.db';
   const ingestDefault = ingestPort ? baseUrl.replace(/:\d+$/, '') + `:${ingestPort}/ingest` : `${baseUrl}/ingest`;
   return {
     port,
     host,
-    dbFile: overrides.dbFile ?? env.SIGHTLINE_DB ?? './data/sightline.db',
+    dbFile,
     baseUrl,
     ingestUrl: (overrides.ingestUrl ?? env.SIGHTLINE_INGEST_URL ?? ingestDefault).replace(/\/+$/, ''),
     ingestPort,
@@ -126,5 +132,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       hops: Math.max(1, int(env.SIGHTLINE_TRUST_PROXY_HOPS, 1)),
     },
     maxResponseBytes: overrides.maxResponseBytes ?? int(env.SIGHTLINE_MAX_RESPONSE_BYTES, 8 * 1024 * 1024),
+    monitors: overrides.monitors ?? {
+      allowPrivate: env.SIGHTLINE_MONITOR_ALLOW_PRIVATE ?? '',
+      retentionDays: Math.max(1, int(env.SIGHTLINE_MONITOR_RETENTION_DAYS, 90)),
+    },
+    mail: overrides.mail ?? {
+      smtpUrl: env.SIGHTLINE_SMTP_URL || null,
+      from: env.SIGHTLINE_MAIL_FROM || 'Sightline <no-reply@localhost>',
+      outboxFile: env.SIGHTLINE_OUTBOX || join(dirname(dbFile === ':memory:' ? './data/x' : dbFile), 'outbox.jsonl'),
+    },
   };
 }

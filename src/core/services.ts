@@ -14,6 +14,15 @@ import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-gr
 import { createWriteBatcher, type WriteBatch } from '../storage/write-batcher.js';
 import { createSystemRepo, type SystemRepo } from '../storage/system-repo.js';
 import { createRetentionRepo, type RetentionRepo } from '../storage/retention-repo.js';
+import { createJobsRepo } from '../storage/jobs-repo.js';
+import { createMonitorsRepo, type MonitorsRepo } from '../storage/monitors-repo.js';
+import { createIncidentsRepo, type IncidentsRepo } from '../storage/incidents-repo.js';
+import { createStatusPagesRepo, type StatusPagesRepo } from '../storage/status-pages-repo.js';
+import { createOauthRepo } from '../storage/oauth-repo.js';
+import { createScheduler, type Scheduler } from './scheduler.js';
+import { createEventBus, type EventBus } from './events.js';
+import { createMailer, registerMailJob, type Mailer } from './mail.js';
+import { createMonitoring, type Monitoring } from './monitoring.js';
 import type { AppConfig } from './config.js';
 import type { Principal } from './principal.js';
 
@@ -42,6 +51,19 @@ export interface Services {
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
+  /** The shared job queue (state in the database); started by the server, driven by runDue() in tests. */
+  scheduler: Scheduler;
+  /** In-process domain events (monitor down/recovered, incidents, check-ins). */
+  events: EventBus;
+  /** Outbound mail (SMTP or the outbox file); send through the `mail.send` job (enqueueMail). */
+  mailer: Mailer;
+  monitors: MonitorsRepo;
+  incidents: IncidentsRepo;
+  statusPages: StatusPagesRepo;
+  /** Monitor run time: state changes, incidents, check-ins, subscriber notifications. */
+  monitoring: Monitoring;
+  /** Runs a function in one database transaction (a handler's writes that must land together). */
+  atomic: <T>(fn: () => T) => T;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -49,10 +71,36 @@ export interface Services {
   };
 }
 
-export function createServices(db: Db, config: AppConfig): Services {
+export function createServices(db: Db, config: AppConfig, now: () => number = Date.now): Services {
   const errorsIngest = createErrorsIngestRepo(db);
   const ingestMisc = createIngestMiscRepo(db);
+  const jobs = createJobsRepo(db);
+  const scheduler = createScheduler(jobs, { now });
+  const events = createEventBus();
+  const mailer = createMailer(config.mail);
+  const monitors = createMonitorsRepo(db);
+  const incidents = createIncidentsRepo(db);
+  const statusPages = createStatusPagesRepo(db);
+  const atomic = <T>(fn: () => T): T => db.transaction(fn)();
+  let secret: Buffer | null = null;
+  const monitoring = createMonitoring({
+    monitors, incidents, statusPages, scheduler, events, atomic, now,
+    baseUrl: config.baseUrl,
+    allowPrivate: config.monitors.allowPrivate,
+    retentionDays: config.monitors.retentionDays,
+    secret: () => (secret ??= createOauthRepo(db).secretKey('status-subscribers', now())),
+  });
+  registerMailJob(scheduler, mailer);
+  monitoring.register();
   return {
+    scheduler,
+    events,
+    mailer,
+    monitors,
+    incidents,
+    statusPages,
+    monitoring,
+    atomic,
     config,
     identity: createIdentityRepo(db),
     feedback: createFeedbackRepo(db),

@@ -83,6 +83,8 @@ export function buildIngestRouter(s: Sightline): Router {
         if (slice.points?.length) services.telemetry.insertMetricPoints(pid, slice.points, t);
         return slice.errors?.length ? ingestKeyedErrorEvents(services, spike, id.project, slice.errors, t) : null;
       });
+      // Committed: cron monitors (src/core/monitoring.ts) hear of each check-in.
+      for (const c of slice.checkIns ?? []) services.events.publish({ type: 'checkin.received', projectId: pid, at: t, checkIn: c.payload as Record<string, unknown> });
       if (r) {
         accepted += r.accepted;
         dropped += r.dropped;

@@ -1,9 +1,8 @@
 import type Koa from 'koa';
 
-/** HTML-escapes text for element content and double-quoted attribute values. */
-export function esc(v: unknown): string {
-  return String(v).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
+import { esc, htmlDocument, sendPage as sendSharedPage } from '../../pages/layout.js';
+
+export { esc };
 
 const STYLE = `
 *{box-sizing:border-box}
@@ -24,21 +23,7 @@ code{font-size:13px;background:#f4f5f7;padding:1px 4px;border-radius:4px}
 `;
 
 export function layout(title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${esc(title)} · Sightline</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<main>
-${body}
-</main>
-</body>
-</html>`;
+  return htmlDocument({ title: `${title} · Sightline`, style: STYLE, body: `<main>\n${body}\n</main>` });
 }
 
 /**
@@ -48,16 +33,5 @@ ${body}
  * since the browser follows the post's redirect there and `form-action` covers that redirect.
  */
 export function sendPage(ctx: Koa.Context, status: number, html: string, formTargets: string[] = []): void {
-  const formAction = ["'self'", ...new Set(formTargets)].join(' ');
-  ctx.status = status;
-  ctx.set({
-    'Content-Type': 'text/html; charset=utf-8',
-    'Content-Security-Policy': `default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; form-action ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
-    'X-Frame-Options': 'DENY',
-    'X-Content-Type-Options': 'nosniff',
-    'Referrer-Policy': 'no-referrer',
-    'Cache-Control': 'no-store',
-    Pragma: 'no-cache',
-  });
-  ctx.body = html;
+  sendSharedPage(ctx, status, html, { formTargets });
 }
