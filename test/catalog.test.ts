@@ -162,7 +162,10 @@ const PINNED: Row[] = [
   ['remoteAccess.revokeConnector', 'POST', '/v1/projects/{project_id}/remote-access/connectors/{connector_id}/revoke', ['remote_access:manage'], 'write', true],];
 
 /** Operations added beyond the canonical table, same columns. */
-const EXTRA_ROWS: Row[] = [];
+const EXTRA_ROWS: Row[] = [
+  ['ai.getSettings', 'GET', '/v1/projects/{project_id}/ai/settings', ['read'], 'read', false],
+  ['ai.updateSettings', 'PATCH', '/v1/projects/{project_id}/ai/settings', ['project:write'], 'write', false],
+];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */
 const STRICT_BODY = new Set([

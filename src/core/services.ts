@@ -5,6 +5,8 @@ import { createDeploymentsRepo, type DeploymentsRepo } from '../storage/deployme
 import { createSqliteTelemetryWriter } from '../storage/sqlite-telemetry-store.js';
 import type { TelemetryWriter } from '../storage/telemetry-store.js';
 import { withLogRollups } from '../storage/log-rollups.js';
+import { withAgentObservations } from '../storage/ai-spans.js';
+import { createAiRepo, type AiRepo } from '../storage/ai-repo.js';
 import { createLogsReadRepo, type LogsReadRepo } from '../storage/logs-read-repo.js';
 import { createMetricsReadRepo, type MetricsReadRepo } from '../storage/metrics-read-repo.js';
 import { createTracesReadRepo, type TracesReadRepo } from '../storage/traces-read-repo.js';
@@ -34,6 +36,8 @@ export interface Services {
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
+  /** Agent observations, scores, AI rollups and settings (issue 13). */
+  ai: AiRepo;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -44,13 +48,14 @@ export interface Services {
 export function createServices(db: Db, config: AppConfig): Services {
   const errorsIngest = createErrorsIngestRepo(db);
   const ingestMisc = createIngestMiscRepo(db);
+  const ai = createAiRepo(db);
   return {
     config,
     identity: createIdentityRepo(db),
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
-    telemetry: withLogRollups(db, createSqliteTelemetryWriter(db)),
+    telemetry: withAgentObservations(db, ai, withLogRollups(db, createSqliteTelemetryWriter(db))),
     writeBatch: createWriteBatcher(db),
     logsRead: createLogsReadRepo(db),
     metricsRead: createMetricsReadRepo(db),
@@ -58,6 +63,7 @@ export function createServices(db: Db, config: AppConfig): Services {
     errorsIngest,
     ingestMisc,
     errorGroups: createErrorGroupsRepo(db),
+    ai,
     lookups: {
       errorGroupExists: (projectId, id) => errorsIngest.exists(projectId, id),
       replaySessionFor: (projectId, replayId) => ingestMisc.replay(projectId, replayId.replace(/-/g, '').toLowerCase())?.replay_id ?? null,
