@@ -57,47 +57,6 @@ export const list = defineOperation({
   },
 });
 
-// ---- agentObservations.get ------------------------------------------------------------------
-
-export const get = defineOperation({
-  operationId: 'agentObservations.get',
-  tag: 'agentObservations',
-  summary: 'Get one agent observation with its input, output, tags and attributes',
-  description:
-    'The full record: the list fields plus `input_json` and `output_json` (normalized: `{ system, messages: [{ role, content, tool_calls, tool_call_id, reasoning }] }` for chat, `{ value }` otherwise; ' +
-    '`{ redacted: true, reason: "privacy_mode" }` where privacy mode withheld content), `tags` and `attributes` (span attributes without content), `cost_source` and `privacy_mode`.',
-  method: 'GET',
-  path: '/v1/projects/{project_id}/agent-observations/{observation_id}',
-  scopes: ['read'],
-  risk: 'read',
-  sensitive: false,
-  projectScoped: true,
-  input: z.strictObject({ project_id: projectId, observation_id: z.string().min(1).max(256).describe('Observation id (the span id for OTLP).') }),
-  output: observationRowSchema.extend({
-    input_json: z.record(z.string(), z.unknown()),
-    output_json: z.record(z.string(), z.unknown()),
-    tags: z.record(z.string(), z.string()),
-    attributes: z.record(z.string(), z.unknown()),
-    cost_source: z.string().describe('`sent`, `price_table`, or empty when unknown.'),
-    privacy_mode: z.boolean(),
-  }),
-  errors: [{ status: 404, code: 'not_found', when: 'no such observation in this project' }],
-  example: { observation_id: '5b8aa5a2d2c872e8' },
-  handler(input, ctx) {
-    const r = ctx.services.ai.get(ctx.project!.id, input.observation_id);
-    if (!r) throw new NotFoundError('The observation', 'observation_id');
-    return {
-      ...observationRow(r),
-      input_json: jsonObject(r.input_json),
-      output_json: jsonObject(r.output_json),
-      tags: tagsMap(r.tags),
-      attributes: jsonObject(r.attributes),
-      cost_source: r.cost_source,
-      privacy_mode: r.f_privacy === 1,
-    };
-  },
-});
-
 // ---- agentObservations.quality --------------------------------------------------------------
 
 const coverageEntry = z.object({
@@ -311,5 +270,49 @@ export const exportGenerations = defineOperation({
       return row;
     });
     return { data, limit: input.limit, offset: input.offset, has_more: hasMore, ...windowOut(w) };
+  },
+});
+
+// ---- agentObservations.get ------------------------------------------------------------------
+
+// Last in the file and exported as `show`: the REST router matches routes in catalogue order, which
+// is a tag's exports in declaration order (vite) or name order (Node), and /agent-observations/quality
+// and /export must come before /{observation_id} in both.
+export const show = defineOperation({
+  operationId: 'agentObservations.get',
+  tag: 'agentObservations',
+  summary: 'Get one agent observation with its input, output, tags and attributes',
+  description:
+    'The full record: the list fields plus `input_json` and `output_json` (normalized: `{ system, messages: [{ role, content, tool_calls, tool_call_id, reasoning }] }` for chat, `{ value }` otherwise; ' +
+    '`{ redacted: true, reason: "privacy_mode" }` where privacy mode withheld content), `tags` and `attributes` (span attributes without content), `cost_source` and `privacy_mode`.',
+  method: 'GET',
+  path: '/v1/projects/{project_id}/agent-observations/{observation_id}',
+  scopes: ['read'],
+  risk: 'read',
+  sensitive: false,
+  projectScoped: true,
+  input: z.strictObject({ project_id: projectId, observation_id: z.string().min(1).max(256).describe('Observation id (the span id for OTLP).') }),
+  output: observationRowSchema.extend({
+    input_json: z.record(z.string(), z.unknown()),
+    output_json: z.record(z.string(), z.unknown()),
+    tags: z.record(z.string(), z.string()),
+    attributes: z.record(z.string(), z.unknown()),
+    cost_source: z.string().describe('`sent`, `price_table`, or empty when unknown.'),
+    privacy_mode: z.boolean(),
+  }),
+  errors: [{ status: 404, code: 'not_found', when: 'no such observation in this project' }],
+  example: { observation_id: '5b8aa5a2d2c872e8' },
+  handler(input, ctx) {
+    const r = ctx.services.ai.get(ctx.project!.id, input.observation_id);
+    if (!r) throw new NotFoundError('The observation', 'observation_id');
+    return {
+      ...observationRow(r),
+      input_json: jsonObject(r.input_json),
+      output_json: jsonObject(r.output_json),
+      tags: tagsMap(r.tags),
+      attributes: jsonObject(r.attributes),
+      cost_source: r.cost_source,
+      privacy_mode: r.f_privacy === 1,
+    };
   },
 });

@@ -117,4 +117,4 @@ export function observationRow(r: StoredObservation): z.input<typeof observation
   };
 }
 
-export const round = (n: number, digits = 6) => Math.round(n * 10 ** digits) / 10 ** digits;
+export const round = (n: number, digits = 10) => Math.round(n * 10 ** digits) / 10 ** digits;

@@ -174,7 +174,14 @@ export const session = defineOperation({
     if (!rows.length) throw new NotFoundError('The session', 'session_id');
     const truncated = rows.length > SESSION_MAX;
     const kept = rows.slice(0, SESSION_MAX);
-    const tree = sessionTree(kept);
+    // Parents that are plain spans (an HTTP call between an agent step and a tool): walk the trace's spans.
+    const inSession = new Set(kept.map((r) => r.observation_id));
+    const spanParents = new Map<string, string | null>();
+    const traces = new Set(kept.filter((r) => r.parent_observation_id && !inSession.has(r.parent_observation_id) && r.trace_id).map((r) => r.trace_id));
+    for (const traceId of [...traces].slice(0, 50)) {
+      for (const sp of ctx.services.tracesRead.traceSpansLite(ctx.project!.id, traceId)) spanParents.set(sp.span_id, sp.parent_span_id);
+    }
+    const tree = sessionTree(kept, spanParents);
     const start = Math.min(...kept.map((r) => r.started_ms));
     const end = Math.max(...kept.map((r) => r.started_ms + r.duration_ms));
     const u: UsageAggregate = { n: 0, generations: 0, errors: 0, tool_calls: 0, cost: 0, prompt: 0, completion: 0, tokens: 0, gen_duration: 0 };

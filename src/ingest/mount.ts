@@ -10,6 +10,7 @@ import { errorEventFromSentry, feedbackFromSentry, logsFromSentryLogItem, sessio
 import { errorEventsFromSpans, ingestErrorEvents, SpikeGuard } from './pipeline.js';
 import { IngestQuota, ingestIdentity, type IngestIdentity } from './auth.js';
 import type { ErrorEventRecord, LogRecordOut, SpanRecord } from '../domain/telemetry-types.js';
+import { mountAiIngest } from './ai-mount.js';
 
 const SENTRY_CORS = {
   'Access-Control-Allow-Origin': '*',
@@ -291,5 +292,6 @@ export function buildIngestRouter(s: Sightline): Router {
       ctx.status = 204;
     });
   }
+  mountAiIngest(router, s, { readBody, quota });
   return router;
 }

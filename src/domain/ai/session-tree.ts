@@ -2,7 +2,9 @@
  * ai.session as agents think: the session's observations as a tree of agent steps, generations and
  * tool calls. Nodes come back depth-first (children by start time), each with its own tokens, cost
  * and latency and the totals of its subtree, so "where did the time and money go" is one read.
- * An observation whose parent is not in the session is a root.
+ * An observation whose parent is not an observation of the session hangs under its nearest ancestor
+ * that is (walking `spanParents`, the trace's span → parent map, past plain spans such as an HTTP
+ * client span); with none, it is a root.
  */
 export interface TreeInput {
   observation_id: string;
@@ -20,12 +22,17 @@ export interface TreeNode<T extends TreeInput> {
   subtree: { observations: number; total_tokens: number; cost_usd: number; generations: number; tool_calls: number };
 }
 
-export function sessionTree<T extends TreeInput & { observation_type: string }>(rows: T[]): TreeNode<T>[] {
+export function sessionTree<T extends TreeInput & { observation_type: string }>(rows: T[], spanParents: Map<string, string | null> = new Map()): TreeNode<T>[] {
   const byId = new Map(rows.map((r) => [r.observation_id, r]));
   const children = new Map<string, T[]>();
   const roots: T[] = [];
   for (const r of rows) {
-    const p = r.parent_observation_id;
+    let p = r.parent_observation_id;
+    const seen = new Set<string>();
+    while (p && !byId.has(p) && spanParents.has(p) && !seen.has(p)) {
+      seen.add(p);
+      p = spanParents.get(p) ?? '';
+    }
     if (p && p !== r.observation_id && byId.has(p)) {
       let list = children.get(p);
       if (!list) children.set(p, (list = []));
