@@ -89,7 +89,7 @@ export function parseLangfuseItem(item: unknown, receivedMs: number): LangfuseIt
     if (!name) throw new LangfuseItemError(400, 'score-create needs body.name.');
     const dt = s(body.dataType).toUpperCase();
     const isText = typeof body.value === 'string';
-    const dataType = dt === 'CATEGORICAL' || (isText && dt !== 'BOOLEAN') ? 'categorical' : dt === 'BOOLEAN' ? 'boolean' : 'numeric';
+    const dataType = dt === 'CATEGORICAL' || (isText && !dt) ? 'categorical' : dt === 'BOOLEAN' ? 'boolean' : 'numeric';
     let value = num(body.value);
     if (dataType === 'boolean' && value === null) value = body.value === true || body.value === 'true' || body.value === 'True' ? 1 : 0;
     if (dataType === 'numeric' && value === null) throw new LangfuseItemError(400, 'A numeric score needs a number value.');
