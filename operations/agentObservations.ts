@@ -76,7 +76,7 @@ export const quality = defineOperation({
     'Coverage of seven dimensions over the window (default the last 24 hours, at most 31 days): `trace_linkage` (all observations), `generation_inputs` and `model_provider` (all generations), ' +
     '`system_prompts` (chat/system-capable generations), `completed_outputs`, `token_usage` and `cost` (successful generations). Each has captured, eligible, missing and percent. ' +
     'Content withheld by privacy mode counts as captured (the instrumentation sent it). `privacy_posture` counts observations in privacy mode and those whose stored record bears content, reasoning or tool payloads — never the content. ' +
-    '`invalid_token_totals` counts observations with negative or fractional token counts or a total below input + output. `scores` counts current scores and scored observations in the window. ' +
+    '`invalid_token_totals` counts observations with negative or fractional token counts or a total below input + output. `scores` counts current scores timed in the window and the observations they score (with filters, only scores of matching observations). ' +
     'The command-line client turns this report into a CI gate (`sightline agent-observations quality --threshold 90`).',
   method: 'GET',
   path: '/v1/projects/{project_id}/agent-observations/quality',
@@ -125,7 +125,7 @@ export const quality = defineOperation({
       coverage: coverage as never,
       invalid_token_totals: sums.f_invalid_tokens,
       privacy_posture: privacyPostureOf(sums),
-      scores: ctx.services.ai.scoreCounts(pid, w.fromMs, w.toMs, { release: input.release, environment: input.environment, model: input.model }),
+      scores: ctx.services.ai.scoreCounts(pid, w.fromMs, w.toMs, f),
       ...windowOut(w),
     };
   },

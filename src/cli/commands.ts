@@ -9,6 +9,7 @@ import { catalogue } from '../../operations/index.js';
 import { toJsonSchema, type JsonSchema } from '../core/json-schema.js';
 import { createClient, DEFAULT_BASE_URL, paginationOf, SightlineError, SightlineInputError, type ClientOptions } from '../client/index.js';
 import { renderHuman } from './format.js';
+import { AI_CLI_EXTENSIONS } from './ai.js';
 
 // ---- io and options ------------------------------------------------------------------------------
 
@@ -53,8 +54,8 @@ export interface CliExtension {
   render?(result: unknown, ctx: { flags: Record<string, unknown>; json: boolean; io: CliIO }): number | undefined | Promise<number | undefined>;
 }
 
-/** Wired behaviours. Empty in this build: their operations are not in the catalogue yet. */
-export const CLI_EXTENSIONS: Record<string, CliExtension> = {};
+/** Wired behaviours, keyed by operationId. */
+export const CLI_EXTENSIONS: Record<string, CliExtension> = { ...AI_CLI_EXTENSIONS };
 
 export interface CliOptions {
   operations?: readonly AnyOperation[];

@@ -339,21 +339,26 @@ export function createAiRepo(db: Db) {
       .all(Number(projectId), fromMs, toMs, ...w.params, limit) as string[];
   }
 
-  function scoreCounts(projectId: string, fromMs: number, toMs: number, f: { release?: string; environment?: string; model?: string }) {
+  /**
+   * Current scores timed in the window and the distinct observations they score. With observation
+   * filters (agent, workflow, model, provider, release, environment), only scores of observations
+   * that match them count.
+   */
+  function scoreCounts(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>) {
     const parts: string[] = [];
     const params: unknown[] = [];
-    for (const k of ['release', 'environment', 'model'] as const) {
-      if (f[k] !== undefined) {
-        parts.push(` AND ${k} = ?`);
-        params.push(f[k]);
-      }
+    for (const [k, v] of Object.entries(f)) {
+      if (v === undefined) continue;
+      parts.push(` AND o.${k} = ?`);
+      params.push(v);
     }
+    const join = parts.length ? ` JOIN agent_observations o ON o.project_id = sc.project_id AND o.observation_id = sc.observation_id${parts.join('')}` : '';
     return db
       .prepare(
-        `SELECT count(*) AS count, count(DISTINCT CASE WHEN observation_id != '' THEN observation_id END) AS scored_observations
-         FROM agent_scores WHERE project_id = ? AND started_ms >= ? AND started_ms < ? AND deleted = 0${parts.join('')}`,
+        `SELECT count(*) AS count, count(DISTINCT CASE WHEN sc.observation_id != '' THEN sc.observation_id END) AS scored_observations
+         FROM agent_scores sc${join} WHERE sc.project_id = ? AND sc.started_ms >= ? AND sc.started_ms < ? AND sc.deleted = 0`,
       )
-      .get(Number(projectId), fromMs, toMs, ...params) as { count: number; scored_observations: number };
+      .get(...params, Number(projectId), fromMs, toMs) as { count: number; scored_observations: number };
   }
 
   function exportRows(projectId: string, f: ExportFilters, limit: number, offset: number): { rows: StoredObservation[]; hasMore: boolean } {

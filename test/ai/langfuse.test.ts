@@ -144,7 +144,7 @@ describe('legacy langfuse client (batch ingestion)', () => {
       }),
     });
     expect(r.status).toBe(207);
-    const body = await r.json();
+    const body: any = await r.json();
     expect(body.successes).toEqual([{ id: 'e1', status: 201 }]);
     expect(body.errors.map((e: any) => [e.id, e.status])).toEqual([['e2', 400], ['e3', 400], ['e4', 400]]);
     expect((await get('/agent-observations/gen-207')).model).toBe('gpt-4o-mini');
