@@ -65,7 +65,7 @@ export const stats = defineOperation({
   tag: 'ai',
   summary: 'AI usage summary: requests, cost, tokens, latency, top models and providers, sessions, users',
   description:
-    'Over the window (default the last 7 days, at most 90 days): summary metrics of all agent observations, the top 10 models and providers by requests, and the session and user counts with the 10 most expensive of each. ' +
+    'Over the window (default the last 7 days, at most 90 days): summary metrics of all agent observations, the top 10 models and providers by requests, and the sessions and users active in the window (first activity before `to`, last at or after `from`) with the 10 most expensive of each (their totals since first seen). ' +
     'Cost is the sent cost, else computed from the bundled price table (`price_table_version` is its date). `privacy_mode` is the project setting (ai.updateSettings).',
   method: 'GET',
   path: '/v1/projects/{project_id}/ai/stats',

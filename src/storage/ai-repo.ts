@@ -11,8 +11,10 @@ import type { TraceInfo } from '../domain/ai/langfuse-legacy.js';
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
 const FLAGS = FLAG_COLUMNS.join(', ');
-const ROLLUP_DIMS = ['observation_type', 'status', 'model', 'provider', 'agent_id', 'workflow_id', 'release', 'environment'] as const;
-type RollupDim = (typeof ROLLUP_DIMS)[number];
+/** Dimensions with their own rollup rows (quality filters, ai.stats groupings). */
+const ROLLUP_DIMS = ['agent_id', 'workflow_id', 'model', 'provider', 'release', 'environment'] as const;
+export type RollupDim = (typeof ROLLUP_DIMS)[number];
+const SUM_COLS = ['cost_sum', 'prompt_sum', 'completion_sum', 'tokens_sum', 'duration_sum', 'gen_duration_sum', 'tool_n'] as const;
 
 const OBS_COLUMNS = [
   'observation_id', 'parent_observation_id', 'trace_id', 'span_id', 'session_id', 'user_id', 'distinct_id', 'visitor_id', 'agent_id',
@@ -144,15 +146,13 @@ export function createAiRepo(db: Db) {
     byId: db.prepare('SELECT * FROM agent_observations WHERE project_id = ? AND observation_id = ?'),
     ofTrace: db.prepare("SELECT * FROM agent_observations WHERE project_id = ? AND trace_id = ? AND trace_id != ''"),
     rollup: db.prepare(
-      `INSERT INTO agent_obs_1h (project_id, hour_ms, ${ROLLUP_DIMS.join(', ')}, n, ${FLAGS}, cost_sum, prompt_sum, completion_sum, tokens_sum, duration_sum)
-       VALUES (?, ?, ${ROLLUP_DIMS.map(() => '?').join(', ')}, ?, ${FLAG_COLUMNS.map(() => '?').join(', ')}, ?, ?, ?, ?, ?)
-       ON CONFLICT DO UPDATE SET n = n + excluded.n, ${FLAG_COLUMNS.map((f) => `${f} = ${f} + excluded.${f}`).join(', ')},
-       cost_sum = cost_sum + excluded.cost_sum, prompt_sum = prompt_sum + excluded.prompt_sum, completion_sum = completion_sum + excluded.completion_sum,
-       tokens_sum = tokens_sum + excluded.tokens_sum, duration_sum = duration_sum + excluded.duration_sum`,
+      `INSERT INTO agent_obs_1h (project_id, hour_ms, dim, value, n, ${FLAGS}, ${SUM_COLS.join(', ')})
+       VALUES (?, ?, ?, ?, ?, ${FLAG_COLUMNS.map(() => '?').join(', ')}, ${SUM_COLS.map(() => '?').join(', ')})
+       ON CONFLICT DO UPDATE SET n = n + excluded.n, ${[...FLAG_COLUMNS, ...SUM_COLS].map((f) => `${f} = ${f} + excluded.${f}`).join(', ')}`,
     ),
     party: (table: string, col: string) =>
       db.prepare(
-        `INSERT INTO ${table} (project_id, hour_ms, ${col}, n, generations, errors, cost_sum, tokens_sum, first_ms, last_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO ${table} (project_id, ${col}, n, generations, errors, cost_sum, tokens_sum, first_ms, last_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT DO UPDATE SET n = n + excluded.n, generations = generations + excluded.generations, errors = errors + excluded.errors,
          cost_sum = cost_sum + excluded.cost_sum, tokens_sum = tokens_sum + excluded.tokens_sum,
          first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)`,
@@ -185,8 +185,8 @@ export function createAiRepo(db: Db) {
        ON CONFLICT(project_id, dispatch_id) DO UPDATE SET status = excluded.status, webhook_status = excluded.webhook_status, completed_ms = excluded.completed_ms`,
     ),
   };
-  const sessionUpsert = st.party('agent_session_1h', 'session_id');
-  const userUpsert = st.party('agent_user_1h', 'user_id');
+  const sessionUpsert = st.party('agent_sessions', 'session_id');
+  const userUpsert = st.party('agent_users', 'user_id');
   const privacyCache = new Map<number, boolean>();
 
   type Contribution = { row: StoredObservation | (ObservationRow & Record<FlagColumn, number>); sign: 1 | -1 };
@@ -194,45 +194,50 @@ export function createAiRepo(db: Db) {
   function applyRollups(pid: number, changes: Contribution[]) {
     const obs = new Map<string, { key: unknown[]; v: number[] }>();
     const parties = [new Map<string, number[]>(), new Map<string, number[]>()];
+    const width = 1 + FLAG_COLUMNS.length + SUM_COLS.length;
     for (const { row: r, sign } of changes) {
       const hour = Math.floor(r.started_ms / HOUR) * HOUR;
-      const dims = ROLLUP_DIMS.map((d) => r[d as RollupDim]);
-      const k = `${hour}\u0000${dims.join('\u0000')}`;
-      let e = obs.get(k);
-      if (!e) obs.set(k, (e = { key: [hour, ...dims], v: new Array(FLAG_COLUMNS.length + 6).fill(0) }));
-      e.v[0] += sign;
-      FLAG_COLUMNS.forEach((f, i) => (e!.v[i + 1] += sign * (r[f] ?? 0)));
-      const base = FLAG_COLUMNS.length + 1;
-      e.v[base] += sign * (r.cost_usd ?? 0);
-      e.v[base + 1] += sign * (r.prompt_tokens ?? 0);
-      e.v[base + 2] += sign * (r.completion_tokens ?? 0);
-      e.v[base + 3] += sign * (r.total_tokens ?? 0);
-      e.v[base + 4] += sign * r.duration_ms;
+      const gen = r.observation_type === 'generation';
+      const contrib = [
+        sign,
+        ...FLAG_COLUMNS.map((f) => sign * (r[f] ?? 0)),
+        sign * (r.cost_usd ?? 0),
+        sign * (r.prompt_tokens ?? 0),
+        sign * (r.completion_tokens ?? 0),
+        sign * (r.total_tokens ?? 0),
+        sign * r.duration_ms,
+        gen ? sign * r.duration_ms : 0,
+        r.observation_type === 'tool_call' ? sign : 0,
+      ];
+      const targets: [string, string][] = [['', ''], ...ROLLUP_DIMS.map((d) => [d, String(r[d])] as [string, string])];
+      for (const [dim, value] of targets) {
+        const k = `${hour}\u0000${dim}\u0000${value}`;
+        let e = obs.get(k);
+        if (!e) obs.set(k, (e = { key: [hour, dim, value], v: new Array(width).fill(0) }));
+        for (let i = 0; i < width; i++) e.v[i]! += contrib[i]!;
+      }
       [r.session_id, r.user_id].forEach((id, pi) => {
         if (!id) return;
-        const pk = `${hour}\u0000${id}`;
-        let p = parties[pi]!.get(pk);
+        let p = parties[pi]!.get(id);
         // first/last only grow: a replaced row's old times are kept (they remain an outer bound).
-        if (!p) parties[pi]!.set(pk, (p = [hour, 0, 0, 0, 0, 0, Infinity, -Infinity]));
-        p[1]! += sign;
-        p[2]! += sign * r.f_gen;
-        p[3]! += sign * r.f_error;
-        p[4]! += sign * (r.cost_usd ?? 0);
-        p[5]! += sign * (r.total_tokens ?? 0);
+        if (!p) parties[pi]!.set(id, (p = [0, 0, 0, 0, 0, Infinity, -Infinity]));
+        p[0]! += sign;
+        p[1]! += sign * r.f_gen;
+        p[2]! += sign * r.f_error;
+        p[3]! += sign * (r.cost_usd ?? 0);
+        p[4]! += sign * (r.total_tokens ?? 0);
         if (sign > 0) {
-          p[6] = Math.min(p[6]!, r.started_ms);
-          p[7] = Math.max(p[7]!, r.started_ms);
+          p[5] = Math.min(p[5]!, r.started_ms);
+          p[6] = Math.max(p[6]!, r.started_ms);
         }
       });
     }
     for (const e of obs.values()) st.rollup.run(pid, ...e.key, ...e.v);
     for (const [pi, m] of parties.entries()) {
       const stmt = pi === 0 ? sessionUpsert : userUpsert;
-      for (const [pk, p] of m) {
-        const id = pk.slice(pk.indexOf('\u0000') + 1);
-        const first = Number.isFinite(p[6]) ? p[6] : p[0];
-        const last = Number.isFinite(p[7]) ? p[7] : p[0];
-        stmt.run(pid, p[0], id, p[1], p[2], p[3], p[4], p[5], first, last);
+      for (const [id, p] of m) {
+        if (!Number.isFinite(p[5])) continue; // only removals: the outer bounds stay
+        stmt.run(pid, id, p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
       }
     }
   }
@@ -299,25 +304,25 @@ export function createAiRepo(db: Db) {
 
   const get = (projectId: string, id: string) => (st.byId.get(Number(projectId), id) as StoredObservation | undefined) ?? null;
 
-  /** Rows and rollups of a window as one source of (dims, t, n, flags, sums). */
-  function windowSource(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>) {
-    const { hStart, hEnd, edges } = split(fromMs, toMs);
-    const dimSql: string[] = [];
-    const dimParams: unknown[] = [];
-    for (const d of ROLLUP_DIMS) {
-      if (f[d] !== undefined) {
-        dimSql.push(` AND ${d} = ?`);
-        dimParams.push(f[d]);
-      }
-    }
-    const cols = ROLLUP_DIMS.join(', ');
+  /**
+   * Rows and rollups of a window as one source of (value, t, n, flags, sums). With no filter or one
+   * filter the whole hours come from the rollup rows of that dimension; with several filters the
+   * rows are read. `group` names a dimension whose value comes out as `value` (no filter then).
+   */
+  function windowSource(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>, group?: RollupDim) {
+    const filters = Object.entries(f).filter(([, v]) => v !== undefined) as [RollupDim, string][];
+    const useRollup = group ? filters.length === 0 : filters.length <= 1;
+    const { hStart, hEnd, edges } = useRollup ? split(fromMs, toMs) : { hStart: 0, hEnd: 0, edges: [[fromMs, toMs]] as [number, number][] };
     const pid = Number(projectId);
-    const sql = `SELECT ${cols}, hour_ms AS t, n, ${FLAGS}, cost_sum, prompt_sum, completion_sum, tokens_sum, duration_sum FROM agent_obs_1h
-        WHERE project_id = ? AND hour_ms >= ? AND hour_ms < ?${dimSql.join('')}
+    const [dim, value] = group ? [group, null] : filters.length === 1 ? filters[0]! : ['', ''];
+    const rawFilter = filters.map(([d]) => ` AND ${d} = ?`).join('');
+    const sql = `SELECT value, hour_ms AS t, n, ${FLAGS}, ${SUM_COLS.join(', ')} FROM agent_obs_1h
+        WHERE project_id = ? AND dim = ?${value === null ? '' : ' AND value = ?'} AND hour_ms >= ? AND hour_ms < ?
       UNION ALL
-      SELECT ${cols}, started_ms AS t, 1, ${FLAGS}, COALESCE(cost_usd, 0), COALESCE(prompt_tokens, 0), COALESCE(completion_tokens, 0), COALESCE(total_tokens, 0), duration_ms
-        FROM agent_observations WHERE project_id = ? AND (${edges.map(() => '(started_ms >= ? AND started_ms < ?)').join(' OR ')})${dimSql.join('')}`;
-    const params = [pid, hStart, hEnd, ...dimParams, pid, ...edges.flat(), ...dimParams];
+      SELECT ${group ?? "''"}, started_ms AS t, 1, ${FLAGS}, COALESCE(cost_usd, 0), COALESCE(prompt_tokens, 0), COALESCE(completion_tokens, 0), COALESCE(total_tokens, 0),
+        duration_ms, CASE WHEN observation_type = 'generation' THEN duration_ms ELSE 0 END, CASE WHEN observation_type = 'tool_call' THEN 1 ELSE 0 END
+        FROM agent_observations WHERE project_id = ? AND (${edges.map(() => '(started_ms >= ? AND started_ms < ?)').join(' OR ')})${rawFilter}`;
+    const params = [pid, dim, ...(value === null ? [] : [value]), hStart, hEnd, pid, ...edges.flat(), ...filters.map(([, v]) => v)];
     return { sql, params };
   }
 
@@ -430,10 +435,9 @@ export function createAiRepo(db: Db) {
       .all(...w.params) as { name: string; data_type: string; string_value: string; count: number; avg_value: number | null; min_value: number | null; max_value: number | null }[];
   }
 
-  const USAGE = `COALESCE(SUM(n), 0) AS n, COALESCE(SUM(f_gen), 0) AS generations, COALESCE(SUM(f_error), 0) AS errors,
-    COALESCE(SUM(CASE WHEN observation_type = 'tool_call' THEN n ELSE 0 END), 0) AS tool_calls,
+  const USAGE = `COALESCE(SUM(n), 0) AS n, COALESCE(SUM(f_gen), 0) AS generations, COALESCE(SUM(f_error), 0) AS errors, COALESCE(SUM(tool_n), 0) AS tool_calls,
     COALESCE(SUM(cost_sum), 0) AS cost, COALESCE(SUM(prompt_sum), 0) AS prompt, COALESCE(SUM(completion_sum), 0) AS completion,
-    COALESCE(SUM(tokens_sum), 0) AS tokens, COALESCE(SUM(CASE WHEN observation_type = 'generation' THEN duration_sum ELSE 0 END), 0) AS gen_duration`;
+    COALESCE(SUM(tokens_sum), 0) AS tokens, COALESCE(SUM(gen_duration_sum), 0) AS gen_duration`;
 
   function usage(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>> = {}): UsageAggregate {
     const src = windowSource(projectId, fromMs, toMs, f);
@@ -441,9 +445,9 @@ export function createAiRepo(db: Db) {
   }
 
   function usageBy(projectId: string, fromMs: number, toMs: number, dim: 'model' | 'provider', limit: number): GroupAggregate[] {
-    const src = windowSource(projectId, fromMs, toMs, { observation_type: 'generation' });
+    const src = windowSource(projectId, fromMs, toMs, {}, dim);
     return db
-      .prepare(`SELECT ${dim} AS key, ${USAGE} FROM (${src.sql}) WHERE ${dim} != '' GROUP BY ${dim} ORDER BY generations DESC, key LIMIT ?`)
+      .prepare(`SELECT value AS key, ${USAGE} FROM (${src.sql}) WHERE value != '' GROUP BY value HAVING SUM(f_gen) > 0 ORDER BY generations DESC, key LIMIT ?`)
       .all(...src.params, limit) as GroupAggregate[];
   }
 
@@ -454,19 +458,16 @@ export function createAiRepo(db: Db) {
       .all(...src.params) as (UsageAggregate & { day: number })[];
   }
 
+  /** Sessions (or users) active in the window — first activity before `to`, last at or after `from` — with their totals. */
   function parties(projectId: string, kind: 'session' | 'user', fromMs: number, toMs: number, limit: number): { count: number; top: PartyAggregate[] } {
-    const { hStart, hEnd, edges } = split(fromMs, toMs);
+    const table = kind === 'session' ? 'agent_sessions' : 'agent_users';
     const col = kind === 'session' ? 'session_id' : 'user_id';
-    const pid = Number(projectId);
-    const sql = `SELECT ${col} AS key, n, generations, errors, cost_sum, tokens_sum, first_ms, last_ms FROM agent_${kind}_1h WHERE project_id = ? AND hour_ms >= ? AND hour_ms < ?
-      UNION ALL
-      SELECT ${col}, 1, f_gen, f_error, COALESCE(cost_usd, 0), COALESCE(total_tokens, 0), started_ms, started_ms FROM agent_observations
-        WHERE project_id = ? AND ${col} != '' AND (${edges.map(() => '(started_ms >= ? AND started_ms < ?)').join(' OR ')})`;
-    const params = [pid, hStart, hEnd, pid, ...edges.flat()];
-    const grouped = `SELECT key, SUM(n) AS n, SUM(generations) AS generations, SUM(errors) AS errors, SUM(cost_sum) AS cost, SUM(tokens_sum) AS tokens,
-      MIN(first_ms) AS first_ms, MAX(last_ms) AS last_ms FROM (${sql}) GROUP BY key HAVING SUM(n) > 0`;
-    const count = db.prepare(`SELECT count(*) FROM (${grouped})`).pluck().get(...params) as number;
-    const top = db.prepare(`${grouped} ORDER BY cost DESC, n DESC, key LIMIT ?`).all(...params, limit) as PartyAggregate[];
+    const where = `FROM ${table} WHERE project_id = ? AND last_ms >= ? AND first_ms < ? AND n > 0`;
+    const args = [Number(projectId), fromMs, toMs];
+    const count = db.prepare(`SELECT count(*) ${where}`).pluck().get(...args) as number;
+    const top = db
+      .prepare(`SELECT ${col} AS key, n, generations, errors, cost_sum AS cost, tokens_sum AS tokens, first_ms, last_ms ${where} ORDER BY cost_sum DESC, n DESC, ${col} LIMIT ?`)
+      .all(...args, limit) as PartyAggregate[];
     return { count, top };
   }
 

@@ -71,10 +71,11 @@ describe('AI hourly rollups', () => {
     for (const [from, to] of windows) {
       expect(repo.qualitySums('1', from, to, {})).toEqual(rawSums(from, to));
       expect(repo.qualitySums('1', from, to, { agent_id: 'a' })).toEqual(rawSums(from, to, 'a'));
+      // Sessions active in the window (first before `to`, last at or after `from`) with their totals.
       const sessions = repo.parties('1', 'session', from, to, 10);
       const raw = db
-        .prepare("SELECT session_id AS key, count(*) AS n FROM agent_observations WHERE project_id = 1 AND session_id != '' AND started_ms >= ? AND started_ms < ? GROUP BY 1")
-        .all(from, to) as { key: string; n: number }[];
+        .prepare("SELECT session_id AS key, count(*) AS n FROM agent_observations WHERE project_id = 1 AND session_id != '' GROUP BY 1 HAVING min(started_ms) < ? AND max(started_ms) >= ?")
+        .all(to, from) as { key: string; n: number }[];
       expect(sessions.count).toBe(raw.length);
       expect(Object.fromEntries(sessions.top.map((s) => [s.key, s.n]))).toEqual(Object.fromEntries(raw.map((s) => [s.key, s.n])));
       const u = repo.usage('1', from, to);
@@ -82,6 +83,14 @@ describe('AI hourly rollups', () => {
         .prepare('SELECT count(*) AS n, COALESCE(SUM(prompt_tokens), 0) AS prompt, COALESCE(SUM(cost_usd), 0) AS cost FROM agent_observations WHERE project_id = 1 AND started_ms >= ? AND started_ms < ?')
         .get(from, to) as { n: number; prompt: number; cost: number };
       expect(u.n).toBe(rawUsage.n);
+      const byModel = repo.usageBy('1', from, to, 'model', 10);
+      const rawByModel = db
+        .prepare("SELECT model AS key, count(*) AS n FROM agent_observations WHERE project_id = 1 AND model != '' AND observation_type = 'generation' AND started_ms >= ? AND started_ms < ? GROUP BY 1")
+        .all(from, to) as { key: string; n: number }[];
+      expect(Object.fromEntries(byModel.map((m) => [m.key, m.generations]))).toEqual(Object.fromEntries(rawByModel.map((m) => [m.key, m.n])));
+      expect(repo.qualitySums('1', from, to, { agent_id: 'a', model: 'gpt-4o' })).toEqual(
+        db.prepare(`SELECT count(*) AS n, ${FLAG_COLUMNS.map((f) => `COALESCE(SUM(${f}), 0) AS ${f}`).join(', ')} FROM agent_observations WHERE project_id = 1 AND started_ms >= ? AND started_ms < ? AND agent_id = 'a' AND model = 'gpt-4o'`).get(from, to),
+      );
       expect(u.prompt).toBe(rawUsage.prompt);
       expect(u.cost).toBeCloseTo(rawUsage.cost, 9);
     }

@@ -9,12 +9,16 @@ const flagCols = (type: string) => FLAGS.split(', ').map((f) => `${f} ${type} NO
  * - `agent_observations`: one row per observation (OTLP GenAI / OpenInference / Langfuse spans, the
  *   Langfuse legacy batch, our own batch). A later write with the same observation id replaces the
  *   row. The quality and privacy flags (`f_*`) are computed once at ingest.
- * - `agent_obs_1h`: per hour and per every dimension the quality report and ai.stats filter or group
- *   by, the row count, flag sums and token/cost/latency sums. Reads over a window use whole hours
- *   from here and the partial hours at the edges from the rows, so quality and stats over a million
- *   observations read thousands of rollup rows instead of a million (bench/ai.ts).
- * - `agent_session_1h` / `agent_user_1h`: the same per session and per user (ai.stats lists).
- *   All three are maintained by src/storage/ai-repo.ts in the transaction that writes the rows.
+ * - `agent_obs_1h`: per hour, the row count, flag sums and token/cost/latency sums, once for all
+ *   observations (`dim` = '') and once per value of each dimension the quality report filters or
+ *   ai.stats groups by (`dim` = agent_id, workflow_id, model, provider, release, environment): a
+ *   handful of rows per hour whatever the combinations. Reads over a window use whole hours from
+ *   here and the partial hours at the edges from the rows, so quality and stats over a million
+ *   observations read thousands of rollup rows instead of a million (bench/ai.ts). Two or more
+ *   filters at once read the rows.
+ * - `agent_sessions` / `agent_users`: totals per session and per user with first and last activity
+ *   (ai.stats lists the sessions and users active in a window).
+ *   All are maintained by src/storage/ai-repo.ts in the transaction that writes the rows.
  * - `agent_scores`: scores; a later write with the same score id replaces; `deleted` = tombstone.
  * - `agent_traces`: Langfuse trace-level identifiers that flow down to observations.
  * - `ai_settings`: per-project privacy mode.
@@ -76,14 +80,8 @@ CREATE INDEX agent_obs_trace ON agent_observations(project_id, trace_id) WHERE t
 CREATE TABLE agent_obs_1h (
   project_id INTEGER NOT NULL,
   hour_ms INTEGER NOT NULL,
-  observation_type TEXT NOT NULL,
-  status TEXT NOT NULL,
-  model TEXT NOT NULL,
-  provider TEXT NOT NULL,
-  agent_id TEXT NOT NULL,
-  workflow_id TEXT NOT NULL,
-  release TEXT NOT NULL,
-  environment TEXT NOT NULL,
+  dim TEXT NOT NULL,
+  value TEXT NOT NULL,
   n INTEGER NOT NULL DEFAULT 0,
   ${flagCols('INTEGER')},
   cost_sum REAL NOT NULL DEFAULT 0,
@@ -91,12 +89,13 @@ CREATE TABLE agent_obs_1h (
   completion_sum INTEGER NOT NULL DEFAULT 0,
   tokens_sum INTEGER NOT NULL DEFAULT 0,
   duration_sum INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (project_id, hour_ms, observation_type, status, model, provider, agent_id, workflow_id, release, environment)
+  gen_duration_sum INTEGER NOT NULL DEFAULT 0,
+  tool_n INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (project_id, dim, value, hour_ms)
 ) WITHOUT ROWID;
 
-CREATE TABLE agent_session_1h (
+CREATE TABLE agent_sessions (
   project_id INTEGER NOT NULL,
-  hour_ms INTEGER NOT NULL,
   session_id TEXT NOT NULL,
   n INTEGER NOT NULL DEFAULT 0,
   generations INTEGER NOT NULL DEFAULT 0,
@@ -105,12 +104,12 @@ CREATE TABLE agent_session_1h (
   tokens_sum INTEGER NOT NULL DEFAULT 0,
   first_ms REAL NOT NULL,
   last_ms REAL NOT NULL,
-  PRIMARY KEY (project_id, hour_ms, session_id)
+  PRIMARY KEY (project_id, session_id)
 ) WITHOUT ROWID;
+CREATE INDEX agent_sessions_last ON agent_sessions(project_id, last_ms);
 
-CREATE TABLE agent_user_1h (
+CREATE TABLE agent_users (
   project_id INTEGER NOT NULL,
-  hour_ms INTEGER NOT NULL,
   user_id TEXT NOT NULL,
   n INTEGER NOT NULL DEFAULT 0,
   generations INTEGER NOT NULL DEFAULT 0,
@@ -119,8 +118,9 @@ CREATE TABLE agent_user_1h (
   tokens_sum INTEGER NOT NULL DEFAULT 0,
   first_ms REAL NOT NULL,
   last_ms REAL NOT NULL,
-  PRIMARY KEY (project_id, hour_ms, user_id)
+  PRIMARY KEY (project_id, user_id)
 ) WITHOUT ROWID;
+CREATE INDEX agent_users_last ON agent_users(project_id, last_ms);
 
 CREATE TABLE agent_scores (
   id INTEGER PRIMARY KEY,
