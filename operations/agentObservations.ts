@@ -174,7 +174,7 @@ function scoreMeta(s: StoredScore) {
   return { attributes, tags };
 }
 
-export const exportGenerations = defineOperation({
+const exportGenerations = defineOperation({
   operationId: 'agentObservations.export',
   tag: 'agentObservations',
   summary: 'Export completed generations with input, output, usage and current scores (bulk; for datasets and fine-tuning)',
@@ -275,10 +275,9 @@ export const exportGenerations = defineOperation({
 
 // ---- agentObservations.get ------------------------------------------------------------------
 
-// Last in the file and exported as `show`: the REST router matches routes in catalogue order, which
-// is a tag's exports in declaration order (vite) or name order (Node), and /agent-observations/quality
-// and /export must come before /{observation_id} in both.
-export const show = defineOperation({
+// The REST router matches in catalogue order: operations/index.ts lists this one after quality and
+// export, so /agent-observations/quality is not taken for an observation id.
+export const get = defineOperation({
   operationId: 'agentObservations.get',
   tag: 'agentObservations',
   summary: 'Get one agent observation with its input, output, tags and attributes',
@@ -316,3 +315,6 @@ export const show = defineOperation({
     };
   },
 });
+
+// `export` is a reserved word: exported by name so the client's method is `agentObservations.export`.
+export { exportGenerations as export };

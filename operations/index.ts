@@ -9,9 +9,12 @@ import * as logs from './logs.js';
 import * as metrics from './metrics.js';
 import * as observability from './observability.js';
 import * as traces from './traces.js';
-import * as agentObservations from './agentObservations.js';
+import * as agentObservationsTag from './agentObservations.js';
 import * as agentScores from './agentScores.js';
 import * as ai from './ai.js';
+
+// The REST router matches in catalogue order: /agent-observations/quality and /export before /{observation_id}.
+const agentObservations = { list: agentObservationsTag.list, quality: agentObservationsTag.quality, export: agentObservationsTag.export, get: agentObservationsTag.get };
 
 /** Every tag file, imported explicitly; the catalogue is the union of their operations. */
 const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, agentObservations, agentScores, ai };
