@@ -177,6 +177,8 @@ const EXTRA_ROWS: Row[] = [
   ['incidents.get', 'GET', '/v1/projects/{project_id}/incidents/{incident_id}', ['read'], 'read', false],
   ['incidents.create', 'POST', '/v1/projects/{project_id}/incidents', ['write'], 'write', false],
   ['incidents.update', 'PATCH', '/v1/projects/{project_id}/incidents/{incident_id}', ['write'], 'write', false],
+  ['ai.getSettings', 'GET', '/v1/projects/{project_id}/ai/settings', ['read'], 'read', false],
+  ['ai.updateSettings', 'PATCH', '/v1/projects/{project_id}/ai/settings', ['project:write'], 'write', false],
 ];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */

@@ -12,6 +12,7 @@ import { renderCsv, renderHuman, renderJsonl, rowKeys, answerRows } from './form
 import { renderChart } from './chart.js';
 import { runTail, TAILS } from './tail.js';
 import { UsageError } from './usage-error.js';
+import { AI_CLI_EXTENSIONS } from './ai.js';
 
 // ---- io and options ------------------------------------------------------------------------------
 
@@ -56,8 +57,8 @@ export interface CliExtension {
   render?(result: unknown, ctx: { flags: Record<string, unknown>; json: boolean; io: CliIO }): number | undefined | Promise<number | undefined>;
 }
 
-/** Wired behaviours. Empty in this build: their operations are not in the catalogue yet. */
-export const CLI_EXTENSIONS: Record<string, CliExtension> = {};
+/** Wired behaviours, keyed by operationId. */
+export const CLI_EXTENSIONS: Record<string, CliExtension> = { ...AI_CLI_EXTENSIONS };
 
 export interface CliOptions {
   operations?: readonly AnyOperation[];

@@ -5,6 +5,8 @@ import { createDeploymentsRepo, type DeploymentsRepo } from '../storage/deployme
 import { createSqliteTelemetryWriter } from '../storage/sqlite-telemetry-store.js';
 import type { TelemetryWriter } from '../storage/telemetry-store.js';
 import { withLogRollups } from '../storage/log-rollups.js';
+import { withAgentObservations } from '../storage/ai-spans.js';
+import { createAiRepo, type AiRepo } from '../storage/ai-repo.js';
 import { createLogsReadRepo, type LogsReadRepo } from '../storage/logs-read-repo.js';
 import { createMetricsReadRepo, type MetricsReadRepo } from '../storage/metrics-read-repo.js';
 import { createTracesReadRepo, type TracesReadRepo } from '../storage/traces-read-repo.js';
@@ -64,6 +66,8 @@ export interface Services {
   monitoring: Monitoring;
   /** Runs a function in one database transaction (a handler's writes that must land together). */
   atomic: <T>(fn: () => T) => T;
+  /** Agent observations, scores, AI rollups and settings (issue 13). */
+  ai: AiRepo;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -92,6 +96,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   });
   registerMailJob(scheduler, mailer);
   monitoring.register();
+  const ai = createAiRepo(db);
   return {
     scheduler,
     events,
@@ -106,7 +111,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
-    telemetry: withLogRollups(db, createSqliteTelemetryWriter(db)),
+    telemetry: withAgentObservations(db, ai, withLogRollups(db, createSqliteTelemetryWriter(db))),
     writeBatch: createWriteBatcher(db),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
@@ -116,6 +121,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     errorsIngest,
     ingestMisc,
     errorGroups: createErrorGroupsRepo(db),
+    ai,
     lookups: {
       errorGroupExists: (projectId, id) => errorsIngest.exists(projectId, id),
       replaySessionFor: (projectId, replayId) => ingestMisc.replay(projectId, replayId.replace(/-/g, '').toLowerCase())?.replay_id ?? null,

@@ -13,6 +13,7 @@ import { readIngestBody } from './body.js';
 import { ingestLimitsFromEnv, type IngestLimits } from './limits.js';
 import { sharedDecodePool, type IngestRun } from './worker/pool.js';
 import type { IngestHead, IngestJob } from './process.js';
+import { mountAiIngest } from './ai-mount.js';
 
 const SENTRY_CORS = {
   'Access-Control-Allow-Origin': '*',
@@ -297,5 +298,6 @@ export function buildIngestRouter(s: Sightline): Router {
       ctx.status = 204;
     });
   }
+  mountAiIngest(router, s, { readBody: (ctx) => readIngestBody(ctx, bodyLimits), quota });
   return router;
 }

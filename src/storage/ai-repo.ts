@@ -1,0 +1,566 @@
+/**
+ * Agent observations, scores and their rollups (migration 020). Every method takes the project id
+ * first. Writes keep the hourly rollups exact in the same transaction: a new row adds its
+ * contribution, a replaced row (same observation id) subtracts the old one first.
+ */
+import type { Db } from './db.js';
+import { FLAG_COLUMNS, type FlagColumn, type ObservationRow, type ScoreDraft } from '../domain/ai/observation.js';
+import type { FlagSums } from '../domain/ai/quality.js';
+import type { TraceInfo } from '../domain/ai/langfuse-legacy.js';
+
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+const FLAGS = FLAG_COLUMNS.join(', ');
+/** Dimensions with their own rollup rows (quality filters, ai.stats groupings). */
+const ROLLUP_DIMS = ['agent_id', 'workflow_id', 'model', 'provider', 'release', 'environment'] as const;
+export type RollupDim = (typeof ROLLUP_DIMS)[number];
+const SUM_COLS = ['cost_sum', 'prompt_sum', 'completion_sum', 'tokens_sum', 'duration_sum', 'gen_duration_sum', 'tool_n'] as const;
+
+const OBS_COLUMNS = [
+  'observation_id', 'parent_observation_id', 'trace_id', 'span_id', 'session_id', 'user_id', 'distinct_id', 'visitor_id', 'agent_id',
+  'workflow_id', 'step_id', 'observation_type', 'observation_name', 'operation', 'message', 'level', 'status', 'source', 'model', 'provider',
+  'tool_name', 'duration_ms', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cost_usd', 'cost_source', 'started_ms', 'received_ms',
+  'environment', 'release', 'input_json', 'output_json', 'tags', 'attributes', 'had_input', 'had_output', 'had_system',
+] as const;
+
+/** A stored observation as read back (JSON columns still text). */
+export type StoredObservation = Omit<ObservationRow, 'flags'> & Record<FlagColumn, number>;
+
+export interface ObservationFilters {
+  fromMs: number;
+  toMs: number;
+  trace_id?: string;
+  session_id?: string;
+  user_id?: string;
+  agent_id?: string;
+  workflow_id?: string;
+  observation_type?: string;
+  status?: string;
+  model?: string;
+  provider?: string;
+  tool_name?: string;
+  release?: string;
+  environment?: string;
+  q?: string;
+}
+
+export interface ExportFilters extends ObservationFilters {
+  require_output: boolean;
+  score_name?: string;
+  score_source?: string;
+  score_label?: string;
+  min_score?: number;
+  max_score?: number;
+}
+
+export interface ScoreFilters {
+  fromMs: number;
+  toMs: number;
+  trace_id?: string;
+  observation_id?: string;
+  session_id?: string;
+  user_id?: string;
+  name?: string;
+  source?: string;
+  data_type?: string;
+}
+
+export interface StoredScore {
+  score_id: string;
+  trace_id: string;
+  observation_id: string;
+  span_id: string;
+  session_id: string;
+  user_id: string;
+  name: string;
+  value: number;
+  string_value: string;
+  data_type: string;
+  source: string;
+  comment: string;
+  author: string;
+  model: string;
+  environment: string;
+  release: string;
+  metadata: string;
+  started_ms: number;
+  received_ms: number;
+}
+
+export interface UsageAggregate {
+  n: number;
+  generations: number;
+  errors: number;
+  tool_calls: number;
+  cost: number;
+  prompt: number;
+  completion: number;
+  tokens: number;
+  gen_duration: number;
+}
+
+export interface GroupAggregate extends UsageAggregate {
+  key: string;
+  provider?: string;
+}
+
+export interface PartyAggregate {
+  key: string;
+  n: number;
+  generations: number;
+  errors: number;
+  cost: number;
+  tokens: number;
+  first_ms: number;
+  last_ms: number;
+}
+
+export interface FixDispatch {
+  dispatch_id: string;
+  source: string;
+  requester: string;
+  status: string;
+  webhook_status: string;
+  dispatched_ms: number;
+  completed_ms: number | null;
+}
+
+/** LIKE pattern for a case-insensitive substring (ASCII) with % and _ escaped. */
+const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** Whole hours inside [from, to) come from rollups; the partial hours at the edges from rows. */
+function split(fromMs: number, toMs: number) {
+  const hStart = Math.ceil(fromMs / HOUR) * HOUR;
+  const hEnd = Math.floor(toMs / HOUR) * HOUR;
+  if (hStart < hEnd) return { hStart, hEnd, edges: [[fromMs, hStart], [hEnd, toMs]] as [number, number][] };
+  return { hStart: 0, hEnd: 0, edges: [[fromMs, toMs]] as [number, number][] };
+}
+
+export function createAiRepo(db: Db) {
+  const insertCols = [...OBS_COLUMNS, ...FLAG_COLUMNS];
+  const st = {
+    insert: db.prepare(
+      `INSERT INTO agent_observations (project_id, ${insertCols.join(', ')}) VALUES (?, ${insertCols.map(() => '?').join(', ')}) ON CONFLICT(project_id, observation_id) DO NOTHING`,
+    ),
+    update: db.prepare(`UPDATE agent_observations SET ${insertCols.filter((c) => c !== 'observation_id').map((c) => `${c} = ?`).join(', ')} WHERE project_id = ? AND observation_id = ?`),
+    byId: db.prepare('SELECT * FROM agent_observations WHERE project_id = ? AND observation_id = ?'),
+    ofTrace: db.prepare("SELECT * FROM agent_observations WHERE project_id = ? AND trace_id = ? AND trace_id != ''"),
+    rollup: db.prepare(
+      `INSERT INTO agent_obs_1h (project_id, hour_ms, dim, value, n, ${FLAGS}, ${SUM_COLS.join(', ')})
+       VALUES (?, ?, ?, ?, ?, ${FLAG_COLUMNS.map(() => '?').join(', ')}, ${SUM_COLS.map(() => '?').join(', ')})
+       ON CONFLICT DO UPDATE SET n = n + excluded.n, ${[...FLAG_COLUMNS, ...SUM_COLS].map((f) => `${f} = ${f} + excluded.${f}`).join(', ')}`,
+    ),
+    party: (table: string, col: string) =>
+      db.prepare(
+        `INSERT INTO ${table} (project_id, ${col}, n, generations, errors, cost_sum, tokens_sum, first_ms, last_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT DO UPDATE SET n = n + excluded.n, generations = generations + excluded.generations, errors = errors + excluded.errors,
+         cost_sum = cost_sum + excluded.cost_sum, tokens_sum = tokens_sum + excluded.tokens_sum,
+         first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)`,
+      ),
+    score: db.prepare(
+      `INSERT INTO agent_scores (project_id, score_id, trace_id, observation_id, span_id, session_id, user_id, name, value, string_value, data_type, source,
+        comment, author, model, environment, release, metadata, started_ms, received_ms, deleted)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(project_id, score_id) DO UPDATE SET trace_id = excluded.trace_id, observation_id = excluded.observation_id, span_id = excluded.span_id,
+        session_id = excluded.session_id, user_id = excluded.user_id, name = excluded.name, value = excluded.value, string_value = excluded.string_value,
+        data_type = excluded.data_type, source = excluded.source, comment = excluded.comment, author = excluded.author, model = excluded.model,
+        environment = excluded.environment, release = excluded.release, metadata = excluded.metadata, started_ms = excluded.started_ms,
+        received_ms = excluded.received_ms, deleted = excluded.deleted`,
+    ),
+    trace: db.prepare(
+      `INSERT INTO agent_traces (project_id, trace_id, name, session_id, user_id, tags, release, environment, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT DO UPDATE SET name = CASE WHEN excluded.name != '' THEN excluded.name ELSE name END,
+        session_id = CASE WHEN excluded.session_id != '' THEN excluded.session_id ELSE session_id END,
+        user_id = CASE WHEN excluded.user_id != '' THEN excluded.user_id ELSE user_id END,
+        tags = CASE WHEN excluded.tags != '[]' THEN excluded.tags ELSE tags END,
+        release = CASE WHEN excluded.release != '' THEN excluded.release ELSE release END,
+        environment = CASE WHEN excluded.environment != '' THEN excluded.environment ELSE environment END,
+        metadata = CASE WHEN excluded.metadata != '{}' THEN excluded.metadata ELSE metadata END`,
+    ),
+    traceGet: db.prepare('SELECT * FROM agent_traces WHERE project_id = ? AND trace_id = ?'),
+    privacyGet: db.prepare('SELECT privacy_mode FROM ai_settings WHERE project_id = ?').pluck(),
+    privacySet: db.prepare('INSERT INTO ai_settings (project_id, privacy_mode, updated_ms) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET privacy_mode = excluded.privacy_mode, updated_ms = excluded.updated_ms'),
+    dispatch: db.prepare(
+      `INSERT INTO ai_fix_dispatches (project_id, dispatch_id, source, requester, status, webhook_status, dispatched_ms, completed_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(project_id, dispatch_id) DO UPDATE SET status = excluded.status, webhook_status = excluded.webhook_status, completed_ms = excluded.completed_ms`,
+    ),
+  };
+  const sessionUpsert = st.party('agent_sessions', 'session_id');
+  const userUpsert = st.party('agent_users', 'user_id');
+  const privacyCache = new Map<number, boolean>();
+
+  type Contribution = { row: StoredObservation | (ObservationRow & Record<FlagColumn, number>); sign: 1 | -1 };
+
+  function applyRollups(pid: number, changes: Contribution[]) {
+    const obs = new Map<string, { key: unknown[]; v: number[] }>();
+    const parties = [new Map<string, number[]>(), new Map<string, number[]>()];
+    const width = 1 + FLAG_COLUMNS.length + SUM_COLS.length;
+    for (const { row: r, sign } of changes) {
+      const hour = Math.floor(r.started_ms / HOUR) * HOUR;
+      const gen = r.observation_type === 'generation';
+      const contrib = [
+        sign,
+        ...FLAG_COLUMNS.map((f) => sign * (r[f] ?? 0)),
+        sign * (r.cost_usd ?? 0),
+        sign * (r.prompt_tokens ?? 0),
+        sign * (r.completion_tokens ?? 0),
+        sign * (r.total_tokens ?? 0),
+        sign * r.duration_ms,
+        gen ? sign * r.duration_ms : 0,
+        r.observation_type === 'tool_call' ? sign : 0,
+      ];
+      const targets: [string, string][] = [['', ''], ...ROLLUP_DIMS.map((d) => [d, String(r[d])] as [string, string])];
+      for (const [dim, value] of targets) {
+        const k = `${hour}\u0000${dim}\u0000${value}`;
+        let e = obs.get(k);
+        if (!e) obs.set(k, (e = { key: [hour, dim, value], v: new Array(width).fill(0) }));
+        for (let i = 0; i < width; i++) e.v[i]! += contrib[i]!;
+      }
+      [r.session_id, r.user_id].forEach((id, pi) => {
+        if (!id) return;
+        let p = parties[pi]!.get(id);
+        // first/last only grow: a replaced row's old times are kept (they remain an outer bound).
+        if (!p) parties[pi]!.set(id, (p = [0, 0, 0, 0, 0, Infinity, -Infinity]));
+        p[0]! += sign;
+        p[1]! += sign * r.f_gen;
+        p[2]! += sign * r.f_error;
+        p[3]! += sign * (r.cost_usd ?? 0);
+        p[4]! += sign * (r.total_tokens ?? 0);
+        if (sign > 0) {
+          p[5] = Math.min(p[5]!, r.started_ms);
+          p[6] = Math.max(p[6]!, r.started_ms);
+        }
+      });
+    }
+    for (const e of obs.values()) st.rollup.run(pid, ...e.key, ...e.v);
+    for (const [pi, m] of parties.entries()) {
+      const stmt = pi === 0 ? sessionUpsert : userUpsert;
+      for (const [id, p] of m) {
+        if (!Number.isFinite(p[5])) continue; // only removals: the outer bounds stay
+        stmt.run(pid, id, p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+      }
+    }
+  }
+
+  const values = (r: ObservationRow) => [...OBS_COLUMNS.map((c) => r[c]), ...FLAG_COLUMNS.map((f) => r.flags[f])];
+  const withFlags = (r: ObservationRow) => Object.assign({}, r, r.flags) as ObservationRow & Record<FlagColumn, number>;
+
+  /** Insert or replace observations (same id replaces) and keep the rollups exact. Call inside a transaction. */
+  function writeObservations(projectId: string, rows: ObservationRow[]): number {
+    const pid = Number(projectId);
+    const changes: Contribution[] = [];
+    for (const r of rows) {
+      const v = values(r);
+      if (st.insert.run(pid, ...v).changes === 0) {
+        const old = st.byId.get(pid, r.observation_id) as StoredObservation;
+        changes.push({ row: old, sign: -1 });
+        st.update.run(...v.filter((_, i) => i !== 0), pid, r.observation_id);
+      }
+      changes.push({ row: withFlags(r), sign: 1 });
+    }
+    applyRollups(pid, changes);
+    return rows.length;
+  }
+
+  function writeScores(projectId: string, scores: ScoreDraft[], receivedMs: number): number {
+    const pid = Number(projectId);
+    for (const s of scores) {
+      st.score.run(
+        pid, s.score_id, s.trace_id, s.observation_id, s.span_id, s.session_id, s.user_id, s.name, s.value, s.string_value, s.data_type, s.source,
+        s.comment, s.author, s.model, s.environment, s.release, JSON.stringify(s.metadata), s.started_ms, receivedMs, s.deleted ? 1 : 0,
+      );
+    }
+    return scores.length;
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  function where(f: ObservationFilters, alias = ''): { sql: string; params: unknown[] } {
+    const a = alias ? `${alias}.` : '';
+    const parts: string[] = [];
+    const params: unknown[] = [];
+    for (const k of ['trace_id', 'session_id', 'user_id', 'agent_id', 'workflow_id', 'observation_type', 'status', 'model', 'provider', 'tool_name', 'release', 'environment'] as const) {
+      if (f[k] !== undefined) {
+        parts.push(`${a}${k} = ?`);
+        params.push(f[k]);
+      }
+    }
+    if (f.q) {
+      const p = likePattern(f.q);
+      parts.push(`(${['message', 'observation_name', 'tool_name', 'input_json', 'output_json', 'attributes', 'tags'].map((c) => `${a}${c} LIKE ? ESCAPE '\\'`).join(' OR ')})`);
+      for (let i = 0; i < 7; i++) params.push(p);
+    }
+    return { sql: parts.length ? ` AND ${parts.join(' AND ')}` : '', params };
+  }
+
+  function list(projectId: string, f: ObservationFilters, limit: number, offset: number): { rows: StoredObservation[]; total: number } {
+    const w = where(f);
+    const base = `FROM agent_observations WHERE project_id = ? AND started_ms >= ? AND started_ms < ?${w.sql}`;
+    const args = [Number(projectId), f.fromMs, f.toMs, ...w.params];
+    const total = db.prepare(`SELECT count(*) ${base}`).pluck().get(...args) as number;
+    const rows = db.prepare(`SELECT * ${base} ORDER BY started_ms DESC, observation_id DESC LIMIT ? OFFSET ?`).all(...args, limit, offset) as StoredObservation[];
+    return { rows, total };
+  }
+
+  const get = (projectId: string, id: string) => (st.byId.get(Number(projectId), id) as StoredObservation | undefined) ?? null;
+
+  /**
+   * Rows and rollups of a window as one source of (value, t, n, flags, sums). With no filter or one
+   * filter the whole hours come from the rollup rows of that dimension; with several filters the
+   * rows are read. `group` names a dimension whose value comes out as `value` (no filter then).
+   */
+  function windowSource(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>, group?: RollupDim) {
+    const filters = Object.entries(f).filter(([, v]) => v !== undefined) as [RollupDim, string][];
+    const useRollup = group ? filters.length === 0 : filters.length <= 1;
+    const { hStart, hEnd, edges } = useRollup ? split(fromMs, toMs) : { hStart: 0, hEnd: 0, edges: [[fromMs, toMs]] as [number, number][] };
+    const pid = Number(projectId);
+    const [dim, value] = group ? [group, null] : filters.length === 1 ? filters[0]! : ['', ''];
+    const rawFilter = filters.map(([d]) => ` AND ${d} = ?`).join('');
+    const sql = `SELECT value, hour_ms AS t, n, ${FLAGS}, ${SUM_COLS.join(', ')} FROM agent_obs_1h
+        WHERE project_id = ? AND dim = ?${value === null ? '' : ' AND value = ?'} AND hour_ms >= ? AND hour_ms < ?
+      UNION ALL
+      SELECT ${group ?? "''"}, started_ms AS t, 1, ${FLAGS}, COALESCE(cost_usd, 0), COALESCE(prompt_tokens, 0), COALESCE(completion_tokens, 0), COALESCE(total_tokens, 0),
+        duration_ms, CASE WHEN observation_type = 'generation' THEN duration_ms ELSE 0 END, CASE WHEN observation_type = 'tool_call' THEN 1 ELSE 0 END
+        FROM agent_observations WHERE project_id = ? AND (${edges.map(() => '(started_ms >= ? AND started_ms < ?)').join(' OR ')})${rawFilter}`;
+    const params = [pid, dim, ...(value === null ? [] : [value]), hStart, hEnd, pid, ...edges.flat(), ...filters.map(([, v]) => v)];
+    return { sql, params };
+  }
+
+  function qualitySums(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>): FlagSums {
+    const src = windowSource(projectId, fromMs, toMs, f);
+    const row = db.prepare(`SELECT COALESCE(SUM(n), 0) AS n, ${FLAG_COLUMNS.map((c) => `COALESCE(SUM(${c}), 0) AS ${c}`).join(', ')} FROM (${src.sql})`).get(...src.params) as FlagSums;
+    return row;
+  }
+
+  /** Up to `limit` observation ids that are eligible for a dimension and miss it. */
+  function missingExamples(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>, captured: FlagColumn, eligible: FlagColumn | 'n', limit: number): string[] {
+    const w = where({ ...f, fromMs, toMs });
+    return db
+      .prepare(
+        `SELECT observation_id FROM agent_observations WHERE project_id = ? AND started_ms >= ? AND started_ms < ?${w.sql}
+         AND ${eligible === 'n' ? '1' : `${eligible} = 1`} AND ${captured} = 0 ORDER BY started_ms DESC LIMIT ?`,
+      )
+      .pluck()
+      .all(Number(projectId), fromMs, toMs, ...w.params, limit) as string[];
+  }
+
+  /**
+   * Current scores timed in the window and the distinct observations they score. With observation
+   * filters (agent, workflow, model, provider, release, environment), only scores of observations
+   * that match them count.
+   */
+  function scoreCounts(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>) {
+    const parts: string[] = [];
+    const params: unknown[] = [];
+    for (const [k, v] of Object.entries(f)) {
+      if (v === undefined) continue;
+      parts.push(` AND o.${k} = ?`);
+      params.push(v);
+    }
+    const join = parts.length ? ` JOIN agent_observations o ON o.project_id = sc.project_id AND o.observation_id = sc.observation_id${parts.join('')}` : '';
+    return db
+      .prepare(
+        `SELECT count(*) AS count, count(DISTINCT CASE WHEN sc.observation_id != '' THEN sc.observation_id END) AS scored_observations
+         FROM agent_scores sc${join} WHERE sc.project_id = ? AND sc.started_ms >= ? AND sc.started_ms < ? AND sc.deleted = 0`,
+      )
+      .get(...params, Number(projectId), fromMs, toMs) as { count: number; scored_observations: number };
+  }
+
+  function exportRows(projectId: string, f: ExportFilters, limit: number, offset: number): { rows: StoredObservation[]; hasMore: boolean } {
+    const w = where({ ...f, observation_type: 'generation' }, 'o');
+    const scoreParts: string[] = [];
+    const scoreParams: unknown[] = [];
+    if (f.score_name !== undefined) (scoreParts.push('sc.name = ?'), scoreParams.push(f.score_name));
+    if (f.score_source !== undefined) (scoreParts.push('sc.source = ?'), scoreParams.push(f.score_source));
+    if (f.score_label !== undefined) (scoreParts.push('sc.string_value = ?'), scoreParams.push(f.score_label));
+    if (f.min_score !== undefined) (scoreParts.push("sc.data_type != 'categorical' AND sc.value >= ?"), scoreParams.push(f.min_score));
+    if (f.max_score !== undefined) (scoreParts.push("sc.data_type != 'categorical' AND sc.value <= ?"), scoreParams.push(f.max_score));
+    const scoreSql = scoreParts.length
+      ? ` AND EXISTS (SELECT 1 FROM agent_scores sc WHERE sc.project_id = o.project_id AND sc.deleted = 0 AND (sc.observation_id = o.observation_id OR (sc.observation_id = '' AND sc.trace_id = o.trace_id AND o.trace_id != '')) AND ${scoreParts.join(' AND ')})`
+      : '';
+    const rows = db
+      .prepare(
+        `SELECT o.* FROM agent_observations o WHERE o.project_id = ? AND o.started_ms >= ? AND o.started_ms < ?${w.sql}${f.require_output ? ' AND o.had_output = 1' : ''}${scoreSql}
+         ORDER BY o.started_ms ASC, o.observation_id ASC LIMIT ? OFFSET ?`,
+      )
+      .all(Number(projectId), f.fromMs, f.toMs, ...w.params, ...scoreParams, limit + 1, offset) as StoredObservation[];
+    const hasMore = rows.length > limit;
+    return { rows: rows.slice(0, limit), hasMore };
+  }
+
+  /** Current (not deleted) scores attached to these observations or, without an observation, to their traces. */
+  function scoresForObservations(projectId: string, obs: { observation_id: string; trace_id: string }[]): StoredScore[] {
+    if (!obs.length) return [];
+    const ids = obs.map((o) => o.observation_id);
+    const traces = [...new Set(obs.map((o) => o.trace_id).filter(Boolean))];
+    return db
+      .prepare(
+        `SELECT * FROM agent_scores WHERE project_id = ? AND deleted = 0 AND (observation_id IN (SELECT value FROM json_each(?))
+         OR (observation_id = '' AND trace_id IN (SELECT value FROM json_each(?)))) ORDER BY started_ms, score_id`,
+      )
+      .all(Number(projectId), JSON.stringify(ids), JSON.stringify(traces)) as StoredScore[];
+  }
+
+  function scoreWhere(f: ScoreFilters) {
+    const parts = ['project_id = ?', 'started_ms >= ?', 'started_ms < ?', 'deleted = 0'];
+    const params: unknown[] = [0, f.fromMs, f.toMs];
+    for (const k of ['trace_id', 'observation_id', 'session_id', 'user_id', 'name', 'source', 'data_type'] as const) {
+      if (f[k] !== undefined) {
+        parts.push(`${k} = ?`);
+        params.push(f[k]);
+      }
+    }
+    return { sql: parts.join(' AND '), params };
+  }
+
+  function listScores(projectId: string, f: ScoreFilters, limit: number, offset: number) {
+    const w = scoreWhere(f);
+    w.params[0] = Number(projectId);
+    const total = db.prepare(`SELECT count(*) FROM agent_scores WHERE ${w.sql}`).pluck().get(...w.params) as number;
+    const rows = db.prepare(`SELECT * FROM agent_scores WHERE ${w.sql} ORDER BY started_ms DESC, score_id DESC LIMIT ? OFFSET ?`).all(...w.params, limit, offset) as StoredScore[];
+    return { rows, total };
+  }
+
+  function scoreSummary(projectId: string, f: ScoreFilters) {
+    const w = scoreWhere(f);
+    w.params[0] = Number(projectId);
+    return db
+      .prepare(
+        `SELECT name, data_type, CASE WHEN data_type = 'categorical' THEN string_value ELSE '' END AS string_value, count(*) AS count,
+           CASE WHEN data_type = 'categorical' THEN NULL ELSE avg(value) END AS avg_value,
+           CASE WHEN data_type = 'categorical' THEN NULL ELSE min(value) END AS min_value,
+           CASE WHEN data_type = 'categorical' THEN NULL ELSE max(value) END AS max_value
+         FROM agent_scores WHERE ${w.sql} GROUP BY 1, 2, 3 ORDER BY name, data_type, string_value`,
+      )
+      .all(...w.params) as { name: string; data_type: string; string_value: string; count: number; avg_value: number | null; min_value: number | null; max_value: number | null }[];
+  }
+
+  const USAGE = `COALESCE(SUM(n), 0) AS n, COALESCE(SUM(f_gen), 0) AS generations, COALESCE(SUM(f_error), 0) AS errors, COALESCE(SUM(tool_n), 0) AS tool_calls,
+    COALESCE(SUM(cost_sum), 0) AS cost, COALESCE(SUM(prompt_sum), 0) AS prompt, COALESCE(SUM(completion_sum), 0) AS completion,
+    COALESCE(SUM(tokens_sum), 0) AS tokens, COALESCE(SUM(gen_duration_sum), 0) AS gen_duration`;
+
+  function usage(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>> = {}): UsageAggregate {
+    const src = windowSource(projectId, fromMs, toMs, f);
+    return db.prepare(`SELECT ${USAGE} FROM (${src.sql})`).get(...src.params) as UsageAggregate;
+  }
+
+  function usageBy(projectId: string, fromMs: number, toMs: number, dim: 'model' | 'provider', limit: number): GroupAggregate[] {
+    const src = windowSource(projectId, fromMs, toMs, {}, dim);
+    return db
+      .prepare(`SELECT value AS key, ${USAGE} FROM (${src.sql}) WHERE value != '' GROUP BY value HAVING SUM(f_gen) > 0 ORDER BY generations DESC, key LIMIT ?`)
+      .all(...src.params, limit) as GroupAggregate[];
+  }
+
+  function usageByDay(projectId: string, fromMs: number, toMs: number): (UsageAggregate & { day: number })[] {
+    const src = windowSource(projectId, fromMs, toMs, {});
+    return db
+      .prepare(`SELECT CAST(t / ${DAY} AS INTEGER) * ${DAY} AS day, ${USAGE} FROM (${src.sql}) GROUP BY 1 ORDER BY 1`)
+      .all(...src.params) as (UsageAggregate & { day: number })[];
+  }
+
+  /** Sessions (or users) active in the window — first activity before `to`, last at or after `from` — with their totals. */
+  function parties(projectId: string, kind: 'session' | 'user', fromMs: number, toMs: number, limit: number): { count: number; top: PartyAggregate[] } {
+    const table = kind === 'session' ? 'agent_sessions' : 'agent_users';
+    const col = kind === 'session' ? 'session_id' : 'user_id';
+    const where = `FROM ${table} WHERE project_id = ? AND last_ms >= ? AND first_ms < ? AND n > 0`;
+    const args = [Number(projectId), fromMs, toMs];
+    const count = db.prepare(`SELECT count(*) ${where}`).pluck().get(...args) as number;
+    const top = db
+      .prepare(`SELECT ${col} AS key, n, generations, errors, cost_sum AS cost, tokens_sum AS tokens, first_ms, last_ms ${where} ORDER BY cost_sum DESC, n DESC, ${col} LIMIT ?`)
+      .all(...args, limit) as PartyAggregate[];
+    return { count, top };
+  }
+
+  const sessionRows = (projectId: string, sessionId: string, limit: number) =>
+    db.prepare('SELECT * FROM agent_observations WHERE project_id = ? AND session_id = ? ORDER BY started_ms, observation_id LIMIT ?').all(Number(projectId), sessionId, limit) as StoredObservation[];
+
+  function userBreakdown(projectId: string, userId: string, fromMs: number, toMs: number) {
+    const args = [Number(projectId), userId, fromMs, toMs];
+    const base = "FROM agent_observations WHERE project_id = ? AND user_id = ? AND started_ms >= ? AND started_ms < ?";
+    const totals = db
+      .prepare(
+        `SELECT count(*) AS n, COALESCE(SUM(f_gen), 0) AS generations, COALESCE(SUM(f_error), 0) AS errors,
+          COALESCE(SUM(CASE WHEN observation_type = 'tool_call' THEN 1 ELSE 0 END), 0) AS tool_calls, COALESCE(SUM(cost_usd), 0) AS cost,
+          COALESCE(SUM(prompt_tokens), 0) AS prompt, COALESCE(SUM(completion_tokens), 0) AS completion, COALESCE(SUM(total_tokens), 0) AS tokens,
+          COALESCE(SUM(CASE WHEN observation_type = 'generation' THEN duration_ms ELSE 0 END), 0) AS gen_duration, MIN(started_ms) AS first_ms, MAX(started_ms) AS last_ms ${base}`,
+      )
+      .get(...args) as UsageAggregate & { first_ms: number | null; last_ms: number | null };
+    const sessions = db
+      .prepare(
+        `SELECT session_id AS key, count(*) AS n, COALESCE(SUM(f_gen), 0) AS generations, COALESCE(SUM(f_error), 0) AS errors, COALESCE(SUM(cost_usd), 0) AS cost,
+          COALESCE(SUM(total_tokens), 0) AS tokens, MIN(started_ms) AS first_ms, MAX(started_ms) AS last_ms ${base} AND session_id != '' GROUP BY session_id ORDER BY last_ms DESC LIMIT 50`,
+      )
+      .all(...args) as PartyAggregate[];
+    const models = db
+      .prepare(
+        `SELECT model AS key, count(*) AS n, COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(total_tokens), 0) AS tokens ${base} AND observation_type = 'generation' AND model != ''
+         GROUP BY model ORDER BY n DESC, model LIMIT 20`,
+      )
+      .all(...args) as { key: string; n: number; cost: number; tokens: number }[];
+    return { totals, sessions, models };
+  }
+
+  return {
+    writeObservations,
+    writeScores,
+    get,
+    list,
+    qualitySums,
+    missingExamples,
+    scoreCounts,
+    exportRows,
+    scoresForObservations,
+    listScores,
+    scoreSummary,
+    usage,
+    usageBy,
+    usageByDay,
+    parties,
+    sessionRows,
+    userBreakdown,
+    observationsOfTrace: (projectId: string, traceId: string) => st.ofTrace.all(Number(projectId), traceId) as StoredObservation[],
+    upsertTrace(projectId: string, t: TraceInfo) {
+      st.trace.run(Number(projectId), t.trace_id, t.name, t.session_id, t.user_id, JSON.stringify(t.tags), t.release, t.environment, JSON.stringify(t.metadata));
+    },
+    traceInfo(projectId: string, traceId: string): TraceInfo | null {
+      const r = st.traceGet.get(Number(projectId), traceId) as (Omit<TraceInfo, 'tags' | 'metadata'> & { tags: string; metadata: string }) | undefined;
+      return r ? { ...r, tags: JSON.parse(r.tags), metadata: JSON.parse(r.metadata) } : null;
+    },
+    privacyMode(projectId: string): boolean {
+      const pid = Number(projectId);
+      let v = privacyCache.get(pid);
+      if (v === undefined) {
+        v = (st.privacyGet.get(pid) as number | undefined) === 1;
+        privacyCache.set(pid, v);
+      }
+      return v;
+    },
+    setPrivacyMode(projectId: string, on: boolean, now: number) {
+      st.privacySet.run(Number(projectId), on ? 1 : 0, now);
+      privacyCache.set(Number(projectId), on);
+    },
+    /** Hosted fixer dispatches: written by automations (a later issue); read by ai.fixStats / ai.fixTimeline. */
+    recordFixDispatch(projectId: string, d: FixDispatch) {
+      st.dispatch.run(Number(projectId), d.dispatch_id, d.source, d.requester, d.status, d.webhook_status, d.dispatched_ms, d.completed_ms);
+    },
+    fixStats(projectId: string, fromMs: number, toMs: number) {
+      const args = [Number(projectId), fromMs, toMs];
+      const by = (col: string) =>
+        db.prepare(`SELECT ${col} AS key, count(*) AS count FROM ai_fix_dispatches WHERE project_id = ? AND dispatched_ms >= ? AND dispatched_ms < ? GROUP BY 1 ORDER BY 2 DESC, 1`).all(...args) as { key: string; count: number }[];
+      const total = db.prepare('SELECT count(*) FROM ai_fix_dispatches WHERE project_id = ? AND dispatched_ms >= ? AND dispatched_ms < ?').pluck().get(...args) as number;
+      return { total, by_source: by('source'), by_requester: by('requester'), by_status: by('status'), by_webhook_delivery: by('webhook_status') };
+    },
+    fixTimeline(projectId: string, fromMs: number, toMs: number, stepMs: number) {
+      const args = [Number(projectId), fromMs, toMs];
+      const dispatched = db
+        .prepare(`SELECT CAST(dispatched_ms / ${stepMs} AS INTEGER) * ${stepMs} AS t, count(*) AS c FROM ai_fix_dispatches WHERE project_id = ? AND dispatched_ms >= ? AND dispatched_ms < ? GROUP BY 1`)
+        .all(...args) as { t: number; c: number }[];
+      const completed = db
+        .prepare(`SELECT CAST(completed_ms / ${stepMs} AS INTEGER) * ${stepMs} AS t, count(*) AS c FROM ai_fix_dispatches WHERE project_id = ? AND completed_ms >= ? AND completed_ms < ? GROUP BY 1`)
+        .all(...args) as { t: number; c: number }[];
+      return { dispatched, completed };
+    },
+  };
+}
+
+export type AiRepo = ReturnType<typeof createAiRepo>;
