@@ -97,6 +97,10 @@ export const SEARCH_EVAL: readonly SearchTask[] = [
   { task: 'error groups correlated with one trace', operationId: 'traces.errors' },
   { task: 'service map: which services call which, dependencies', operationId: 'traces.serviceMap' },
   // monitors, incidents, status pages (issue 17)
+  // run for months (issue 22)
+  { task: 'how healthy is the server itself: database size, request counts, readiness', operationId: 'system.status' },
+  { task: 'how long are logs and spans kept in this project', operationId: 'retention.get' },
+  { task: 'keep logs for only 14 days in this project', operationId: 'retention.update' },
   { task: 'list uptime monitors that are down', operationId: 'monitors.list' },
   { task: 'which cron monitors do we have', operationId: 'monitors.list' },
   { task: 'get the configuration and state of one monitor', operationId: 'monitors.get' },
