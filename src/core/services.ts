@@ -5,6 +5,8 @@ import { createDeploymentsRepo, type DeploymentsRepo } from '../storage/deployme
 import { createSqliteTelemetryWriter } from '../storage/sqlite-telemetry-store.js';
 import type { TelemetryWriter } from '../storage/telemetry-store.js';
 import { withLogRollups } from '../storage/log-rollups.js';
+import { withReleaseRollups } from '../storage/release-rollups.js';
+import { createReleasesRepo, type ReleasesRepo } from '../storage/releases-repo.js';
 import { createLogsReadRepo, type LogsReadRepo } from '../storage/logs-read-repo.js';
 import { createMetricsReadRepo, type MetricsReadRepo } from '../storage/metrics-read-repo.js';
 import { createTracesReadRepo, type TracesReadRepo } from '../storage/traces-read-repo.js';
@@ -34,6 +36,8 @@ export interface Services {
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
+  /** Release derivation inputs, rollups and new issues (operations/releases.ts). */
+  releases: ReleasesRepo;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -50,7 +54,7 @@ export function createServices(db: Db, config: AppConfig): Services {
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
-    telemetry: withLogRollups(db, createSqliteTelemetryWriter(db)),
+    telemetry: withReleaseRollups(db, withLogRollups(db, createSqliteTelemetryWriter(db))),
     writeBatch: createWriteBatcher(db),
     logsRead: createLogsReadRepo(db),
     metricsRead: createMetricsReadRepo(db),
@@ -58,6 +62,7 @@ export function createServices(db: Db, config: AppConfig): Services {
     errorsIngest,
     ingestMisc,
     errorGroups: createErrorGroupsRepo(db),
+    releases: createReleasesRepo(db),
     lookups: {
       errorGroupExists: (projectId, id) => errorsIngest.exists(projectId, id),
       replaySessionFor: (projectId, replayId) => ingestMisc.replay(projectId, replayId.replace(/-/g, '').toLowerCase())?.replay_id ?? null,
