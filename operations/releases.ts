@@ -286,7 +286,7 @@ export const get = defineOperation({
     { status: 403, code: 'insufficient_scope', when: 'the key lacks `deployments:read` or `errors:read`' },
     { status: 404, code: 'not_found', when: 'unknown id, or the release did not serve in about the last 120 days' },
   ],
-  example: { release_id: 'rel_Q2hlY2tvdXQgd2ViIDEuMi4z' },
+  example: { release_id: 'rel_Q2hlY2tvdXQgd2ViIDEuMi' },
   handler(input, ctx) {
     const pid = ctx.project!.id;
     const now = ctx.now();

@@ -14,6 +14,7 @@ export const LIFECYCLE: readonly LifecycleCommand[] = [
   { name: 'mcp', summary: 'serve the MCP tools over stdio for a local assistant' },
   { name: 'login', summary: 'sign in with OAuth and store the token for later commands' },
   { name: 'logout', summary: 'forget the stored token' },
+  { name: 'releases gate', summary: 'CI release gate: wait for the health verdict, print it as JSON, exit 3 on regressed' },
 ];
 
 function snippets(base: string, ingest: string, mcp: string, r: BootstrapResult): string {
@@ -88,6 +89,9 @@ export async function main(argv: string[]): Promise<number> {
         return await (await import('./login.js')).login(rest);
       case 'logout':
         return await (await import('./login.js')).logout(rest);
+      case 'releases':
+        if (rest[0] === 'gate') return await (await import('./release-gate.js')).releaseGate(rest.slice(1), { loadStoredToken: (await import('./login.js')).loadStoredToken });
+        return await runCommands(argv, { lifecycle: LIFECYCLE });
       default:
         // Everything else is `<tag> <verb>` (or help), derived from the catalogue.
         return await runCommands(argv, { lifecycle: LIFECYCLE });
