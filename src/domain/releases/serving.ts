@@ -141,37 +141,57 @@ export function deriveServing(input: {
    * older one serves again from the end of those 15 minutes. Returns the first such rollback before
    * `limit` (the next recorded event), or null.
    */
-  const silenceRollback = (c: VersionState, from: number, limit: number): { t: number; s: VersionState } | null => {
-    if (!c.segments.length) return null;
-    // Silence starts at the end of the segment serving at `from`, or at `from` when none covers it.
-    const gaps: Array<{ g: number; resume: number }> = [];
-    const segs = c.segments;
-    for (let i = 0; i < segs.length; i++) {
-      const seg = segs[i]!;
-      const nextStart = segs[i + 1]?.start ?? Infinity;
-      if (seg.end < from) {
-        if (nextStart > from) gaps.push({ g: from, resume: nextStart });
-        continue;
-      }
-      gaps.push({ g: Math.max(seg.end, from), resume: nextStart });
+  // Versions by last telemetry, newest first: the search for an older version still sending stops
+  // at the first one that went quiet before the silence began.
+  const byLastSeen = [...states.values()].filter((x) => x.segments.length).sort((a, b) => b.lastSeen - a.lastSeen);
+  /** Index of the first segment ending at or after `t` (segments are sorted and do not overlap). */
+  const firstEndingAfter = (segs: ActivitySegment[], t: number): number => {
+    let lo = 0;
+    let hi = segs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (segs[mid]!.end >= t) hi = mid;
+      else lo = mid + 1;
     }
-    if (segs[0]!.start > from) gaps.unshift({ g: from, resume: segs[0]!.start });
-    for (const { g, resume } of gaps) {
+    return lo;
+  };
+
+  /**
+   * Rule 3: the serving version sends nothing for SILENCE_MS while an older version sends; the
+   * older one serves again from the end of those 15 minutes (or from when it sends, if later).
+   * Returns the first such rollback before `limit` (the next recorded event), or null.
+   */
+  const silenceRollback = (c: VersionState, from: number, limit: number): { t: number; s: VersionState } | null => {
+    const segs = c.segments;
+    if (!segs.length) return null;
+    // Silences of `c` from `from` on: each begins at the end of a segment (or at `from` when no segment covers it).
+    let k = firstEndingAfter(segs, from);
+    let g: number;
+    let resume: number;
+    if (k < segs.length && segs[k]!.start <= from) {
+      g = segs[k]!.end;
+      resume = segs[k + 1]?.start ?? Infinity;
+      k++;
+    } else {
+      g = from;
+      resume = segs[k]?.start ?? Infinity;
+    }
+    for (;;) {
       if (g + SILENCE_MS > Math.min(limit, now)) return null;
       let best: { t: number; s: VersionState } | null = null;
-      for (const o of states.values()) {
+      for (const o of byLastSeen) {
+        if (o.lastSeen < g) break;
         if (o === c || !newer(c, o) || rolledBackByRecord.has(o.version)) continue;
-        const seg = o.segments.find((x) => x.end >= g);
-        if (!seg) continue;
+        const seg = o.segments[firstEndingAfter(o.segments, g)]!;
         const t = Math.max(g + SILENCE_MS, seg.start);
         if (!best || t < best.t || (t === best.t && newer(o, best.s))) best = { t, s: o };
       }
-      if (best && best.t < resume) {
-        if (best.t >= limit || best.t > now) return null;
-        return best;
-      }
+      if (best && best.t < resume) return best.t >= limit || best.t > now ? null : best;
+      if (k >= segs.length) return null;
+      g = segs[k]!.end;
+      resume = segs[k + 1]?.start ?? Infinity;
+      k++;
     }
-    return null;
   };
 
   let i = 0;
