@@ -164,10 +164,31 @@ function compare(ctx: HandlerContext, r: ReleaseRecord, prev: ReleaseRecord | nu
   return { ...verdict(current, previous), window: w.window, previous_window: w.previous_window, current, previous };
 }
 
-function projectReleases(ctx: HandlerContext, sinceMs: number, stream?: { service: string; environment: string }): ReleaseRecord[] {
+type StreamKey = { service: string; environment: string };
+
+/** Derive the releases of these streams (all deployments at once when there are many streams). */
+function streamReleases(ctx: HandlerContext, sinceMs: number, streams: StreamKey[]): ReleaseRecord[] {
   const pid = ctx.project!.id;
   const repo = ctx.services.releases;
-  return buildReleases(pid, repo.deployments(pid, stream), repo.activity(pid, sinceMs, stream), ctx.now());
+  if (streams.length > 3) {
+    const wanted = new Set(streams.map((s) => `${s.service}\u0000${s.environment}`));
+    const deps = repo.deployments(pid).filter((d) => wanted.has(`${d.service}\u0000${d.environment}`));
+    return buildReleases(pid, deps, streams.flatMap((s) => repo.activity(pid, sinceMs, s)), ctx.now());
+  }
+  return streams.flatMap((s) => buildReleases(pid, repo.deployments(pid, s), repo.activity(pid, sinceMs, s), ctx.now()));
+}
+
+/** Release ids → (service, environment, version), per project, refreshed on a miss. */
+const idIndex = new Map<string, Map<string, { service: string; environment: string; version: string }>>();
+function keyOfId(ctx: HandlerContext, id: string) {
+  const pid = ctx.project!.id;
+  let idx = idIndex.get(pid);
+  let hit = idx?.get(id);
+  if (hit) return hit;
+  if (!idx || idx.size > 100_000) idIndex.set(pid, (idx = new Map()));
+  for (const k of ctx.services.releases.versionKeys(pid)) idx.set(releaseId(pid, k.service, k.environment, k.version), k);
+  hit = idx.get(id);
+  return hit ?? null;
 }
 
 const newestFirst = (a: ReleaseRecord, b: ReleaseRecord) => b.started_at - a.started_at || (a.id < b.id ? -1 : 1);
@@ -214,27 +235,28 @@ export const list = defineOperation({
     if (from > to) throw new UnprocessableError('invalid_window', '`from` is after `to`.', 'from');
     if (to - from > MAX_WINDOW_DAYS * DAY) throw new UnprocessableError('invalid_window', `The window is longer than ${MAX_WINDOW_DAYS} days; narrow \`from\`/\`to\`.`, 'from');
 
-    const served = projectReleases(ctx, Math.min(from, now) - LOOKBACK_MS).filter((r) => servedIn(r, from, to, now));
-    const environments = [...new Set(served.map((r) => r.environment))].sort();
-    const services = [...new Set(served.map((r) => r.service_name))].sort();
-    const byId = new Map(served.map((r) => [r.id, r]));
-    const matched = served
-      .filter(
-        (r) =>
-          (input.environment === undefined || r.environment === input.environment) &&
-          (input.service_name === undefined || r.service_name === input.service_name) &&
-          (input.confidence === undefined || r.confidence === input.confidence),
-      )
-      .sort(newestFirst);
+    const since = Math.min(from, now) - LOOKBACK_MS;
+    const streams = ctx.services.releases.streams(ctx.project!.id, since, to);
+    const environments = [...new Set(streams.map((r) => r.environment))].sort();
+    const services = [...new Set(streams.map((r) => r.service))].sort();
+    const wanted = streams.filter(
+      (s) => (input.environment === undefined || s.environment === input.environment) && (input.service_name === undefined || s.service === input.service_name),
+    );
+    const derived = streamReleases(ctx, since, wanted);
+    const byId = new Map(derived.map((r) => [r.id, r]));
+    const served = derived.filter((r) => servedIn(r, from, to, now));
+    const matched = served.filter((r) => input.confidence === undefined || r.confidence === input.confidence).sort(newestFirst);
     const page = matched.slice(0, input.limit);
-    let prevs: Map<string, ReleaseRecord> | null = null;
+    const streamsDerived = new Map<string, Map<string, ReleaseRecord>>();
     const previousOf = (r: ReleaseRecord): ReleaseRecord | null => {
       if (!r.previous_release_id) return null;
       const hit = byId.get(r.previous_release_id);
       if (hit) return hit;
       // The previous release may have stopped serving before the window: derive its stream in full.
-      prevs ??= new Map(projectReleases(ctx, -Infinity, { service: r.service_name, environment: r.environment }).map((x) => [x.id, x]));
-      return prevs.get(r.previous_release_id) ?? null;
+      const k = `${r.service_name}\u0000${r.environment}`;
+      let all = streamsDerived.get(k);
+      if (!all) streamsDerived.set(k, (all = new Map(streamReleases(ctx, -Infinity, [{ service: r.service_name, environment: r.environment }]).map((x) => [x.id, x]))));
+      return all.get(r.previous_release_id) ?? null;
     };
     return {
       data: page.map((r, i) => itemOut(r, i < COMPARED_ITEMS ? compare(ctx, r, previousOf(r)).comparison : null)),
@@ -291,10 +313,9 @@ export const get = defineOperation({
     const pid = ctx.project!.id;
     const now = ctx.now();
     if (!RELEASE_ID_RE.test(input.release_id)) throw new NotFoundError('Release', 'release_id');
-    const key = ctx.services.releases.versionKeys(pid).find((k) => releaseId(pid, k.service, k.environment, k.version) === input.release_id);
+    const key = keyOfId(ctx, input.release_id);
     if (!key) throw new NotFoundError('Release', 'release_id');
-    const stream = { service: key.service, environment: key.environment };
-    const releases = projectReleases(ctx, now - GET_HORIZON_MS - LOOKBACK_MS, stream);
+    const releases = streamReleases(ctx, now - GET_HORIZON_MS - LOOKBACK_MS, [{ service: key.service, environment: key.environment }]);
     const r = releases.find((x) => x.id === input.release_id);
     if (!r || (r.ended_at !== null && r.ended_at < now - GET_HORIZON_MS)) throw new NotFoundError('Release', 'release_id');
     const prev = r.previous_release_id ? (releases.find((x) => x.id === r.previous_release_id) ?? null) : null;

@@ -43,6 +43,9 @@ export function createReleasesRepo(db: Db) {
     ),
     rows1m: db.prepare('SELECT t, requests, errors, sketch FROM release_rollup_1m WHERE project_id = ? AND service_name = ? AND environment = ? AND t >= ? AND t < ?'),
     rows1h: db.prepare('SELECT t, requests, errors, sketch FROM release_rollup_1h WHERE project_id = ? AND service_name = ? AND environment = ? AND t >= ? AND t < ?'),
+    deploymentStreams: db.prepare(`SELECT DISTINCT service, COALESCE(environment, '') AS environment FROM deployments
+      WHERE project_id = ? AND service IS NOT NULL AND version IS NOT NULL AND status NOT IN ('failed', 'canceled', 'skipped') AND COALESCE(started_at, created_at) <= ?`),
+    activityStreams: db.prepare('SELECT service_name, environment FROM release_activity WHERE project_id = ? AND end_ms >= ? AND start_ms <= ? GROUP BY 1, 2'),
     newIssues: db.prepare(`SELECT id, short_id, title, first_seen FROM error_groups
       WHERE project_id = ? AND service_name = ? AND environment = ? AND first_seen >= ? AND first_seen < ? AND merged_into IS NULL AND service_name != ''
       ORDER BY first_seen DESC, id LIMIT 101`),
@@ -80,6 +83,17 @@ export function createReleasesRepo(db: Db) {
         ? s.streamActivity.all(Number(projectId), stream.service, stream.environment, sinceMs)
         : s.activity.all(Number(projectId), sinceMs);
       return rows.map(toActivity);
+    },
+    /**
+     * Services and environments with a release serving at some time up to `toMs`: once a stream has
+     * a first release, one serves until the next starts (serving rule 1), so these are the streams
+     * with a deployment record (that serves) or telemetry (ending at or after `sinceMs`) before `toMs`.
+     */
+    streams(projectId: string, sinceMs: number, toMs: number): Array<{ service: string; environment: string }> {
+      const out = new Map<string, { service: string; environment: string }>();
+      for (const r of s.deploymentStreams.all(Number(projectId), toMs) as any[]) out.set(`${r.service}\u0000${r.environment}`, { service: r.service, environment: r.environment });
+      for (const r of s.activityStreams.all(Number(projectId), sinceMs, toMs) as any[]) out.set(`${r.service_name}\u0000${r.environment}`, { service: r.service_name, environment: r.environment });
+      return [...out.values()];
     },
     /** Every (service, environment, version) named by telemetry or a deployment record. */
     versionKeys(projectId: string): Array<{ service: string; environment: string; version: string }> {
