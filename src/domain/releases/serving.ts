@@ -115,6 +115,9 @@ export function deriveServing(input: {
   }
   events.sort((a, b) => a.t - b.t);
 
+  type Scan = { c: VersionState; k: number; g: number; resume: number };
+  // Where the silence search of the serving version stopped (see silenceRollback).
+  let scan: Scan | null = null;
   const serving = new Map<string, ServingInterval[]>();
   const previous = new Map<string, string | null>();
   /** Versions a deployment record rolled back from: only another record brings them back. */
@@ -134,6 +137,7 @@ export function deriveServing(input: {
     serving.get(s.version)!.push({ start: t, end: null, cause });
     cur = s;
     since = t;
+    scan = null;
   };
 
   /**
@@ -161,22 +165,22 @@ export function deriveServing(input: {
    * older one serves again from the end of those 15 minutes (or from when it sends, if later).
    * Returns the first such rollback before `limit` (the next recorded event), or null.
    */
+  // Where the silence search of the serving version stopped: silences already found without an older
+  // version sending need no second look while the same version keeps serving.
+
   const silenceRollback = (c: VersionState, from: number, limit: number): { t: number; s: VersionState } | null => {
     const segs = c.segments;
     if (!segs.length) return null;
-    // Silences of `c` from `from` on: each begins at the end of a segment (or at `from` when no segment covers it).
-    let k = firstEndingAfter(segs, from);
-    let g: number;
-    let resume: number;
-    if (k < segs.length && segs[k]!.start <= from) {
-      g = segs[k]!.end;
-      resume = segs[k + 1]?.start ?? Infinity;
-      k++;
-    } else {
-      g = from;
-      resume = segs[k]?.start ?? Infinity;
+    if (!scan || scan.c !== c) {
+      // Silences of `c` from `from` on: each begins at the end of a segment (or at `from` when no segment covers it).
+      const k = firstEndingAfter(segs, from);
+      scan =
+        k < segs.length && segs[k]!.start <= from
+          ? { c, k: k + 1, g: segs[k]!.end, resume: segs[k + 1]?.start ?? Infinity }
+          : { c, k, g: from, resume: segs[k]?.start ?? Infinity };
     }
     for (;;) {
+      const { g, resume, k }: Scan = scan;
       if (g + SILENCE_MS > Math.min(limit, now)) return null;
       let best: { t: number; s: VersionState } | null = null;
       for (const o of byLastSeen) {
@@ -188,9 +192,7 @@ export function deriveServing(input: {
       }
       if (best && best.t < resume) return best.t >= limit || best.t > now ? null : best;
       if (k >= segs.length) return null;
-      g = segs[k]!.end;
-      resume = segs[k + 1]?.start ?? Infinity;
-      k++;
+      scan = { c, k: k + 1, g: segs[k]!.end, resume: segs[k + 1]?.start ?? Infinity };
     }
   };
 
