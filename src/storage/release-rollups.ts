@@ -2,7 +2,7 @@ import type { Db } from './db.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import type { SpanRecord } from '../domain/telemetry-types.js';
 import { environmentOf, serviceVersionOf } from './sqlite-telemetry-store.js';
-import { addValue, encodeSketch, mergeEncoded, newSketch, type Sketch } from '../domain/releases/sketch.js';
+import { addValue, encodeSketch, mergeEncoded, mergeInto, newSketch, type Sketch } from '../domain/releases/sketch.js';
 import { SILENCE_MS } from '../domain/releases/serving.js';
 
 /** Requests are entry spans: server and consumer spans, and root spans (as in the trace indexes, migration 005). */
@@ -67,38 +67,56 @@ export function withReleaseRollups(db: Db, writer: TelemetryWriter): TelemetryWr
 
   function rollUp(projectId: string, spans: SpanRecord[]): void {
     const pid = Number(projectId);
-    const cells = UNITS.map(() => new Map<string, Cell>());
-    const times = new Map<string, { svc: string; env: string; ver: string; ts: number[] }>();
+    // Spans of a batch share resource objects: read service, environment and version once per resource.
+    const groups = new Map<object, { svc: string; env: string; ver: string; minutes: Map<number, Cell>; ts: number[] }>();
     for (const sp of spans) {
       if (!sp.service_name) continue;
-      const env = environmentOf(sp.resource);
-      const ver = serviceVersionOf(sp.resource);
-      const req = isRequest(sp);
-      const err = req && sp.status_code === 2;
-      const ms = Math.max(0, sp.end_ms - sp.start_ms);
-      UNITS.forEach((u, i) => {
-        const t = Math.floor(sp.start_ms / u.ms) * u.ms;
-        const key = `${sp.service_name}\u0000${env}\u0000${ver}\u0000${t}`;
-        let c = cells[i]!.get(key);
-        if (!c) cells[i]!.set(key, (c = { service: sp.service_name, environment: env, version: ver, t, spans: 0, requests: 0, errors: 0, sketch: newSketch() }));
-        c.spans++;
-        if (req) {
-          c.requests++;
-          if (err) c.errors++;
-          addValue(c.sketch, ms);
+      let g = groups.get(sp.resource);
+      if (!g) groups.set(sp.resource, (g = { svc: sp.service_name, env: environmentOf(sp.resource), ver: serviceVersionOf(sp.resource), minutes: new Map(), ts: [] }));
+      if (g.svc !== sp.service_name) {
+        // The same resource with another service name (Sentry tags): its own group.
+        const key = { resource: sp.resource, svc: sp.service_name };
+        groups.set(key, (g = { svc: sp.service_name, env: g.env, ver: g.ver, minutes: new Map(), ts: [] }));
+      }
+      const t = Math.floor(sp.start_ms / 60_000) * 60_000;
+      let c = g.minutes.get(t);
+      if (!c) g.minutes.set(t, (c = { service: g.svc, environment: g.env, version: g.ver, t, spans: 0, requests: 0, errors: 0, sketch: newSketch() }));
+      c.spans++;
+      if (isRequest(sp)) {
+        c.requests++;
+        if (sp.status_code === 2) c.errors++;
+        addValue(c.sketch, Math.max(0, sp.end_ms - sp.start_ms));
+      }
+      if (g.ver) g.ts.push(sp.start_ms);
+    }
+    // Merge groups of the same service/environment/version, then roll minutes up into hours.
+    const minutes = new Map<string, Cell>();
+    const hours = new Map<string, Cell>();
+    const times = new Map<string, { svc: string; env: string; ver: string; ts: number[] }>();
+    for (const g of groups.values()) {
+      const k = `${g.svc}\u0000${g.env}\u0000${g.ver}`;
+      for (const c of g.minutes.values()) {
+        for (const [map, unit] of [[minutes, 60_000], [hours, 3_600_000]] as const) {
+          const t = Math.floor(c.t / unit) * unit;
+          const key = `${k}\u0000${t}`;
+          const into = map.get(key);
+          if (!into) map.set(key, { ...c, t, sketch: unit === 60_000 ? c.sketch : mergeInto(newSketch(), c.sketch) });
+          else {
+            into.spans += c.spans;
+            into.requests += c.requests;
+            into.errors += c.errors;
+            mergeInto(into.sketch, c.sketch);
+          }
         }
-      });
-      if (ver) {
-        const k = `${sp.service_name}\u0000${env}\u0000${ver}`;
-        let e = times.get(k);
-        if (!e) times.set(k, (e = { svc: sp.service_name, env, ver, ts: [] }));
-        e.ts.push(sp.start_ms);
+      }
+      if (g.ver) {
+        const e = times.get(k);
+        if (e) e.ts.push(...g.ts);
+        else times.set(k, { svc: g.svc, env: g.env, ver: g.ver, ts: g.ts });
       }
     }
-    UNITS.forEach((_, i) => {
-      for (const c of cells[i]!.values()) {
-        upserts[i]!.run(pid, c.service, c.environment, c.t, c.version, c.spans, c.requests, c.errors, encodeSketch(c.sketch));
-      }
+    [minutes, hours].forEach((cells, i) => {
+      for (const c of cells.values()) upserts[i]!.run(pid, c.service, c.environment, c.t, c.version, c.spans, c.requests, c.errors, encodeSketch(c.sketch));
     });
     for (const e of times.values()) {
       e.ts.sort((x, y) => x - y);

@@ -13,13 +13,15 @@ const GAMMA = (1 + ALPHA) / (1 - ALPHA);
 const LOG_GAMMA = Math.log(GAMMA);
 export const MIN_MS = 0.01;
 
-export type Sketch = Map<string, number>;
+/** Bucket index → count; the zero bucket is ZERO (stored as "z"). */
+export type Sketch = Map<number, number>;
+const ZERO = -Infinity;
 
 export const newSketch = (): Sketch => new Map();
 
-export function bucketOf(ms: number): string {
-  if (!(ms > MIN_MS)) return 'z';
-  return String(Math.ceil(Math.log(ms) / LOG_GAMMA));
+export function bucketOf(ms: number): number {
+  if (!(ms > MIN_MS)) return ZERO;
+  return Math.ceil(Math.log(ms) / LOG_GAMMA);
 }
 
 export function addValue(s: Sketch, ms: number, count = 1): void {
@@ -33,12 +35,16 @@ export function mergeInto(into: Sketch, from: Sketch): Sketch {
 }
 
 export function encodeSketch(s: Sketch): string {
-  return JSON.stringify(Object.fromEntries(s));
+  let out = '';
+  for (const [k, n] of s) out += `${out ? ',' : ''}"${k === ZERO ? 'z' : k}":${n}`;
+  return `{${out}}`;
 }
 
 export function decodeSketch(text: string | null | undefined): Sketch {
-  if (!text) return new Map();
-  return new Map(Object.entries(JSON.parse(text) as Record<string, number>));
+  const m: Sketch = new Map();
+  if (!text) return m;
+  for (const [k, n] of Object.entries(JSON.parse(text) as Record<string, number>)) m.set(k === 'z' ? ZERO : Number(k), n);
+  return m;
 }
 
 /** Merge two encoded sketches (registered as an SQL function for the rollup upsert). */
@@ -52,7 +58,7 @@ export function countOf(s: Sketch): number {
   return n;
 }
 
-const estimate = (k: string): number => (k === 'z' ? 0 : (2 * Math.pow(GAMMA, Number(k))) / (GAMMA + 1));
+const estimate = (k: number): number => (k === ZERO ? 0 : (2 * Math.pow(GAMMA, k)) / (GAMMA + 1));
 
 /**
  * Nearest-rank quantiles (q in (0, 1]): the value at rank ceil(q·n) in ascending order, estimated
@@ -61,7 +67,7 @@ const estimate = (k: string): number => (k === 'z' ? 0 : (2 * Math.pow(GAMMA, Nu
 export function quantiles(s: Sketch, qs: readonly number[]): Array<number | null> {
   const n = countOf(s);
   if (n === 0) return qs.map(() => null);
-  const keys = [...s.keys()].sort((a, b) => (a === 'z' ? -1 : b === 'z' ? 1 : Number(a) - Number(b)));
+  const keys = [...s.keys()].sort((a, b) => a - b);
   return qs.map((q) => {
     const rank = Math.max(1, Math.ceil(q * n));
     let seen = 0;
