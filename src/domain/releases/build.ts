@@ -79,9 +79,15 @@ export function buildReleases(projectId: string, deployments: readonly Deploymen
       now,
     });
     const id = (v: string) => releaseId(projectId, s.service, s.environment, v);
+    const depsOf = new Map<string, DeploymentInput[]>();
+    for (const d of s.deps) {
+      const l = depsOf.get(d.version);
+      if (l) l.push(d);
+      else depsOf.set(d.version, [d]);
+    }
     for (const v of derived) {
       if (!v.serving.length) continue;
-      const deps = s.deps.filter((d) => d.version === v.version).sort((a, b) => deploymentAt(b) - deploymentAt(a) || b.created_at - a.created_at);
+      const deps = (depsOf.get(v.version) ?? []).sort((a, b) => deploymentAt(b) - deploymentAt(a) || b.created_at - a.created_at);
       const commits: ReleaseRecord['commits'] = [];
       for (const d of deps) if (d.commit_sha && !commits.some((c) => c.sha === d.commit_sha)) commits.push({ sha: d.commit_sha, branch: d.branch });
       const last = v.serving[v.serving.length - 1]!;
