@@ -524,7 +524,7 @@ const sameOrigin = (a: string, b: string) => {
   }
 };
 
-async function credentials(io: CliIO, load: (env: CliIO['env']) => Promise<StoredToken | null>): Promise<Pick<ClientOptions, 'baseUrl' | 'apiKey' | 'accessToken'>> {
+export async function credentials(io: CliIO, load: (env: CliIO['env']) => Promise<StoredToken | null>): Promise<Pick<ClientOptions, 'baseUrl' | 'apiKey' | 'accessToken'>> {
   const url = io.env.SIGHTLINE_URL?.trim() || undefined;
   const apiKey = io.env.SIGHTLINE_API_KEY?.trim();
   if (apiKey) return { baseUrl: url ?? DEFAULT_BASE_URL, apiKey };

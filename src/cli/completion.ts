@@ -168,7 +168,9 @@ function fish(cmds: CommandInfo[], lifecycle: readonly LifecycleCommand[]): stri
 }
 
 /** The completion script for one shell. */
-export function completionScript(shell: Shell, operations: readonly AnyOperation[], lifecycle: readonly LifecycleCommand[]): string {
+export function completionScript(shell: Shell, operations: readonly AnyOperation[], allLifecycle: readonly LifecycleCommand[]): string {
   const cmds = model(operations);
+  // `releases gate` and the like complete as a tag and its verb.
+  const lifecycle = allLifecycle.filter((l) => !l.name.includes(' '));
   return shell === 'bash' ? bash(cmds, lifecycle) : shell === 'zsh' ? zsh(cmds, lifecycle) : fish(cmds, lifecycle);
 }

@@ -17,6 +17,7 @@ export const LIFECYCLE: readonly LifecycleCommand[] = [
   { name: 'completion', summary: 'print a shell completion script: completion bash|zsh|fish' },
   { name: 'backup', summary: 'copy the live database to a file, consistent, without stopping: backup <file>' },
   { name: 'restore', summary: 'replace the database with a backup (the server must be stopped): restore <file>' },
+  { name: 'releases gate', summary: 'CI release gate: wait for the health verdict, print it as JSON, exit 3 on regressed' },
 ];
 
 function snippets(base: string, ingest: string, mcp: string, r: BootstrapResult): string {
@@ -152,6 +153,9 @@ export async function main(argv: string[]): Promise<number> {
         return await backup(rest);
       case 'restore':
         return await restore(rest);
+      case 'releases':
+        if (rest[0] === 'gate') return await (await import('./release-gate.js')).releaseGate(rest.slice(1), { loadStoredToken: (await import('./login.js')).loadStoredToken });
+        return await runCommands(argv, { lifecycle: LIFECYCLE });
       default:
         // Everything else is `<tag> <verb>` (or help), derived from the catalogue.
         return await runCommands(argv, { lifecycle: LIFECYCLE });

@@ -7,6 +7,8 @@ import type { TelemetryWriter } from '../storage/telemetry-store.js';
 import { withLogRollups } from '../storage/log-rollups.js';
 import { withAgentObservations } from '../storage/ai-spans.js';
 import { createAiRepo, type AiRepo } from '../storage/ai-repo.js';
+import { withReleaseRollups } from '../storage/release-rollups.js';
+import { createReleasesRepo, type ReleasesRepo } from '../storage/releases-repo.js';
 import { createLogsReadRepo, type LogsReadRepo } from '../storage/logs-read-repo.js';
 import { createMetricsReadRepo, type MetricsReadRepo } from '../storage/metrics-read-repo.js';
 import { createTracesReadRepo, type TracesReadRepo } from '../storage/traces-read-repo.js';
@@ -68,6 +70,8 @@ export interface Services {
   atomic: <T>(fn: () => T) => T;
   /** Agent observations, scores, AI rollups and settings (issue 13). */
   ai: AiRepo;
+  /** Release derivation inputs, rollups and new issues (operations/releases.ts). */
+  releases: ReleasesRepo;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -111,7 +115,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
-    telemetry: withAgentObservations(db, ai, withLogRollups(db, createSqliteTelemetryWriter(db))),
+    telemetry: withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, createSqliteTelemetryWriter(db)))),
     writeBatch: createWriteBatcher(db),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
@@ -122,6 +126,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     ingestMisc,
     errorGroups: createErrorGroupsRepo(db),
     ai,
+    releases: createReleasesRepo(db),
     lookups: {
       errorGroupExists: (projectId, id) => errorsIngest.exists(projectId, id),
       replaySessionFor: (projectId, replayId) => ingestMisc.replay(projectId, replayId.replace(/-/g, '').toLowerCase())?.replay_id ?? null,
