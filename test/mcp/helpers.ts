@@ -79,6 +79,11 @@ function expectSame(a: unknown, b: unknown) {
   if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error('structuredContent differs from the text content');
 }
 
+export async function searchRaw(client: Client, args: Record<string, unknown>): Promise<{ body: any; isError: boolean }> {
+  const r = await client.callTool({ name: 'search', arguments: args });
+  return { body: JSON.parse((r.content as Array<{ text: string }>)[0]!.text), isError: r.isError === true };
+}
+
 export async function search(client: Client, query: string, limit?: number): Promise<any> {
   const r = await client.callTool({ name: 'search', arguments: limit === undefined ? { query } : { query, limit } });
   if (r.isError) throw new Error(`search failed: ${JSON.stringify(r.content)}`);
