@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import type {
@@ -28,6 +30,25 @@ const WORKER_HEAP_MB = 256;
 const WASM_OVERHEAD_BYTES = 32 * 1024 * 1024;
 /** Extra time allowed for a cold worker to load QuickJS before the script's wall clock starts. */
 const STARTUP_ALLOWANCE_MS = 10_000;
+
+/**
+ * The QuickJS WebAssembly module, compiled once per process (off the main thread) and handed to
+ * every worker, so a new worker instantiates it instead of compiling it again.
+ */
+let sharedModule: Promise<unknown> | null = null;
+let compiledModule: unknown = null;
+function compileQuickJs(): void {
+  sharedModule ??= (async () => {
+    try {
+      const file = createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm');
+      const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<unknown> } }).WebAssembly;
+      compiledModule = await wasm.compile(await readFile(file));
+      return compiledModule;
+    } catch {
+      return null; // each worker compiles its own
+    }
+  })();
+}
 
 export interface QuickJsExecutorOptions {
   /**
@@ -71,6 +92,8 @@ export interface SandboxPoolStats {
   completed: number;
   /** Executes refused because their credential already had `perCredential` running or waiting. */
   refused: number;
+  /** Idle workers that have loaded QuickJS (a script sent to one starts at once). */
+  idleReady: number;
 }
 
 export interface QuickJsExecutor extends Executor {
@@ -107,6 +130,8 @@ interface Slot {
   lastError: unknown;
   /** Started beyond poolSize for fairness; stops when idle. */
   burst: boolean;
+  /** QuickJS is loaded: a script dispatched now starts at once. */
+  ready: boolean;
   idleTimer: ReturnType<typeof setTimeout> | null;
 }
 
@@ -203,6 +228,7 @@ export function createQuickJsExecutor(
   const maxRunsPerWorker = Math.max(1, options.maxRunsPerWorker ?? 500);
   const guestInterrupt = !options.disableGuestInterrupt;
   const workerUrl = options.workerUrl ?? new URL('./worker.mjs', import.meta.url);
+  compileQuickJs();
 
   const slots: Slot[] = [];
   /** Waiting executes by credential; `order` is the round-robin rotation of credentials with waiting executes. */
@@ -275,10 +301,10 @@ export function createQuickJsExecutor(
   function spawn(burst: boolean): Slot {
     const worker = new Worker(workerUrl, {
       resourceLimits: { stackSizeMb: WORKER_STACK_SIZE_MB, maxOldGenerationSizeMb: WORKER_HEAP_MB },
-      workerData: { wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES },
+      workerData: { wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES, wasmModule: compiledModule },
     });
     started++;
-    const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined, burst, idleTimer: null };
+    const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined, burst, idleTimer: null, ready: false };
     worker.on('message', (msg: WorkerMessage) => onMessage(slot, msg));
     worker.on('error', (err) => {
       slot.lastError = err;
@@ -328,7 +354,10 @@ export function createQuickJsExecutor(
 
   function onMessage(slot: Slot, msg: WorkerMessage): void {
     if (!msg || typeof msg !== 'object') return;
-    if (msg.type === 'started') {
+    if (msg.type === 'ready') {
+      slot.ready = true;
+      if (!slot.job) pump();
+    } else if (msg.type === 'started') {
       const job = slot.job;
       if (job && !job.done && job.runId === msg.runId) {
         // The worker's clock: the time left when the script starts (worker start-up excluded).
@@ -534,8 +563,12 @@ export function createQuickJsExecutor(
 
   function pump(): void {
     if (closed) return;
+    const idle = (burst: boolean) =>
+      // A worker that has loaded QuickJS first; one still booting only when none is ready.
+      slots.find((s) => !s.retired && s.job === null && s.burst === burst && s.ready) ??
+      slots.find((s) => !s.retired && s.job === null && s.burst === burst);
     while (queued > 0) {
-      let slot = slots.find((s) => !s.retired && s.job === null);
+      let slot = idle(false);
       if (slot) {
         dispatch(slot, takeNext(false)!);
         continue;
@@ -545,22 +578,34 @@ export function createQuickJsExecutor(
         if (slot) dispatch(slot, takeNext(false)!);
         continue;
       }
-      // The pool is full. A credential with nothing running gets a burst worker, so it never waits
-      // behind another credential's long scripts.
-      if (slots.length < poolSize + burstWorkers && order.some((c) => c !== '' && runningOf(c) === 0)) {
-        slot = startWorker(true) ?? undefined;
-        const job = slot ? takeNext(true) : null;
-        if (slot && job) dispatch(slot, job);
-        continue;
-      }
-      break;
+      // The pool is busy. Burst workers serve only credentials with nothing running, so one
+      // credential's long scripts never make another credential wait.
+      if (!order.some((c) => c !== '' && runningOf(c) === 0)) break;
+      slot = idle(true);
+      if (!slot && slots.length < poolSize + burstWorkers) slot = startWorker(true) ?? undefined;
+      if (!slot) break;
+      dispatch(slot, takeNext(true)!);
     }
-    // Burst workers stop when they have been idle for a while.
+    // While credentials' executes run, keep one idle worker booted ahead of need (up to poolSize +
+    // burstWorkers in all), so the next credential does not wait for a worker thread to start.
+    if (
+      burstWorkers > 0 &&
+      slots.length < poolSize + burstWorkers &&
+      slots.some((s) => s.job !== null && s.job.credential !== '') &&
+      !slots.some((s) => !s.retired && s.job === null)
+    ) {
+      startWorker(slots.length >= poolSize);
+    }
+    // Burst workers stop after a while without work (one idle worker stays as the spare).
     for (const s of slots) {
       if (s.burst && !s.job && !s.idleTimer && !s.retired) {
         s.idleTimer = setTimeout(() => {
           s.idleTimer = null;
-          if (!s.job && !s.retired) retire(s, false);
+          if (s.job || s.retired) return;
+          const idle = slots.filter((x) => !x.retired && x.job === null).length;
+          const busyCredentialed = slots.some((x) => x.job !== null && x.job.credential !== '');
+          if (idle > 1 || !busyCredentialed) retire(s, false);
+          else pump();
         }, burstIdleMs);
         s.idleTimer.unref?.();
       }
@@ -671,6 +716,7 @@ export function createQuickJsExecutor(
       replaced,
       completed,
       refused,
+      idleReady: slots.filter((s) => !s.retired && s.job === null && s.ready).length,
     };
   }
 

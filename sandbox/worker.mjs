@@ -297,7 +297,9 @@ const wasmMemory = new WebAssembly.Memory({ initial: wasmPages, maximum: wasmPag
 // filled the heap, a NULL pointer would be written through and corrupt the wasm instance. Wrap it so
 // such an allocation throws instead, and retire the worker afterwards to be safe.
 let hostAllocationFailed = false;
-const quickjsReady = newQuickJSWASMModule(newVariant(RELEASE_SYNC, { wasmMemory })).then((QuickJS) => {
+// The executor compiles the WebAssembly module once and hands it over; instantiating it is cheap.
+const wasmModule = workerData?.wasmModule instanceof WebAssembly.Module ? workerData.wasmModule : undefined;
+const quickjsReady = newQuickJSWASMModule(newVariant(RELEASE_SYNC, wasmModule ? { wasmMemory, wasmModule } : { wasmMemory })).then((QuickJS) => {
   const emscripten = QuickJS.module;
   const rawMalloc = emscripten?._malloc;
   if (typeof rawMalloc !== 'function') throw new Error('quickjs-emscripten internals changed: module._malloc not found');

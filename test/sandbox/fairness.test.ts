@@ -74,12 +74,15 @@ describe('round-robin queue', () => {
 
 describe('a credential with nothing running', () => {
   it('gets a worker while another credential\'s busy loops fill the pool', async () => {
-    const ex = make({ poolSize: 1, perCredential: 2, wallClockMs: 4000 });
+    const ex = make({ poolSize: 1, perCredential: 2, wallClockMs: 8000 });
     const { host } = fakeHost();
+    // Warm: the pool's worker and the spare have started.
+    await Promise.all([ex.execute({ code: 'return 1', operations: OPERATIONS, credential: 'A' }, host), ex.execute({ code: 'return 1', operations: OPERATIONS, credential: 'B' }, host)]);
+    while (ex.stats().idleReady < 2) await new Promise((r) => setTimeout(r, 20));
     let aDone = 0;
     const a = [1, 2].map(() => ex.execute({ code: 'while (true) {}', operations: OPERATIONS, credential: 'A' }, host).then((r) => (aDone++, r)));
     const b = await ex.execute({ code: 'const p = await api.errors.list({}); return p.total', operations: OPERATIONS, credential: 'B' }, host);
-    expect(b).toMatchObject({ result: 3, error: null });
+    expect(b, JSON.stringify(b.error)).toMatchObject({ result: 3, error: null });
     // B finished while A's busy loops were still running.
     expect(aDone).toBe(0);
     const done = await Promise.all(a);
