@@ -75,6 +75,11 @@ export interface QuickJsExecutorOptions {
   burstWorkers?: number;
   /** Default 10000. */
   burstIdleMs?: number;
+  /**
+   * Bench only: run scripts as the sandbox did before runtime reuse and call batching (a new
+   * QuickJS runtime per execute, one message per call), for the "now" column of bench/mcp.ts.
+   */
+  baseline?: boolean;
 }
 
 export interface SandboxPoolStats {
@@ -479,6 +484,7 @@ export function createQuickJsExecutor(
       limits: job.limits,
       guestInterrupt,
       queuedMs: job.queuedMs,
+      ...(options.baseline ? { baseline: true } : {}),
     });
   }
 

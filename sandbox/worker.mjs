@@ -415,6 +415,8 @@ class Run {
     this.queuedMs = Math.max(0, Number(msg.queuedMs) || 0);
     this.deadline = Date.now() + this.limits.wallClockMs - this.queuedMs;
     this.guestInterrupt = msg.guestInterrupt !== false;
+    /** Bench only: behave as before runtime reuse and call batching (the "now" column of bench/mcp.ts). */
+    this.baseline = msg.baseline === true;
     this.callCount = 0;
     this.nextCallId = 0;
     /** @type {Map<number, import('quickjs-emscripten').QuickJSDeferredPromise>} */
@@ -574,7 +576,7 @@ async function runOne(msg) {
     // A run that hit a limit may leave the runtime in an odd state (an interrupted job queue, a
     // nearly full heap): start the next run on a new runtime.
     const limitHit = outcome.error && ['TimeoutError', 'MemoryLimitError', 'StackOverflowError', 'SandboxInternalError'].includes(outcome.error.name);
-    if (pooled && (fatal || limitHit || hostAllocationFailed || ++pooled.runs >= RUNTIME_MAX_RUNS || run.rt !== pooled.rt)) dropRuntime();
+    if (pooled && (run.baseline || fatal || limitHit || hostAllocationFailed || ++pooled.runs >= RUNTIME_MAX_RUNS || run.rt !== pooled.rt)) dropRuntime();
   } catch {
     // Freeing the runtime failed (something leaked): this worker's wasm instance is not trusted
     // again; the pool replaces it. This run's own outcome stands.
@@ -595,7 +597,7 @@ async function runOne(msg) {
     logs: run.takeLogs(true),
     fatal,
   });
-  if (!fatal) {
+  if (!fatal && !run.baseline) {
     // Build the next run's context while idle (same operations and limits as this one).
     const key = run.kitKey;
     setImmediate(() => {
@@ -713,6 +715,7 @@ function buildKit(QuickJS, key, limits) {
       const id = ++run.nextCallId;
       run.inflight.set(id, deferred);
       run.outbox.push({ id, operationId, input });
+      if (run.baseline) run.flushCalls();
       return deferred.handle;
     });
     const hostLog = ctx.newFunction('hostLog', (textHandle, lengthHandle) => {
