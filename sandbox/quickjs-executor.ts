@@ -474,8 +474,14 @@ export function createQuickJsExecutor(
     slot.worker.ref();
     if (job.timer) clearTimeout(job.timer);
     job.queuedMs = Date.now() - job.submittedAt;
-    // Re-armed with the real budget when the worker reports that the script started.
-    armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs + STARTUP_ALLOWANCE_MS);
+    if (slot.ready) {
+      // QuickJS is loaded: the script starts as soon as the worker reads this message.
+      job.deadline = Date.now() + job.limits.wallClockMs - job.queuedMs;
+      armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs);
+    } else {
+      // Re-armed with the real budget when the worker reports that the script started.
+      armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs + STARTUP_ALLOWANCE_MS);
+    }
     slot.worker.postMessage({
       type: 'run',
       runId: job.runId,

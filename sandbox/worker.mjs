@@ -20,7 +20,8 @@
 // any run that hit a limit (time, memory, stack) or failed inside the interpreter, and after
 // RUNTIME_MAX_RUNS runs.
 //   worker -> main  { type: 'ready' } once QuickJS is loaded
-//   worker -> main  { type: 'started', runId } when the script's wall clock starts
+//   worker -> main  { type: 'started', runId } when the script's wall clock starts, for a run sent
+//                   before 'ready' (a run sent after it starts at once: one message less per execute)
 //
 // Security model: the guest only ever sees the `api` and `console` objects built by the
 // prelude below. The two raw host functions are passed to the prelude as arguments and live
@@ -344,8 +345,12 @@ function warmUp(QuickJS) {
     rt.dispose();
   }
 }
+let loaded = false;
 quickjsReady.then(
-  () => port.postMessage({ type: 'ready' }),
+  () => {
+    loaded = true;
+    port.postMessage({ type: 'ready' });
+  },
   (err) => {
     // Without QuickJS this worker is useless; crash so the pool replaces it.
     setImmediate(() => {
@@ -361,8 +366,11 @@ let busy = Promise.resolve();
 port.on('message', (msg) => {
   if (!msg || typeof msg !== 'object') return;
   if (msg.type === 'run') {
+    // A run received after 'ready' starts at once; the pool arms its timer at dispatch. Only a run
+    // that waited for QuickJS to load says when its clock starts.
+    const cold = !loaded;
     busy = busy
-      .then(() => runOne(msg))
+      .then(() => runOne(msg, cold))
       .catch((err) => {
         // runOne handles its own failures; this is a last resort so the queue never stalls.
         port.postMessage({
@@ -532,7 +540,7 @@ function disposeKit(kit) {
   if (kit.ctx.alive) kit.ctx.dispose();
 }
 
-async function runOne(msg) {
+async function runOne(msg, cold) {
   let QuickJS;
   try {
     QuickJS = await quickjsReady;
@@ -547,7 +555,7 @@ async function runOne(msg) {
   runs.set(run.runId, run);
   hostAllocationFailed = false;
   // The script's own clock starts now (not while the worker was still loading QuickJS).
-  port.postMessage({ type: 'started', runId: run.runId });
+  if (cold) port.postMessage({ type: 'started', runId: run.runId });
   let outcome;
   let fatal = false;
   try {
