@@ -200,6 +200,11 @@ const PRELUDE = String.raw`(function (hostCall, hostLog, configJson) {
   }
   freeze(console);
 
+  // Runtimes are reused across executes: nothing of this script may run after it ends. A
+  // FinalizationRegistry callback would run whenever the collector gets to it, possibly during a
+  // later execute, so the class is not offered.
+  delete G.FinalizationRegistry;
+
   defineProperty(G, 'api', { value: api, writable: false, enumerable: false, configurable: false });
   defineProperty(G, 'console', { value: console, writable: false, enumerable: false, configurable: false });
 
@@ -584,7 +589,10 @@ async function runOne(msg, cold) {
     // A run that hit a limit may leave the runtime in an odd state (an interrupted job queue, a
     // nearly full heap): start the next run on a new runtime.
     const limitHit = outcome.error && ['TimeoutError', 'MemoryLimitError', 'StackOverflowError', 'SandboxInternalError'].includes(outcome.error.name);
-    if (pooled && (run.baseline || fatal || limitHit || hostAllocationFailed || ++pooled.runs >= RUNTIME_MAX_RUNS || run.rt !== pooled.rt)) dropRuntime();
+    // Jobs still queued (a promise reaction the script left behind, e.g. from a toJSON called while
+    // its result was read) belong to this script: they must never run in the next execute.
+    const leftovers = pooled ? pooled.rt.hasPendingJob() : false;
+    if (pooled && (run.baseline || fatal || limitHit || leftovers || hostAllocationFailed || ++pooled.runs >= RUNTIME_MAX_RUNS || run.rt !== pooled.rt)) dropRuntime();
   } catch {
     // Freeing the runtime failed (something leaked): this worker's wasm instance is not trusted
     // again; the pool replaces it. This run's own outcome stands.
@@ -776,6 +784,13 @@ async function execute(QuickJS, run) {
   if (kit && (kit.key !== key || !pooled || kit.ctx.runtime !== pooled.rt)) {
     disposeKit(kit);
     kit = null;
+  }
+  // Never start a script on a runtime with work queued by someone else (belt and braces: the end of
+  // every run already drops such a runtime).
+  if (pooled && pooled.rt.hasPendingJob()) {
+    if (kit) disposeKit(kit);
+    kit = null;
+    dropRuntime();
   }
   const rt = runtimeFor(QuickJS, limits);
   run.rt = rt;
