@@ -9,10 +9,10 @@
  * new runtime, context and prelude per execute, one round trip per call). Iterations alternate
  * between the two so both see the same machine load.
  *
- * Overhead = what the real SDK client waits for an execute, minus the time its operations took
- * themselves (the `calls[].ms` the execute reports, measured around core.invoke). Also: the same
- * at the executor (sandbox only, no MCP or HTTP), REST for reference, and executes per second with
- * 8 concurrent clients.
+ * Overhead = what the real SDK client waits for an execute, minus the time the same operations take
+ * when called directly in-process (measured right before, in the same way: one after another, or
+ * all started at once). Also: the same at the executor (sandbox only, no MCP or HTTP), REST for
+ * reference, and executes per second with 8 concurrent clients.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -105,13 +105,31 @@ async function main() {
   const aims: Record<string, string> = { '1 call': '≤ 2 ms', '10 calls, one after another': '≤ 4 ms', '10 calls in one tick (Promise.all)': '≤ 4 ms' };
 
   const clients = { now: await connect(legacy.url), new: await connect(main.url) };
-  const exec = async (client: Client, code: string) => {
+  const principal = authenticate(s.services, key, Date.now())!;
+  const caller = localCaller(s.core, principal);
+  const counts: Record<string, [number, boolean]> = {
+    '0 calls': [0, false],
+    '1 call': [1, false],
+    '10 calls, one after another': [10, false],
+    '10 calls in one tick (Promise.all)': [10, true],
+  };
+  /** The same operations called directly in-process: what an execute's overhead is measured against. */
+  const direct = async (name: string) => {
+    const [n, parallel] = counts[name]!;
+    const input = { limit: 20, environment: 'production' };
     const t0 = performance.now();
-    const r = await client.callTool({ name: 'execute', arguments: { code } });
+    if (parallel) await Promise.all(Array.from({ length: n }, () => caller.call('feedback.list', input)));
+    else for (let i = 0; i < n; i++) await caller.call('feedback.list', input);
+    return performance.now() - t0;
+  };
+  const exec = async (client: Client, name: string) => {
+    const base = await direct(name);
+    const t0 = performance.now();
+    const r = await client.callTool({ name: 'execute', arguments: { code: scripts[name]! } });
     const ms = performance.now() - t0;
-    const out = r.structuredContent as { calls: Array<{ ms: number }>; error: unknown };
+    const out = r.structuredContent as { error: unknown };
     if (out.error) throw new Error(JSON.stringify(out.error));
-    return { ms, over: ms - out.calls.reduce((a, c) => a + c.ms, 0) };
+    return { ms, over: ms - base };
   };
   const rest = async () => {
     const t0 = performance.now();
@@ -122,33 +140,32 @@ async function main() {
   };
 
   // Warm-up: workers, JIT, prepared statements.
-  for (let i = 0; i < 30; i++) for (const c of Object.values(clients)) await exec(c, scripts['1 call']!);
+  for (let i = 0; i < 30; i++) for (const c of Object.values(clients)) await exec(c, '1 call');
   for (let i = 0; i < 30; i++) await rest();
 
   type Row = { name: string; now: number[]; new: number[]; aim: string };
   const rows: Row[] = [];
-  for (const [name, code] of Object.entries(scripts)) {
+  for (const name of Object.keys(scripts)) {
     const row: Row = { name: `MCP execute overhead as the client sees it, ${name}`, now: [], new: [], aim: aims[name] ?? '' };
     for (let i = 0; i < ITER; i++) {
-      row.now.push((await exec(clients.now, code)).over);
-      row.new.push((await exec(clients.new, code)).over);
+      row.now.push((await exec(clients.now, name)).over);
+      row.new.push((await exec(clients.new, name)).over);
     }
     rows.push(row);
   }
 
   // Sandbox alone: the executor with an in-process host (no MCP, no HTTP).
   const executors = { now: createQuickJsExecutor({}, { baseline: true }), new: createQuickJsExecutor() };
-  const principal = authenticate(s.services, key, Date.now())!;
-  const caller = localCaller(s.core, principal);
   const ops = [...s.core.operations.values()].filter((o) => !o.sensitive).map((o) => o.operationId);
   for (let i = 0; i < 30; i++) for (const ex of Object.values(executors)) await runExecute(ex, scripts['1 call']!, ops, caller.call);
   for (const [name, code] of Object.entries(scripts)) {
     const row: Row = { name: `sandbox overhead at the executor, ${name}`, now: [], new: [], aim: '' };
     for (let i = 0; i < ITER; i++) {
       for (const which of ['now', 'new'] as const) {
+        const base = await direct(name);
         const t0 = performance.now();
-        const r = await runExecute(executors[which], code, ops, caller.call);
-        row[which].push(performance.now() - t0 - r.calls.reduce((a, c) => a + c.ms, 0));
+        await runExecute(executors[which], code, ops, caller.call);
+        row[which].push(performance.now() - t0 - base);
       }
     }
     rows.push(row);
