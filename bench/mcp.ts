@@ -1,12 +1,18 @@
 /**
- * MCP execute vs REST, in the same run:   npx tsx bench/mcp.ts [iterations]
+ * MCP execute overhead, now (before runtime reuse and call batching) vs new, in the same run:
  *
- * Seeds 500 feedback records, then measures (p50 / p95, ms):
- *  - an MCP `execute` (Streamable HTTP, real SDK client) making 1 and 10 `feedback.list` calls,
- *    against the same calls made over REST (sequential fetches);
- *  - the sandbox overhead: execute time minus the time its calls took themselves, both as the MCP
- *    client sees it (transport + sandbox) and at the executor (sandbox only);
- *  - executes per second with 8 concurrent clients (8 sessions).
+ *   npx tsx bench/mcp.ts [iterations]
+ *
+ * Seeds 500 feedback records and serves MCP over Streamable HTTP twice from one process: with the
+ * sandbox as it is ("new": a pooled QuickJS runtime, a fresh context per execute built ahead of
+ * time, the calls of one tick in one round trip) and with the sandbox in baseline mode ("now": a
+ * new runtime, context and prelude per execute, one round trip per call). Iterations alternate
+ * between the two so both see the same machine load.
+ *
+ * Overhead = what the real SDK client waits for an execute, minus the time the same operations take
+ * when called directly in-process (measured right before, in the same way: one after another, or
+ * all started at once). Also: the same at the executor (sandbox only, no MCP or HTTP), REST for
+ * reference, and executes per second with 8 concurrent clients.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +20,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Koa from 'koa';
+import Router from '@koa/router';
 import { pino } from 'pino';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -21,17 +29,26 @@ import { createSightline } from '../src/server.js';
 import { bootstrapOrganization } from '../src/core/bootstrap.js';
 import { authenticate } from '../src/core/authenticate.js';
 import { localCaller, runExecute } from '../src/mcp/execute.js';
+import { mountMcp } from '../src/mcp/http.js';
 import { createQuickJsExecutor } from '../sandbox/quickjs-executor.js';
 
 const ITER = Number(process.argv[2] ?? 200);
+// The throughput phase runs 8 concurrent executes with one key: allow them (default 2 per credential).
+process.env.SIGHTLINE_SANDBOX_PER_CREDENTIAL = '8';
 const CONCURRENCY = 8;
-const THROUGHPUT_MS = 5_000;
+const THROUGHPUT_MS = 4_000;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 }
 const f = (n: number) => n.toFixed(2);
+
+async function listen(callback: http.RequestListener): Promise<{ url: string; server: http.Server }> {
+  const server = http.createServer(callback);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'sightline-bench-mcp-'));
@@ -61,119 +78,141 @@ async function main() {
       created_at: now - i * 1000,
     });
   }
-  const server = http.createServer(s.app.callback());
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const key = boot.admin_key;
-  const restUrl = `${url}/v1/projects/${boot.project_id}/feedback?limit=20&environment=production`;
+  // "new": the server as shipped. "now": the same server, MCP mounted with a baseline-mode sandbox.
+  const main = await listen(s.app.callback());
+  const baselineExecutor = createQuickJsExecutor({ perCredential: 8 }, { baseline: true });
+  const legacyApp = new Koa();
+  const legacyRouter = new Router();
+  mountMcp(s, legacyRouter, { executor: baselineExecutor });
+  legacyApp.use(legacyRouter.routes());
+  const legacy = await listen(legacyApp.callback());
 
-  const connect = async () => {
-    const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { 'x-service-key': key } } });
+  const key = boot.admin_key;
+  const restUrl = `${main.url}/v1/projects/${boot.project_id}/feedback?limit=20&environment=production`;
+  const connect = async (base: string) => {
+    const transport = new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers: { 'x-service-key': key } } });
     const client = new Client({ name: 'bench', version: '1' });
     await client.connect(transport);
     return client;
   };
-  const script = (n: number) =>
-    `let rows = 0; for (let i = 0; i < ${n}; i++) { const p = await api.feedback.list({ limit: 20, environment: 'production' }); rows += p.data.length; } return rows;`;
-
-  const client = await connect();
-  const exec = async (n: number) => {
-    const t0 = performance.now();
-    const r = await client.callTool({ name: 'execute', arguments: { code: script(n) } });
-    const ms = performance.now() - t0;
-    const out = r.structuredContent as { calls: Array<{ ms: number }>; error: unknown };
-    if (out.error) throw new Error(JSON.stringify(out.error));
-    return { ms, callsMs: out.calls.reduce((a, c) => a + c.ms, 0) };
+  const call = `api.feedback.list({ limit: 20, environment: 'production' })`;
+  const scripts: Record<string, string> = {
+    '0 calls': 'return 1',
+    '1 call': `const p = await ${call}; return p.data.length;`,
+    '10 calls, one after another': `let rows = 0; for (let i = 0; i < 10; i++) { const p = await ${call}; rows += p.data.length; } return rows;`,
+    '10 calls in one tick (Promise.all)': `const ps = await Promise.all(Array.from({ length: 10 }, () => ${call})); return ps.length;`,
   };
-  const rest = async (n: number) => {
+  const aims: Record<string, string> = { '1 call': '≤ 2 ms', '10 calls, one after another': '≤ 4 ms', '10 calls in one tick (Promise.all)': '≤ 4 ms' };
+
+  const clients = { now: await connect(legacy.url), new: await connect(main.url) };
+  const principal = authenticate(s.services, key, Date.now())!;
+  const caller = localCaller(s.core, principal);
+  const counts: Record<string, [number, boolean]> = {
+    '0 calls': [0, false],
+    '1 call': [1, false],
+    '10 calls, one after another': [10, false],
+    '10 calls in one tick (Promise.all)': [10, true],
+  };
+  /** The same operations called directly in-process: what an execute's overhead is measured against. */
+  const direct = async (name: string) => {
+    const [n, parallel] = counts[name]!;
+    const input = { limit: 20, environment: 'production' };
     const t0 = performance.now();
-    for (let i = 0; i < n; i++) {
-      const res = await fetch(restUrl, { headers: { 'x-service-key': key } });
-      if (!res.ok) throw new Error(`REST ${res.status}`);
-      await res.json();
-    }
+    if (parallel) await Promise.all(Array.from({ length: n }, () => caller.call('feedback.list', input)));
+    else for (let i = 0; i < n; i++) await caller.call('feedback.list', input);
+    return performance.now() - t0;
+  };
+  const exec = async (client: Client, name: string) => {
+    const base = await direct(name);
+    const t0 = performance.now();
+    const r = await client.callTool({ name: 'execute', arguments: { code: scripts[name]! } });
+    const ms = performance.now() - t0;
+    const out = r.structuredContent as { error: unknown };
+    if (out.error) throw new Error(JSON.stringify(out.error));
+    return { ms, over: ms - base };
+  };
+  const rest = async () => {
+    const t0 = performance.now();
+    const res = await fetch(restUrl, { headers: { 'x-service-key': key } });
+    if (!res.ok) throw new Error(`REST ${res.status}`);
+    await res.json();
     return performance.now() - t0;
   };
 
   // Warm-up: workers, JIT, prepared statements.
-  for (let i = 0; i < 30; i++) {
-    await exec(1);
-    await rest(1);
-  }
+  for (let i = 0; i < 30; i++) for (const c of Object.values(clients)) await exec(c, '1 call');
+  for (let i = 0; i < 30; i++) await rest();
 
-  const rows: Array<[string, number[]]> = [];
-  for (const n of [1, 10]) {
-    const e: number[] = [];
-    const over: number[] = [];
-    const r: number[] = [];
+  type Row = { name: string; now: number[]; new: number[]; aim: string };
+  const rows: Row[] = [];
+  for (const name of Object.keys(scripts)) {
+    const row: Row = { name: `MCP execute overhead as the client sees it, ${name}`, now: [], new: [], aim: aims[name] ?? '' };
     for (let i = 0; i < ITER; i++) {
-      const x = await exec(n);
-      e.push(x.ms);
-      over.push(x.ms - x.callsMs);
-      r.push(await rest(n));
+      row.now.push((await exec(clients.now, name)).over);
+      row.new.push((await exec(clients.new, name)).over);
     }
-    rows.push([`MCP execute, ${n} × feedback.list`, e], [`REST, ${n} × GET feedback (sequential)`, r], [`  execute − its calls (client-observed), ${n} call${n > 1 ? 's' : ''}`, over]);
+    rows.push(row);
   }
 
-  // Sandbox alone: the executor with an in-process host, execute wall time minus the calls' own time.
-  const executor = createQuickJsExecutor();
-  const principal = authenticate(s.services, key, Date.now())!;
-  const caller = localCaller(s.core, principal);
+  // Sandbox alone: the executor with an in-process host (no MCP, no HTTP).
+  const executors = { now: createQuickJsExecutor({}, { baseline: true }), new: createQuickJsExecutor() };
   const ops = [...s.core.operations.values()].filter((o) => !o.sensitive).map((o) => o.operationId);
-  for (let i = 0; i < 30; i++) await runExecute(executor, script(1), ops, caller.call);
-  for (const n of [0, 1, 10]) {
-    const over: number[] = [];
+  for (let i = 0; i < 30; i++) for (const ex of Object.values(executors)) await runExecute(ex, scripts['1 call']!, ops, caller.call);
+  for (const [name, code] of Object.entries(scripts)) {
+    const row: Row = { name: `sandbox overhead at the executor, ${name}`, now: [], new: [], aim: '' };
     for (let i = 0; i < ITER; i++) {
-      const t0 = performance.now();
-      const r = await runExecute(executor, n ? script(n) : 'return 1', ops, caller.call);
-      over.push(performance.now() - t0 - r.calls.reduce((a, c) => a + c.ms, 0));
+      for (const which of ['now', 'new'] as const) {
+        const base = await direct(name);
+        const t0 = performance.now();
+        await runExecute(executors[which], code, ops, caller.call);
+        row[which].push(performance.now() - t0 - base);
+      }
     }
-    rows.push([`sandbox overhead at the executor, ${n} call${n === 1 ? '' : 's'}`, over]);
+    rows.push(row);
   }
-  await executor.close();
+  await Promise.all(Object.values(executors).map((e) => e.close()));
+
+  const restRow: number[] = [];
+  for (let i = 0; i < ITER; i++) restRow.push(await rest());
 
   // Throughput: 8 clients (8 sessions) executing a 1-call script back to back.
-  const clients = await Promise.all(Array.from({ length: CONCURRENCY }, connect));
-  let done = 0;
-  const until = performance.now() + THROUGHPUT_MS;
-  const t0 = performance.now();
-  await Promise.all(
-    clients.map(async (c) => {
-      while (performance.now() < until) {
-        const r = await c.callTool({ name: 'execute', arguments: { code: script(1) } });
-        if ((r.structuredContent as { error: unknown }).error) throw new Error('execute failed');
-        done++;
-      }
-    }),
-  );
-  const perSec = done / ((performance.now() - t0) / 1000);
-  let restDone = 0;
-  const restUntil = performance.now() + THROUGHPUT_MS;
-  const r0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < restUntil) {
-        await rest(1);
-        restDone++;
-      }
-    }),
-  );
-  const restPerSec = restDone / ((performance.now() - r0) / 1000);
+  const throughput = async (base: string) => {
+    const cs = await Promise.all(Array.from({ length: CONCURRENCY }, () => connect(base)));
+    let done = 0;
+    const until = performance.now() + THROUGHPUT_MS;
+    const t0 = performance.now();
+    await Promise.all(
+      cs.map(async (c) => {
+        while (performance.now() < until) {
+          const r = await c.callTool({ name: 'execute', arguments: { code: scripts['1 call']! } });
+          if ((r.structuredContent as { error: unknown }).error) throw new Error(JSON.stringify((r.structuredContent as { error: unknown }).error));
+          done++;
+        }
+      }),
+    );
+    await Promise.all(cs.map((c) => c.close()));
+    return done / ((performance.now() - t0) / 1000);
+  };
+  const perSecNow = await throughput(legacy.url);
+  const perSecNew = await throughput(main.url);
 
-  console.log(`\nMCP execute vs REST — ${ITER} iterations each, 500 feedback rows, feedback.list limit 20 (ms)\n`);
-  console.log(`| measurement | p50 | p95 |`);
-  console.log(`|---|---:|---:|`);
-  for (const [name, xs] of rows) console.log(`| ${name} | ${f(pct(xs, 50))} | ${f(pct(xs, 95))} |`);
-  console.log(`\n| throughput, ${CONCURRENCY} concurrent clients, 1-call script | per second |`);
-  console.log(`|---|---:|`);
-  console.log(`| MCP executes | ${perSec.toFixed(0)} |`);
-  console.log(`| REST requests (same call) | ${restPerSec.toFixed(0)} |`);
+  console.log(`\nMCP execute overhead — ${ITER} iterations each, alternating now/new; 500 feedback rows, feedback.list limit 20 (ms)\n`);
+  console.log('| measurement | now p50 | now p95 | new p50 | new p95 | aim |');
+  console.log('|---|---:|---:|---:|---:|---|');
+  for (const r of rows) console.log(`| ${r.name} | ${f(pct(r.now, 50))} | ${f(pct(r.now, 95))} | ${f(pct(r.new, 50))} | ${f(pct(r.new, 95))} | ${r.aim} |`);
+  console.log(`| REST, 1 × GET feedback (whole request, for reference) | | | ${f(pct(restRow, 50))} | ${f(pct(restRow, 95))} | |`);
+  console.log(`\n| throughput, ${CONCURRENCY} concurrent clients, 1-call script | now | new |`);
+  console.log('|---|---:|---:|');
+  console.log(`| MCP executes per second | ${perSecNow.toFixed(0)} | ${perSecNew.toFixed(0)} |`);
 
-  await Promise.all([client, ...clients].map((c) => c.close()));
-  await new Promise<void>((r) => {
-    server.close(() => r());
-    server.closeAllConnections();
-  });
+  await Promise.all(Object.values(clients).map((c) => c.close()));
+  for (const srv of [main.server, legacy.server]) {
+    await new Promise<void>((r) => {
+      srv.close(() => r());
+      srv.closeAllConnections();
+    });
+  }
+  await baselineExecutor.close();
   await s.close();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -20,6 +20,13 @@ export interface ExecuteOptions {
   /** operationIds the script may call, e.g. 'errors.list'; builds api.errors.list */
   operations: string[];
   limits?: Partial<SandboxLimits>;
+  /**
+   * Who the execute runs for (one key per credential). Executes of one credential share its fair
+   * share of the pool: at most `perCredential` at once, and waiting executes are served
+   * round-robin across credentials. Without it, the execute is anonymous: no per-credential limit
+   * (callers that run their own scripts, e.g. tests and benches).
+   */
+  credential?: string;
 }
 
 export interface CallRecord {
@@ -34,6 +41,8 @@ export interface ExecuteError {
   message: string;
   status?: number;
   code?: string;
+  /** Seconds to wait before trying again (429 responses). */
+  retry_after?: number;
 }
 
 export interface ExecuteResult {
@@ -42,8 +51,19 @@ export interface ExecuteResult {
   logs: string[];
   calls: CallRecord[];
   error: ExecuteError | null;
-  /** Set when `result` was cut to the result budget: the original size and the limit in bytes. */
-  resultTruncated?: { size: string; limit: number } | null;
+  /**
+   * Set when `result` was cut to the result budget: the original size, the limit in bytes and the
+   * outline of the value (keys, array lengths, types).
+   */
+  resultTruncated?: { size: string; limit: number; shape?: string | null } | null;
+  /** The script finished without returning a value (`undefined`, reported as null). */
+  resultUndefined?: boolean;
+  /** api calls the script made but never awaited before it finished; they were not run. */
+  unsentCalls?: string[];
+  /** Time the execute waited for a worker before the script started (part of its wall clock). */
+  queuedMs?: number;
+  /** Time from the execute's submission to its result. */
+  elapsedMs?: number;
 }
 
 export interface Executor {
@@ -64,4 +84,5 @@ export const SandboxErrorName = {
   Crash: 'SandboxCrashError',
   Closed: 'SandboxClosedError',
   Internal: 'SandboxInternalError',
+  Busy: 'ConcurrencyLimitError',
 } as const;

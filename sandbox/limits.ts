@@ -22,6 +22,11 @@ export interface SandboxLimits {
   maxLogBytes: number;
   /** Number of worker threads (only meaningful for the executor, ignored per execution). */
   poolSize: number;
+  /**
+   * Executes one credential may have running or waiting at once (executor-wide, ignored per
+   * execution); more are refused with 429 and a Retry-After.
+   */
+  perCredential: number;
 }
 
 export const KIB = 1024;
@@ -35,6 +40,7 @@ export const DEFAULT_LIMITS: Readonly<SandboxLimits> = Object.freeze({
   maxResultBytes: 256 * KIB,
   maxLogBytes: 256 * KIB,
   poolSize: 2,
+  perCredential: 2,
 });
 
 /** Lower bounds that keep the sandbox functional (QuickJS needs some heap and stack to even start). */
@@ -46,6 +52,7 @@ const MINIMUMS: Readonly<SandboxLimits> = Object.freeze({
   maxResultBytes: 1 * KIB,
   maxLogBytes: 1 * KIB,
   poolSize: 1,
+  perCredential: 1,
 });
 
 /**
@@ -62,6 +69,7 @@ const MAXIMUMS: Readonly<SandboxLimits> = Object.freeze({
   maxResultBytes: 64 * MIB,
   maxLogBytes: 64 * MIB,
   poolSize: 64,
+  perCredential: 64,
 });
 
 const KEYS = Object.keys(DEFAULT_LIMITS) as Array<keyof SandboxLimits>;

@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import type {
@@ -29,6 +31,25 @@ const WASM_OVERHEAD_BYTES = 32 * 1024 * 1024;
 /** Extra time allowed for a cold worker to load QuickJS before the script's wall clock starts. */
 const STARTUP_ALLOWANCE_MS = 10_000;
 
+/**
+ * The QuickJS WebAssembly module, compiled once per process (off the main thread) and handed to
+ * every worker, so a new worker instantiates it instead of compiling it again.
+ */
+let sharedModule: Promise<unknown> | null = null;
+let compiledModule: unknown = null;
+function compileQuickJs(): void {
+  sharedModule ??= (async () => {
+    try {
+      const file = createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm');
+      const wasm = (globalThis as unknown as { WebAssembly: { compile(bytes: Uint8Array): Promise<unknown> } }).WebAssembly;
+      compiledModule = await wasm.compile(await readFile(file));
+      return compiledModule;
+    } catch {
+      return null; // each worker compiles its own
+    }
+  })();
+}
+
 export interface QuickJsExecutorOptions {
   /**
    * How long after `wallClockMs` the host waits before terminating the worker thread. The
@@ -46,6 +67,19 @@ export interface QuickJsExecutorOptions {
   disableGuestInterrupt?: boolean;
   /** Worker entry point (tests use a wrapper to simulate crashes). Default: ./worker.mjs next to this file. */
   workerUrl?: URL;
+  /**
+   * Workers started beyond `poolSize` for credentials that have nothing running while others fill
+   * the pool (so one tenant's busy loops never make another tenant wait for a whole wall clock).
+   * They stop after `burstIdleMs` without work. Default: poolSize.
+   */
+  burstWorkers?: number;
+  /** Default 10000. */
+  burstIdleMs?: number;
+  /**
+   * Bench only: run scripts as the sandbox did before runtime reuse and call batching (a new
+   * QuickJS runtime per execute, one message per call), for the "now" column of bench/mcp.ts.
+   */
+  baseline?: boolean;
 }
 
 export interface SandboxPoolStats {
@@ -61,6 +95,10 @@ export interface SandboxPoolStats {
   replaced: number;
   /** Finished executions. */
   completed: number;
+  /** Executes refused because their credential already had `perCredential` running or waiting. */
+  refused: number;
+  /** Idle workers that have loaded QuickJS (a script sent to one starts at once). */
+  idleReady: number;
 }
 
 export interface QuickJsExecutor extends Executor {
@@ -69,6 +107,13 @@ export interface QuickJsExecutor extends Executor {
 
 interface Job {
   runId: number;
+  /** Fair-share key ('' for anonymous executes). */
+  credential: string;
+  submittedAt: number;
+  /** Absolute time (Date.now) the script must be done by; counts the time spent queued. */
+  deadline: number;
+  /** Time spent waiting for a worker, set at dispatch. */
+  queuedMs: number;
   code: string;
   operations: string[];
   allowed: Set<string>;
@@ -88,27 +133,35 @@ interface Slot {
   runs: number;
   retired: boolean;
   lastError: unknown;
+  /** Started beyond poolSize for fairness; stops when idle. */
+  burst: boolean;
+  /** QuickJS is loaded: a script dispatched now starts at once. */
+  ready: boolean;
+  idleTimer: ReturnType<typeof setTimeout> | null;
 }
 
 type WorkerMessage =
   | { type: 'ready' }
   | { type: 'started'; runId: number }
-  | { type: 'call'; runId: number; id: number; operationId: string; input: string; logs?: string[] }
+  | { type: 'calls'; runId: number; calls: Array<{ id: number; operationId: string; input: string }>; logs?: string[] }
   | {
       type: 'done';
       runId: number;
       result: unknown;
       error: ExecuteError | null;
-      resultTruncated?: { size: string; limit: number } | null;
+      resultTruncated?: { size: string; limit: number; shape?: string | null } | null;
+      resultUndefined?: boolean;
+      unsentCalls?: string[];
       logs?: string[];
       fatal?: boolean;
     };
 
-function timeoutError(limits: SandboxLimits): ExecuteError {
+function timeoutError(limits: SandboxLimits, queuedMs = 0, ranNothing = false): ExecuteError {
+  const queued = queuedMs >= 50 ? ` (${formatSeconds(queuedMs)} of it waiting for a sandbox worker${ranNothing ? '; the script never started' : ''})` : '';
   return {
     name: SandboxErrorName.Timeout,
     message:
-      `The script exceeded the ${formatSeconds(limits.wallClockMs)} limit and was stopped. ` +
+      `The script exceeded the ${formatSeconds(limits.wallClockMs)} limit${queued} and was stopped. ` +
       'Avoid busy loops, make fewer or smaller API calls, or split the work across several executes.',
   };
 }
@@ -173,29 +226,57 @@ export function createQuickJsExecutor(
 ): QuickJsExecutor {
   const baseLimits = resolveLimits(limits);
   const poolSize = baseLimits.poolSize;
+  const perCredential = baseLimits.perCredential;
+  const burstWorkers = Math.max(0, Math.floor(options.burstWorkers ?? poolSize));
+  const burstIdleMs = Math.max(0, options.burstIdleMs ?? 10_000);
   const killGraceMs = Math.max(0, options.killGraceMs ?? 500);
   const maxRunsPerWorker = Math.max(1, options.maxRunsPerWorker ?? 500);
   const guestInterrupt = !options.disableGuestInterrupt;
   const workerUrl = options.workerUrl ?? new URL('./worker.mjs', import.meta.url);
+  compileQuickJs();
 
   const slots: Slot[] = [];
-  const queue: Job[] = [];
+  /** Waiting executes by credential; `order` is the round-robin rotation of credentials with waiting executes. */
+  const waiting = new Map<string, Job[]>();
+  const order: string[] = [];
+  let queued = 0;
+  /** When each credential was last given a worker (a sequence number; entries go when it has nothing active). */
+  const lastServed = new Map<string, number>();
+  let serveSeq = 0;
+  /** Executes running or waiting, by credential. */
+  const active = new Map<string, Set<Job>>();
   const exiting = new Set<Promise<unknown>>();
   let closed = false;
   let nextRunId = 0;
   let started = 0;
   let replaced = 0;
   let completed = 0;
+  let refused = 0;
 
   function finish(
     job: Job,
-    outcome: { result?: unknown; error: ExecuteError | null; resultTruncated?: { size: string; limit: number } | null; logs?: string[] },
+    outcome: {
+      result?: unknown;
+      error: ExecuteError | null;
+      resultTruncated?: { size: string; limit: number; shape?: string | null } | null;
+      resultUndefined?: boolean;
+      unsentCalls?: string[];
+      logs?: string[];
+    },
   ): void {
     if (job.done) return;
     job.done = true;
     if (job.timer) clearTimeout(job.timer);
     job.timer = null;
     if (outcome.logs) job.logs.push(...outcome.logs);
+    const mine = active.get(job.credential);
+    if (mine) {
+      mine.delete(job);
+      if (mine.size === 0) {
+        active.delete(job.credential);
+        lastServed.delete(job.credential);
+      }
+    }
     completed++;
     job.resolve({
       result: outcome.error ? null : outcome.result === undefined ? null : outcome.result,
@@ -203,12 +284,17 @@ export function createQuickJsExecutor(
       calls: job.calls,
       error: outcome.error,
       resultTruncated: outcome.error ? null : (outcome.resultTruncated ?? null),
+      resultUndefined: !outcome.error && outcome.resultUndefined === true,
+      unsentCalls: outcome.unsentCalls ?? [],
+      queuedMs: roundMs(job.queuedMs),
+      elapsedMs: roundMs(Date.now() - job.submittedAt),
     });
   }
 
   function retire(slot: Slot, countAsReplaced: boolean): void {
     if (slot.retired) return;
     slot.retired = true;
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
     if (countAsReplaced) replaced++;
     const index = slots.indexOf(slot);
     if (index >= 0) slots.splice(index, 1);
@@ -217,13 +303,13 @@ export function createQuickJsExecutor(
     void p.finally(() => exiting.delete(p));
   }
 
-  function spawn(): Slot {
+  function spawn(burst: boolean): Slot {
     const worker = new Worker(workerUrl, {
       resourceLimits: { stackSizeMb: WORKER_STACK_SIZE_MB, maxOldGenerationSizeMb: WORKER_HEAP_MB },
-      workerData: { wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES },
+      workerData: { wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES, wasmModule: compiledModule },
     });
     started++;
-    const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined };
+    const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined, burst, idleTimer: null, ready: false };
     worker.on('message', (msg: WorkerMessage) => onMessage(slot, msg));
     worker.on('error', (err) => {
       slot.lastError = err;
@@ -237,6 +323,7 @@ export function createQuickJsExecutor(
   function onExit(slot: Slot): void {
     const job = slot.job;
     slot.job = null;
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
     const unexpected = !slot.retired;
     if (unexpected) {
       slot.retired = true;
@@ -272,20 +359,34 @@ export function createQuickJsExecutor(
 
   function onMessage(slot: Slot, msg: WorkerMessage): void {
     if (!msg || typeof msg !== 'object') return;
-    if (msg.type === 'started') {
+    if (msg.type === 'ready') {
+      slot.ready = true;
+      if (!slot.job) pump();
+    } else if (msg.type === 'started') {
       const job = slot.job;
-      if (job && !job.done && job.runId === msg.runId) armKillTimer(slot, job, job.limits.wallClockMs + killGraceMs);
-    } else if (msg.type === 'call') {
+      if (job && !job.done && job.runId === msg.runId) {
+        // The worker's clock: the time left when the script starts (worker start-up excluded).
+        job.deadline = Date.now() + job.limits.wallClockMs - job.queuedMs;
+        armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs);
+      }
+    } else if (msg.type === 'calls') {
       const job = slot.job;
       if (!job || job.done || job.runId !== msg.runId) return;
       if (Array.isArray(msg.logs) && msg.logs.length) job.logs.push(...msg.logs);
-      void handleCall(slot, job, msg);
+      if (Array.isArray(msg.calls)) void handleCalls(slot, job, msg.calls);
     } else if (msg.type === 'done') {
       const job = slot.job;
       if (!job || job.runId !== msg.runId) return;
       slot.job = null;
       slot.runs++;
-      finish(job, { result: msg.result, error: msg.error ?? null, resultTruncated: msg.resultTruncated, logs: msg.logs });
+      finish(job, {
+        result: msg.result,
+        error: msg.error ?? null,
+        resultTruncated: msg.resultTruncated,
+        resultUndefined: msg.resultUndefined,
+        unsentCalls: Array.isArray(msg.unsentCalls) ? msg.unsentCalls : [],
+        logs: msg.logs,
+      });
       if (msg.fatal) retire(slot, true);
       else if (slot.runs >= maxRunsPerWorker) retire(slot, false);
       else slot.worker.unref();
@@ -293,63 +394,64 @@ export function createQuickJsExecutor(
     }
   }
 
-  async function handleCall(
-    slot: Slot,
-    job: Job,
-    msg: { id: number; operationId: string; input: string },
-  ): Promise<void> {
-    const operationId = String(msg.operationId);
-    let encoded: { json: string; status: number };
+  /** Run one call on the host: refused when not allowed, over the call limit, or past the deadline. */
+  function startCall(job: Job, operationId: string, inputJson: unknown): Promise<{ json: string; status: number }> | { json: string; status: number } {
+    const refuse = (error: HostCallError) => encodeHostResult({ ok: false, error }, operationId, job.limits);
     if (!job.allowed.has(operationId)) {
       // The worker already filters these; never forward an operation the caller did not allow.
-      encoded = encodeHostResult(
-        {
-          ok: false,
-          error: {
-            status: 404,
-            code: 'unknown_operation',
-            message: `Unknown operation "${operationId.slice(0, 200)}". Use the search tool to find the right operationId.`,
-          },
-        },
-        operationId,
-        job.limits,
-      );
-    } else if (job.callCount >= job.limits.maxCalls) {
-      encoded = encodeHostResult(
-        {
-          ok: false,
-          error: {
-            status: 429,
-            code: 'call_limit_exceeded',
-            message: `Call limit exceeded: a script may make at most ${job.limits.maxCalls} API calls per execute.`,
-          },
-        },
-        operationId,
-        job.limits,
-      );
-    } else {
-      job.callCount++;
-      let input: unknown = null;
-      try {
-        input = typeof msg.input === 'string' ? JSON.parse(msg.input) : null;
-      } catch {
-        input = null;
-      }
-      const startedAt = performance.now();
-      let res: HostCallResult | undefined;
-      try {
-        res = await job.host(operationId, input);
-      } catch {
-        res = {
-          ok: false,
-          error: { status: 500, code: 'internal_error', message: `The ${operationId} operation failed unexpectedly.` },
-        };
-      }
-      encoded = encodeHostResult(res, operationId, job.limits);
-      if (!job.done) job.calls.push({ operationId, status: encoded.status, ms: roundMs(performance.now() - startedAt) });
+      return refuse({
+        status: 404,
+        code: 'unknown_operation',
+        message: `Unknown operation "${operationId.slice(0, 200)}". Use the search tool to find the right operationId.`,
+      });
     }
+    if (job.callCount >= job.limits.maxCalls) {
+      return refuse({
+        status: 429,
+        code: 'call_limit_exceeded',
+        message: `Call limit exceeded: a script may make at most ${job.limits.maxCalls} API calls per execute.`,
+      });
+    }
+    // A call the script sent before its deadline but that would start after it is not started:
+    // the script has been (or is about to be) stopped, and nobody would read the answer.
+    if (job.done || Date.now() >= job.deadline) {
+      return refuse({
+        status: 408,
+        code: 'deadline_exceeded',
+        message: `Not run: the execute's ${formatSeconds(job.limits.wallClockMs)} wall clock had run out.`,
+      });
+    }
+    job.callCount++;
+    let input: unknown = null;
+    try {
+      input = typeof inputJson === 'string' ? JSON.parse(inputJson) : null;
+    } catch {
+      input = null;
+    }
+    const startedAt = performance.now();
+    const settle = (res: HostCallResult | undefined) => {
+      const encoded = encodeHostResult(res, operationId, job.limits);
+      if (!job.done) job.calls.push({ operationId, status: encoded.status, ms: roundMs(performance.now() - startedAt) });
+      return encoded;
+    };
+    const failed = (): HostCallResult => ({
+      ok: false,
+      error: { status: 500, code: 'internal_error', message: `The ${operationId} operation failed unexpectedly.` },
+    });
+    try {
+      return job.host(operationId, input).then(settle, () => settle(failed()));
+    } catch {
+      return settle(failed());
+    }
+  }
+
+  /** One batch of calls from the worker (all made in one tick): started in order, answered together. */
+  async function handleCalls(slot: Slot, job: Job, calls: Array<{ id: number; operationId: string; input: string }>): Promise<void> {
+    const pending: Array<Promise<{ json: string; status: number }> | { json: string; status: number }> = [];
+    for (const c of calls) pending.push(startCall(job, String(c?.operationId), c?.input));
+    const encoded = await Promise.all(pending);
     if (job.done || slot.job !== job || slot.retired) return;
-    slot.worker.postMessage({ type: 'callResult', runId: job.runId, id: msg.id, json: encoded.json });
+    slot.worker.postMessage({ type: 'callResults', runId: job.runId, results: calls.map((c, i) => [c.id, encoded[i]!.json]) });
   }
 
   /** Host-side backstop: if the worker has not answered in time, kill it and fail the job. */
@@ -358,7 +460,7 @@ export function createQuickJsExecutor(
     job.timer = setTimeout(() => {
       if (job.done) return;
       // The worker did not answer in time: it may be stuck in native code. Kill and replace it.
-      finish(job, { error: timeoutError(job.limits) });
+      finish(job, { error: timeoutError(job.limits, job.queuedMs) });
       if (slot.job === job) slot.job = null;
       retire(slot, true);
       pump();
@@ -366,10 +468,20 @@ export function createQuickJsExecutor(
   }
 
   function dispatch(slot: Slot, job: Job): void {
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
+    slot.idleTimer = null;
     slot.job = job;
     slot.worker.ref();
-    // Re-armed with the real budget when the worker reports that the script started.
-    armKillTimer(slot, job, job.limits.wallClockMs + killGraceMs + STARTUP_ALLOWANCE_MS);
+    if (job.timer) clearTimeout(job.timer);
+    job.queuedMs = Date.now() - job.submittedAt;
+    if (slot.ready) {
+      // QuickJS is loaded: the script starts as soon as the worker reads this message.
+      job.deadline = Date.now() + job.limits.wallClockMs - job.queuedMs;
+      armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs);
+    } else {
+      // Re-armed with the real budget when the worker reports that the script started.
+      armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs + STARTUP_ALLOWANCE_MS);
+    }
     slot.worker.postMessage({
       type: 'run',
       runId: job.runId,
@@ -377,29 +489,138 @@ export function createQuickJsExecutor(
       operations: job.operations,
       limits: job.limits,
       guestInterrupt,
+      queuedMs: job.queuedMs,
+      ...(options.baseline ? { baseline: true } : {}),
     });
+  }
+
+  function enqueue(job: Job): void {
+    let list = waiting.get(job.credential);
+    if (!list) {
+      list = [];
+      waiting.set(job.credential, list);
+      order.push(job.credential);
+    }
+    list.push(job);
+    queued++;
+    // The wall clock runs while waiting: an execute that cannot start in time ends without running.
+    job.timer = setTimeout(() => {
+      if (job.done || !removeWaiting(job)) return;
+      finish(job, { error: timeoutError(job.limits, Date.now() - job.submittedAt, true) });
+    }, Math.max(0, job.deadline - Date.now()));
+  }
+
+  function removeWaiting(job: Job): boolean {
+    const list = waiting.get(job.credential);
+    const i = list ? list.indexOf(job) : -1;
+    if (!list || i < 0) return false;
+    list.splice(i, 1);
+    queued--;
+    if (list.length === 0) {
+      waiting.delete(job.credential);
+      const k = order.indexOf(job.credential);
+      if (k >= 0) order.splice(k, 1);
+    }
+    job.queuedMs = Date.now() - job.submittedAt;
+    return true;
+  }
+
+  /**
+   * Next waiting execute, credentials served in turn: the waiting credential served least recently
+   * goes first (one that has never been served before all others). `onlyIdle`: only credentials
+   * with nothing running.
+   */
+  function takeNext(onlyIdle: boolean): Job | null {
+    let best = -1;
+    for (let k = 0; k < order.length; k++) {
+      const credential = order[k]!;
+      if (onlyIdle && (credential === '' || runningOf(credential) > 0)) continue;
+      if (best < 0 || (lastServed.get(credential) ?? 0) < (lastServed.get(order[best]!) ?? 0)) best = k;
+    }
+    if (best < 0) return null;
+    const credential = order[best]!;
+    const list = waiting.get(credential)!;
+    const job = list.shift()!;
+    queued--;
+    lastServed.set(credential, ++serveSeq);
+    if (list.length === 0) {
+      waiting.delete(credential);
+      order.splice(best, 1);
+    }
+    return job;
+  }
+
+  function runningOf(credential: string): number {
+    let n = 0;
+    for (const s of slots) if (s.job && !s.job.done && s.job.credential === credential) n++;
+    return n;
+  }
+
+  function startWorker(burst: boolean): Slot | null {
+    try {
+      return spawn(burst);
+    } catch (err) {
+      const job = takeNext(false);
+      if (job) {
+        finish(job, {
+          error: {
+            name: SandboxErrorName.Internal,
+            message: `Could not start a sandbox worker: ${(err as Error)?.message ?? String(err)}`,
+          },
+        });
+      }
+      return null;
+    }
   }
 
   function pump(): void {
     if (closed) return;
-    while (queue.length > 0) {
-      let slot = slots.find((s) => !s.retired && s.job === null);
-      if (!slot) {
-        if (slots.length >= poolSize) return;
-        try {
-          slot = spawn();
-        } catch (err) {
-          const job = queue.shift()!;
-          finish(job, {
-            error: {
-              name: SandboxErrorName.Internal,
-              message: `Could not start a sandbox worker: ${(err as Error)?.message ?? String(err)}`,
-            },
-          });
-          continue;
-        }
+    const idle = (burst: boolean) =>
+      // A worker that has loaded QuickJS first; one still booting only when none is ready.
+      slots.find((s) => !s.retired && s.job === null && s.burst === burst && s.ready) ??
+      slots.find((s) => !s.retired && s.job === null && s.burst === burst);
+    while (queued > 0) {
+      let slot = idle(false);
+      if (slot) {
+        dispatch(slot, takeNext(false)!);
+        continue;
       }
-      dispatch(slot, queue.shift()!);
+      if (slots.length < poolSize) {
+        slot = startWorker(false) ?? undefined;
+        if (slot) dispatch(slot, takeNext(false)!);
+        continue;
+      }
+      // The pool is busy. Burst workers serve only credentials with nothing running, so one
+      // credential's long scripts never make another credential wait.
+      if (!order.some((c) => c !== '' && runningOf(c) === 0)) break;
+      slot = idle(true);
+      if (!slot && slots.length < poolSize + burstWorkers) slot = startWorker(true) ?? undefined;
+      if (!slot) break;
+      dispatch(slot, takeNext(true)!);
+    }
+    // While credentials' executes run, keep one idle worker booted ahead of need (up to poolSize +
+    // burstWorkers in all), so the next credential does not wait for a worker thread to start.
+    if (
+      burstWorkers > 0 &&
+      slots.length < poolSize + burstWorkers &&
+      slots.some((s) => s.job !== null && s.job.credential !== '') &&
+      !slots.some((s) => !s.retired && s.job === null)
+    ) {
+      startWorker(slots.length >= poolSize);
+    }
+    // Burst workers stop after a while without work (one idle worker stays as the spare).
+    for (const s of slots) {
+      if (s.burst && !s.job && !s.idleTimer && !s.retired) {
+        s.idleTimer = setTimeout(() => {
+          s.idleTimer = null;
+          if (s.job || s.retired) return;
+          const idle = slots.filter((x) => !x.retired && x.job === null).length;
+          const busyCredentialed = slots.some((x) => x.job !== null && x.job.credential !== '');
+          if (idle > 1 || !busyCredentialed) retire(s, false);
+          else pump();
+        }, burstIdleMs);
+        s.idleTimer.unref?.();
+      }
     }
   }
 
@@ -422,9 +643,35 @@ export function createQuickJsExecutor(
       const jobLimits = resolveLimits(baseLimits, opts.limits);
       // The worker's heap is sized for the executor's memoryBytes; an execution cannot ask for more.
       jobLimits.memoryBytes = Math.min(jobLimits.memoryBytes, baseLimits.memoryBytes);
+      const credential = typeof opts.credential === 'string' ? opts.credential : '';
+      const now = Date.now();
+      const mine = credential ? active.get(credential) : undefined;
+      if (credential && mine && mine.size >= perCredential) {
+        refused++;
+        // The soonest of this credential's executes ends by its deadline.
+        let soonest = Infinity;
+        for (const j of mine) soonest = Math.min(soonest, j.deadline);
+        const retryAfter = Math.max(1, Math.ceil((soonest - now) / 1000));
+        return Promise.resolve(
+          errorResult({
+            name: SandboxErrorName.Busy,
+            status: 429,
+            code: 'too_many_executes',
+            retry_after: retryAfter,
+            message:
+              `This credential already has ${mine.size} executes running or waiting, the most it may have at once ` +
+              `(${perCredential}). Nothing was run: wait for one to finish (retry after ${retryAfter} s), ` +
+              'or do the work in one script.',
+          }),
+        );
+      }
       return new Promise<ExecuteResult>((resolve) => {
-        queue.push({
+        const job: Job = {
           runId: ++nextRunId,
+          credential,
+          submittedAt: now,
+          deadline: now + jobLimits.wallClockMs,
+          queuedMs: 0,
           code: opts.code,
           operations,
           allowed: new Set(operations),
@@ -436,7 +683,11 @@ export function createQuickJsExecutor(
           callCount: 0,
           timer: null,
           done: false,
-        });
+        };
+        let set = active.get(credential);
+        if (!set) active.set(credential, (set = new Set()));
+        set.add(job);
+        enqueue(job);
         pump();
       });
     } catch (err) {
@@ -456,7 +707,10 @@ export function createQuickJsExecutor(
     }
     closed = true;
     const closedError = { name: SandboxErrorName.Closed, message: 'The sandbox executor was closed before the script finished.' };
-    for (const job of queue.splice(0)) finish(job, { error: closedError });
+    for (const list of [...waiting.values()]) for (const job of list) finish(job, { error: closedError });
+    waiting.clear();
+    order.length = 0;
+    queued = 0;
     for (const slot of [...slots]) {
       if (slot.job) finish(slot.job, { error: closedError });
       slot.job = null;
@@ -469,10 +723,12 @@ export function createQuickJsExecutor(
     return {
       workers: slots.length,
       busy: slots.filter((s) => s.job !== null).length,
-      queued: queue.length,
+      queued,
       started,
       replaced,
       completed,
+      refused,
+      idleReady: slots.filter((s) => !s.retired && s.job === null && s.ready).length,
     };
   }
 

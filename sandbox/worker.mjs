@@ -1,15 +1,27 @@
-// Sandbox worker: runs one untrusted script at a time in a fresh QuickJS runtime.
+// Sandbox worker: runs one untrusted script at a time, each in a fresh QuickJS context.
 //
 // Plain ESM JavaScript on purpose: worker threads do not reliably inherit TypeScript
 // loaders (vitest, tsx), and this file must load identically everywhere.
 //
 // Protocol (only JSON-serializable data crosses the thread boundary):
-//   main -> worker  { type: 'run', runId, code, operations, limits, guestInterrupt }
-//   worker -> main  { type: 'call', runId, id, operationId, input, logs }   input: JSON text
-//   main -> worker  { type: 'callResult', runId, id, json }                 json: HostCallResult as JSON text
-//   worker -> main  { type: 'done', runId, result, error, resultTruncated, logs, fatal }
+//   main -> worker  { type: 'run', runId, code, operations, limits, guestInterrupt, queuedMs }
+//   worker -> main  { type: 'calls', runId, calls: [{ id, operationId, input }], logs }   input: JSON text
+//   main -> worker  { type: 'callResults', runId, results: [[id, json], ...] }      json: HostCallResult as JSON text
+//   worker -> main  { type: 'done', runId, result, error, resultTruncated, resultUndefined, unsentCalls, logs, fatal }
+//
+// Every api call the script makes in one tick (before it next waits) travels in one 'calls'
+// message, and their answers come back in one 'callResults' message: Promise.all over ten
+// operations is one round trip between the threads, not ten.
+//
+// Runtime reuse: the QuickJS runtime (the allocator and atom table) is kept between runs; each run
+// gets a brand-new context (its own global object, intrinsics and prototypes), so nothing a script
+// defines or mutates is visible to the next one. The next run's context is built while the worker
+// is idle, so an execute does not wait for the prelude to compile. The runtime is dropped after
+// any run that hit a limit (time, memory, stack) or failed inside the interpreter, and after
+// RUNTIME_MAX_RUNS runs.
 //   worker -> main  { type: 'ready' } once QuickJS is loaded
-//   worker -> main  { type: 'started', runId } when the script's wall clock starts
+//   worker -> main  { type: 'started', runId } when the script's wall clock starts, for a run sent
+//                   before 'ready' (a run sent after it starts at once: one message less per execute)
 //
 // Security model: the guest only ever sees the `api` and `console` objects built by the
 // prelude below. The two raw host functions are passed to the prelude as arguments and live
@@ -188,6 +200,11 @@ const PRELUDE = String.raw`(function (hostCall, hostLog, configJson) {
   }
   freeze(console);
 
+  // Runtimes are reused across executes: nothing of this script may run after it ends. A
+  // FinalizationRegistry callback would run whenever the collector gets to it, possibly during a
+  // later execute, so the class is not offered.
+  delete G.FinalizationRegistry;
+
   defineProperty(G, 'api', { value: api, writable: false, enumerable: false, configurable: false });
   defineProperty(G, 'console', { value: console, writable: false, enumerable: false, configurable: false });
 
@@ -195,12 +212,43 @@ const PRELUDE = String.raw`(function (hostCall, hostLog, configJson) {
   const serialize = (value) => {
     if (typeof value === 'string' && value.length > FULL_RESULT_CHARS) {
       // Huge string: only encode the part that can survive truncation.
-      return [value.length + 2, jsonStringify(slice(value, RESULT_SLICE_CHARS)), false];
+      return [value.length + 2, jsonStringify(slice(value, RESULT_SLICE_CHARS)), false, false];
     }
     let s = value === undefined ? undefined : jsonStringify(value);
     if (typeof s !== 'string') s = 'null';
     const n = s.length;
-    return n > FULL_RESULT_CHARS ? [n, slice(s, RESULT_SLICE_CHARS), false] : [n, s, true];
+    return n > FULL_RESULT_CHARS ? [n, slice(s, RESULT_SLICE_CHARS), false, value === undefined] : [n, s, true, value === undefined];
+  };
+
+  // The outline of a value too large to return: keys, array lengths and types, a few levels deep.
+  const isArray = Array.isArray;
+  const keysOf = Object.keys;
+  const shape = (value) => {
+    let budget = 60;
+    const walk = (v, depth) => {
+      if (budget-- <= 0) return '…';
+      if (v === null) return 'null';
+      if (isArray(v)) {
+        if (v.length === 0) return '[]';
+        return 'Array(' + v.length + ') of ' + walk(v[0], depth + 1);
+      }
+      const t = typeof v;
+      if (t === 'string') return v.length > 80 ? 'string(' + v.length + ' chars)' : 'string';
+      if (t !== 'object') return t;
+      const keys = keysOf(v);
+      if (depth >= 3) return '{ ' + keys.length + ' keys }';
+      let out = '{ ';
+      for (let i = 0; i < keys.length; i++) {
+        if (i >= 12) { out += '… ' + (keys.length - i) + ' more keys'; break; }
+        out += keys[i] + ': ' + walk(v[keys[i]], depth + 1) + (i < keys.length - 1 ? ', ' : ' ');
+      }
+      return out + '}';
+    };
+    try {
+      return slice(walk(value, 0), 2000);
+    } catch (_) {
+      return typeof value;
+    }
   };
 
   const describe = (e) => {
@@ -232,7 +280,7 @@ const PRELUDE = String.raw`(function (hostCall, hostLog, configJson) {
 
   const dropped = () => droppedLogs;
 
-  return { serialize, describe, dropped };
+  return { serialize, describe, dropped, shape };
 })`;
 
 // QuickJS' own memory limit (JS_SetMemoryLimit) is not a reliable cumulative bound in the
@@ -255,7 +303,9 @@ const wasmMemory = new WebAssembly.Memory({ initial: wasmPages, maximum: wasmPag
 // filled the heap, a NULL pointer would be written through and corrupt the wasm instance. Wrap it so
 // such an allocation throws instead, and retire the worker afterwards to be safe.
 let hostAllocationFailed = false;
-const quickjsReady = newQuickJSWASMModule(newVariant(RELEASE_SYNC, { wasmMemory })).then((QuickJS) => {
+// The executor compiles the WebAssembly module once and hands it over; instantiating it is cheap.
+const wasmModule = workerData?.wasmModule instanceof WebAssembly.Module ? workerData.wasmModule : undefined;
+const quickjsReady = newQuickJSWASMModule(newVariant(RELEASE_SYNC, wasmModule ? { wasmMemory, wasmModule } : { wasmMemory })).then((QuickJS) => {
   const emscripten = QuickJS.module;
   const rawMalloc = emscripten?._malloc;
   if (typeof rawMalloc !== 'function') throw new Error('quickjs-emscripten internals changed: module._malloc not found');
@@ -267,10 +317,45 @@ const quickjsReady = newQuickJSWASMModule(newVariant(RELEASE_SYNC, { wasmMemory 
     }
     return ptr;
   };
+  warmUp(QuickJS);
   return QuickJS;
 });
+
+/**
+ * Run the prelude once in a throwaway runtime before the worker counts as started, so the first
+ * script's wall clock does not pay for compiling the interpreter's hot paths.
+ */
+function warmUp(QuickJS) {
+  const rt = QuickJS.newRuntime();
+  try {
+    const ctx = rt.newContext();
+    try {
+      const noop = ctx.newFunction('noop', () => undefined);
+      const config = ctx.newString(JSON.stringify({ operations: ['warm.up'], logChars: 1024, fullResultChars: 4096, resultSliceChars: 1024, maxInputChars: 1024, maxErrorChars: 100 }));
+      const fn = ctx.unwrapResult(ctx.evalCode(PRELUDE, 'prelude.js'));
+      const kit = ctx.callFunction(fn, ctx.undefined, noop, noop, config);
+      if (kit.error) kit.error.dispose();
+      else kit.value.dispose();
+      fn.dispose();
+      config.dispose();
+      noop.dispose();
+      const r = ctx.evalCode('(async () => JSON.parse(JSON.stringify({ a: [1, 2, 3] })))()', 'warm.js');
+      if (r.error) r.error.dispose();
+      else r.value.dispose();
+      rt.executePendingJobs();
+    } finally {
+      ctx.dispose();
+    }
+  } finally {
+    rt.dispose();
+  }
+}
+let loaded = false;
 quickjsReady.then(
-  () => port.postMessage({ type: 'ready' }),
+  () => {
+    loaded = true;
+    port.postMessage({ type: 'ready' });
+  },
   (err) => {
     // Without QuickJS this worker is useless; crash so the pool replaces it.
     setImmediate(() => {
@@ -286,8 +371,11 @@ let busy = Promise.resolve();
 port.on('message', (msg) => {
   if (!msg || typeof msg !== 'object') return;
   if (msg.type === 'run') {
+    // A run received after 'ready' starts at once; the pool arms its timer at dispatch. Only a run
+    // that waited for QuickJS to load says when its clock starts.
+    const cold = !loaded;
     busy = busy
-      .then(() => runOne(msg))
+      .then(() => runOne(msg, cold))
       .catch((err) => {
         // runOne handles its own failures; this is a last resort so the queue never stalls.
         port.postMessage({
@@ -295,9 +383,13 @@ port.on('message', (msg) => {
           error: { name: 'SandboxInternalError', message: `The sandbox failed: ${err?.message ?? err}` },
         });
       });
-  } else if (msg.type === 'callResult') {
+  } else if (msg.type === 'callResults') {
     const run = runs.get(msg.runId);
-    if (run) run.deliver(msg.id, typeof msg.json === 'string' ? msg.json : null);
+    if (run && Array.isArray(msg.results)) {
+      for (const entry of msg.results) {
+        if (Array.isArray(entry)) run.deliver(entry[0], typeof entry[1] === 'string' ? entry[1] : null);
+      }
+    }
   }
 });
 
@@ -331,14 +423,21 @@ class Run {
     this.operations = Array.isArray(msg.operations) ? msg.operations.filter((o) => typeof o === 'string') : [];
     this.allowed = new Set(this.operations);
     this.limits = msg.limits;
-    this.deadline = Date.now() + this.limits.wallClockMs;
+    // The wall clock counts the time the execute waited for a worker (queuedMs), not the time this
+    // worker took to load QuickJS.
+    this.queuedMs = Math.max(0, Number(msg.queuedMs) || 0);
+    this.deadline = Date.now() + this.limits.wallClockMs - this.queuedMs;
     this.guestInterrupt = msg.guestInterrupt !== false;
+    /** Bench only: behave as before runtime reuse and call batching (the "now" column of bench/mcp.ts). */
+    this.baseline = msg.baseline === true;
     this.callCount = 0;
     this.nextCallId = 0;
     /** @type {Map<number, import('quickjs-emscripten').QuickJSDeferredPromise>} */
     this.inflight = new Map();
     /** replies ready to be delivered into the guest: [id, json] */
     this.replies = [];
+    /** calls made since the last flush: [{ id, operationId, input }] (sent together) */
+    this.outbox = [];
     this.wake = null;
     // logs
     this.pendingLogs = [];
@@ -352,6 +451,14 @@ class Run {
   /** Arm the interrupt deadline inside QuickJS (the host timer in the main thread is the backstop). */
   armInterrupt(deadline = this.deadline) {
     if (this.guestInterrupt) this.rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
+  }
+
+  /** Send every call made in this tick in one message. */
+  flushCalls() {
+    if (this.outbox.length === 0) return;
+    const calls = this.outbox;
+    this.outbox = [];
+    port.postMessage({ type: 'calls', runId: this.runId, calls, logs: this.takeLogs(false) });
   }
 
   deliver(id, json) {
@@ -414,7 +521,31 @@ class Run {
   }
 }
 
-async function runOne(msg) {
+/** Runs on one runtime before it is replaced (bounds allocator fragmentation). */
+const RUNTIME_MAX_RUNS = 200;
+/** @type {{ rt: import('quickjs-emscripten').QuickJSRuntime, runs: number } | null} */
+let pooled = null;
+/** A context built ahead of time for the next run: { key, ctx, binding, serialize, describe, dropped, shape } */
+let spare = null;
+
+function dropRuntime() {
+  if (spare) {
+    disposeKit(spare);
+    spare = null;
+  }
+  if (pooled) {
+    const rt = pooled.rt;
+    pooled = null;
+    rt.dispose();
+  }
+}
+
+function disposeKit(kit) {
+  for (const h of [kit.serialize, kit.describe, kit.dropped, kit.shape]) if (h && h.alive) h.dispose();
+  if (kit.ctx.alive) kit.ctx.dispose();
+}
+
+async function runOne(msg, cold) {
   let QuickJS;
   try {
     QuickJS = await quickjsReady;
@@ -428,8 +559,8 @@ async function runOne(msg) {
   const run = new Run(msg);
   runs.set(run.runId, run);
   hostAllocationFailed = false;
-  // The wall clock starts now (not while the worker was still loading QuickJS).
-  port.postMessage({ type: 'started', runId: run.runId });
+  // The script's own clock starts now (not while the worker was still loading QuickJS).
+  if (cold) port.postMessage({ type: 'started', runId: run.runId });
   let outcome;
   let fatal = false;
   try {
@@ -443,12 +574,31 @@ async function runOne(msg) {
   try {
     for (const deferred of run.inflight.values()) deferred.dispose();
     run.inflight.clear();
-    run.ctx?.dispose();
-    run.rt?.dispose();
+    if (run.kit) {
+      run.kit.binding.run = null;
+      disposeKit(run.kit);
+    }
   } catch (err) {
-    // Leaked handles abort inside JS_FreeRuntime; never reuse this wasm instance afterwards.
+    // Leaked handles abort inside QuickJS; never reuse this wasm instance afterwards.
     fatal = true;
+    pooled = null;
+    spare = null;
     if (!outcome.error) outcome = { result: null, error: hostFailure(run, err) };
+  }
+  try {
+    // A run that hit a limit may leave the runtime in an odd state (an interrupted job queue, a
+    // nearly full heap): start the next run on a new runtime.
+    const limitHit = outcome.error && ['TimeoutError', 'MemoryLimitError', 'StackOverflowError', 'SandboxInternalError'].includes(outcome.error.name);
+    // Jobs still queued (a promise reaction the script left behind, e.g. from a toJSON called while
+    // its result was read) belong to this script: they must never run in the next execute.
+    const leftovers = pooled ? pooled.rt.hasPendingJob() : false;
+    if (pooled && (run.baseline || fatal || limitHit || leftovers || hostAllocationFailed || ++pooled.runs >= RUNTIME_MAX_RUNS || run.rt !== pooled.rt)) dropRuntime();
+  } catch {
+    // Freeing the runtime failed (something leaked): this worker's wasm instance is not trusted
+    // again; the pool replaces it. This run's own outcome stands.
+    fatal = true;
+    pooled = null;
+    spare = null;
   }
   runs.delete(run.runId);
   if (hostAllocationFailed) fatal = true;
@@ -458,9 +608,28 @@ async function runOne(msg) {
     result: outcome.result,
     error: outcome.error,
     resultTruncated: outcome.resultTruncated ?? null,
+    resultUndefined: outcome.resultUndefined === true,
+    unsentCalls: run.outbox.map((c) => c.operationId),
     logs: run.takeLogs(true),
     fatal,
   });
+  if (!fatal && !run.baseline) {
+    // Build the next run's context while idle (same operations and limits as this one).
+    const key = run.kitKey;
+    setImmediate(() => {
+      if (runs.size > 0 || spare || !key) return;
+      try {
+        spare = buildKit(QuickJS, key, run.limits);
+      } catch {
+        spare = null;
+        try {
+          dropRuntime();
+        } catch {
+          pooled = null;
+        }
+      }
+    });
+  }
 }
 
 function hostFailure(run, err) {
@@ -472,10 +641,11 @@ function hostFailure(run, err) {
 }
 
 function timeoutError(run) {
+  const queued = run.queuedMs >= 50 ? ` (${formatSeconds(run.queuedMs)} of it waiting for a sandbox worker)` : '';
   return {
     name: 'TimeoutError',
     message:
-      `The script exceeded the ${formatSeconds(run.limits.wallClockMs)} limit and was stopped. ` +
+      `The script exceeded the ${formatSeconds(run.limits.wallClockMs)} limit${queued} and was stopped. ` +
       'Avoid busy loops, make fewer or smaller API calls, or split the work across several executes.',
   };
 }
@@ -500,87 +670,138 @@ function stackError(run, line) {
   };
 }
 
-async function execute(QuickJS, run) {
-  const { limits } = run;
-  const rt = (run.rt = QuickJS.newRuntime());
+function runtimeFor(QuickJS, limits) {
+  if (!pooled) {
+    const rt = QuickJS.newRuntime();
+    rt.setModuleLoader(() => {
+      throw new Error('Modules are not available in the sandbox: import() and import statements are disabled. Use the api object.');
+    });
+    pooled = { rt, runs: 0 };
+  }
+  const rt = pooled.rt;
+  rt.removeInterruptHandler();
   rt.setMemoryLimit(limits.memoryBytes);
   rt.setMaxStackSize(limits.stackBytes);
-  rt.setModuleLoader(() => {
-    throw new Error('Modules are not available in the sandbox: import() and import statements are disabled. Use the api object.');
-  });
-  const ctx = (run.ctx = rt.newContext());
+  return rt;
+}
 
-  // ---- host functions handed to the prelude (never placed on globalThis) ----
-  const hostCall = ctx.newFunction('hostCall', (opHandle, jsonHandle) => {
-    // Calls refused here never leave the worker; the reply is returned synchronously (the guest
-    // awaits it all the same).
-    const reject = (status, code, message) => ctx.newString(envelope(status, code, message));
-    if (ctx.typeof(opHandle) !== 'string' || ctx.typeof(jsonHandle) !== 'string') {
-      return reject(400, 'invalid_call', 'api.call(operationId, input) needs an operationId string.');
-    }
-    const operationId = ctx.getString(opHandle);
-    if (!run.allowed.has(operationId)) {
-      return reject(
-        404,
-        'unknown_operation',
-        `Unknown operation "${operationId.slice(0, 200)}": it is not available to this script. ` +
-          'Use the search tool to find the right operationId.',
-      );
-    }
-    if (run.callCount >= limits.maxCalls) {
-      return reject(
-        429,
-        'call_limit_exceeded',
-        `Call limit exceeded: a script may make at most ${limits.maxCalls} API calls per execute. ` +
-          'Fetch more per call (filters, larger pages) or split the work across several executes.',
-      );
-    }
-    const input = ctx.getString(jsonHandle);
-    if (input.length > MAX_INPUT_CHARS) {
-      return reject(413, 'input_too_large', `The input for ${operationId} exceeds ${MAX_INPUT_CHARS} characters of JSON.`);
-    }
-    run.callCount++;
-    const deferred = ctx.newPromise();
-    const id = ++run.nextCallId;
-    run.inflight.set(id, deferred);
-    port.postMessage({ type: 'call', runId: run.runId, id, operationId, input, logs: run.takeLogs(false) });
-    return deferred.handle;
-  });
-  const hostLog = ctx.newFunction('hostLog', (textHandle, lengthHandle) => {
-    if (ctx.typeof(textHandle) !== 'string') return;
-    const text = ctx.getString(textHandle);
-    const full = ctx.typeof(lengthHandle) === 'number' ? ctx.getNumber(lengthHandle) : text.length;
-    run.addLog(text, full);
-    // Once the budget is spent the guest stops calling (it only counts what it drops).
-    return run.logsTruncated ? ctx.true : ctx.false;
-  });
-  const config = ctx.newString(
-    JSON.stringify({
-      operations: run.operations,
-      logChars: limits.maxLogBytes + 1,
-      fullResultChars: limits.maxResultBytes * FULL_RESULT_FACTOR,
-      resultSliceChars: limits.maxResultBytes,
-      maxInputChars: MAX_INPUT_CHARS,
-      maxErrorChars: MAX_ERROR_MESSAGE_CHARS,
-    }),
-  );
-  const preludeFn = ctx.unwrapResult(ctx.evalCode(PRELUDE, 'prelude.js'));
-  const kit = ctx.unwrapResult(ctx.callFunction(preludeFn, ctx.undefined, hostCall, hostLog, config));
-  preludeFn.dispose();
-  config.dispose();
-  hostCall.dispose();
-  hostLog.dispose();
-  const serialize = ctx.getProp(kit, 'serialize');
-  const describe = ctx.getProp(kit, 'describe');
-  const dropped = ctx.getProp(kit, 'dropped');
-  kit.dispose();
+/**
+ * A fresh context with the prelude applied: `api` and `console` built for `key` (the config JSON).
+ * Host functions reach the run through `binding.run`, set when a run takes the context.
+ */
+function buildKit(QuickJS, key, limits) {
+  const rt = runtimeFor(QuickJS, limits);
+  const ctx = rt.newContext();
+  const binding = { run: null };
+  const kit = { key, ctx, binding, serialize: null, describe: null, dropped: null, shape: null };
   try {
-    return await runScript(run, serialize, describe);
+    // ---- host functions handed to the prelude (never placed on globalThis) ----
+    const hostCall = ctx.newFunction('hostCall', (opHandle, jsonHandle) => {
+      const run = binding.run;
+      // Calls refused here never leave the worker; the reply is returned synchronously (the guest
+      // awaits it all the same).
+      const reject = (status, code, message) => ctx.newString(envelope(status, code, message));
+      if (!run) return reject(500, 'internal_error', 'The sandbox is not running a script.');
+      if (ctx.typeof(opHandle) !== 'string' || ctx.typeof(jsonHandle) !== 'string') {
+        return reject(400, 'invalid_call', 'api.call(operationId, input) needs an operationId string.');
+      }
+      const operationId = ctx.getString(opHandle);
+      if (!run.allowed.has(operationId)) {
+        return reject(
+          404,
+          'unknown_operation',
+          `Unknown operation "${operationId.slice(0, 200)}": it is not available to this script. ` +
+            'Use the search tool to find the right operationId.',
+        );
+      }
+      if (run.callCount >= run.limits.maxCalls) {
+        return reject(
+          429,
+          'call_limit_exceeded',
+          `Call limit exceeded: a script may make at most ${run.limits.maxCalls} API calls per execute. ` +
+            'Fetch more per call (filters, larger pages) or split the work across several executes.',
+        );
+      }
+      const input = ctx.getString(jsonHandle);
+      if (input.length > MAX_INPUT_CHARS) {
+        return reject(413, 'input_too_large', `The input for ${operationId} exceeds ${MAX_INPUT_CHARS} characters of JSON.`);
+      }
+      run.callCount++;
+      const deferred = ctx.newPromise();
+      const id = ++run.nextCallId;
+      run.inflight.set(id, deferred);
+      run.outbox.push({ id, operationId, input });
+      if (run.baseline) run.flushCalls();
+      return deferred.handle;
+    });
+    const hostLog = ctx.newFunction('hostLog', (textHandle, lengthHandle) => {
+      const run = binding.run;
+      if (!run || ctx.typeof(textHandle) !== 'string') return;
+      const text = ctx.getString(textHandle);
+      const full = ctx.typeof(lengthHandle) === 'number' ? ctx.getNumber(lengthHandle) : text.length;
+      run.addLog(text, full);
+      // Once the budget is spent the guest stops calling (it only counts what it drops).
+      return run.logsTruncated ? ctx.true : ctx.false;
+    });
+    const config = ctx.newString(key);
+    const preludeFn = ctx.unwrapResult(ctx.evalCode(PRELUDE, 'prelude.js'));
+    const made = ctx.callFunction(preludeFn, ctx.undefined, hostCall, hostLog, config);
+    preludeFn.dispose();
+    config.dispose();
+    hostCall.dispose();
+    hostLog.dispose();
+    const handle = ctx.unwrapResult(made);
+    kit.serialize = ctx.getProp(handle, 'serialize');
+    kit.describe = ctx.getProp(handle, 'describe');
+    kit.dropped = ctx.getProp(handle, 'dropped');
+    kit.shape = ctx.getProp(handle, 'shape');
+    handle.dispose();
+    return kit;
+  } catch (err) {
+    disposeKit(kit);
+    throw err;
+  }
+}
+
+function kitKey(run) {
+  const { limits } = run;
+  return JSON.stringify({
+    operations: run.operations,
+    logChars: limits.maxLogBytes + 1,
+    fullResultChars: limits.maxResultBytes * FULL_RESULT_FACTOR,
+    resultSliceChars: limits.maxResultBytes,
+    maxInputChars: MAX_INPUT_CHARS,
+    maxErrorChars: MAX_ERROR_MESSAGE_CHARS,
+  });
+}
+
+async function execute(QuickJS, run) {
+  const { limits } = run;
+  const key = (run.kitKey = kitKey(run));
+  let kit = spare;
+  spare = null;
+  // A context prepared for other operations or limits, or on a runtime since replaced: build anew.
+  if (kit && (kit.key !== key || !pooled || kit.ctx.runtime !== pooled.rt)) {
+    disposeKit(kit);
+    kit = null;
+  }
+  // Never start a script on a runtime with work queued by someone else (belt and braces: the end of
+  // every run already drops such a runtime).
+  if (pooled && pooled.rt.hasPendingJob()) {
+    if (kit) disposeKit(kit);
+    kit = null;
+    dropRuntime();
+  }
+  const rt = runtimeFor(QuickJS, limits);
+  run.rt = rt;
+  if (!kit) kit = buildKit(QuickJS, key, limits);
+  run.kit = kit;
+  run.ctx = kit.ctx;
+  kit.binding.run = run;
+  try {
+    return await runScript(run, kit);
   } finally {
-    serialize.dispose();
-    describe.dispose();
-    readDroppedLogs(run, dropped);
-    dropped.dispose();
+    readDroppedLogs(run, kit.dropped);
   }
 }
 
@@ -597,8 +818,10 @@ function readDroppedLogs(run, dropped) {
   }
 }
 
-async function runScript(run, serialize, describe) {
-  const { rt, ctx, limits } = run;
+async function runScript(run, kit) {
+  const { rt, ctx } = run;
+  const { describe } = kit;
+  if (Date.now() >= run.deadline) return { result: null, error: timeoutError(run) };
   run.armInterrupt();
 
   // Keep the user's first line on line 1 so reported line numbers match their code.
@@ -628,9 +851,9 @@ async function runScript(run, serialize, describe) {
 
       const state = ctx.getPromiseState(promise);
       if (state.type === 'fulfilled') {
-        if (state.notAPromise) return readResult(run, serialize, describe, promise);
+        if (state.notAPromise) return readResult(run, kit, promise);
         try {
-          return readResult(run, serialize, describe, state.value);
+          return readResult(run, kit, state.value);
         } finally {
           state.value.dispose();
         }
@@ -639,6 +862,8 @@ async function runScript(run, serialize, describe) {
 
       if (run.replies.length > 0 || rt.hasPendingJob()) continue;
       if (Date.now() >= run.deadline) return { result: null, error: timeoutError(run) };
+      // Everything the script asked for in this tick goes out in one message.
+      run.flushCalls();
       if (run.inflight.size === 0) {
         return {
           result: null,
@@ -658,8 +883,9 @@ async function runScript(run, serialize, describe) {
 }
 
 /** Serialize the script's resolved value inside the guest and apply the result budget. */
-function readResult(run, serialize, describe, valueHandle) {
+function readResult(run, kit, valueHandle) {
   const { ctx, limits } = run;
+  const { serialize, describe } = kit;
   const call = ctx.callFunction(serialize, ctx.undefined, valueHandle);
   if (call.error) {
     const error = consumeError(run, describe, call.error);
@@ -668,34 +894,46 @@ function readResult(run, serialize, describe, valueHandle) {
     }
     return { result: null, error };
   }
-  let total, text, complete;
+  let total, text, complete, undef;
   const totalHandle = ctx.getProp(call.value, 0);
   const textHandle = ctx.getProp(call.value, 1);
   const completeHandle = ctx.getProp(call.value, 2);
+  const undefHandle = ctx.getProp(call.value, 3);
   try {
     total = ctx.getNumber(totalHandle);
     text = ctx.getString(textHandle);
     complete = ctx.typeof(completeHandle) === 'boolean' && ctx.dump(completeHandle) === true;
+    undef = ctx.typeof(undefHandle) === 'boolean' && ctx.dump(undefHandle) === true;
   } finally {
     totalHandle.dispose();
     textHandle.dispose();
     completeHandle.dispose();
+    undefHandle.dispose();
     call.value.dispose();
   }
   const max = limits.maxResultBytes;
   let size;
   if (complete) {
     const bytes = Buffer.byteLength(text, 'utf8');
-    if (bytes <= max) return { result: JSON.parse(text), error: null };
+    if (bytes <= max) return { result: JSON.parse(text), error: null, resultUndefined: undef };
     size = `${bytes} bytes`;
   } else {
     size = `at least ${total} bytes`;
+  }
+  let shape = null;
+  try {
+    run.rt.setInterruptHandler(shouldInterruptAfterDeadline(Date.now() + DESCRIBE_GRACE_MS));
+    const described = ctx.callFunction(kit.shape, ctx.undefined, valueHandle);
+    if (described.error) described.error.dispose();
+    else shape = described.value.consume((h) => (ctx.typeof(h) === 'string' ? ctx.getString(h) : null));
+  } catch {
+    shape = null;
   }
   const marker =
     `…[truncated: result was ${size}, limit ${max}; ` +
     'narrow the query with filters or a smaller limit, or return only the fields you need]';
   const budget = Math.max(0, max - Buffer.byteLength(marker, 'utf8'));
-  return { result: utf8Truncate(text, budget) + marker, error: null, resultTruncated: { size, limit: max } };
+  return { result: utf8Truncate(text, budget) + marker, error: null, resultTruncated: { size, limit: max, shape } };
 }
 
 /** Turn a guest exception handle into an ExecuteResult error (disposes the handle). */

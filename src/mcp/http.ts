@@ -45,6 +45,7 @@ export interface McpHttpOptions {
   maxSessionsPerPrincipal?: number;
 }
 
+
 interface Session {
   id: string;
   owner: string;
@@ -74,9 +75,12 @@ function jsonRpcError(ctx: Koa.Context, status: number, code: number, message: s
   ctx.body = { jsonrpc: '2.0', error: { code, message }, id: null };
 }
 
-/** Sandbox pool size from configuration (SIGHTLINE_SANDBOX_POOL_SIZE). */
+/** Sandbox options from configuration (SIGHTLINE_SANDBOX_POOL_SIZE, SIGHTLINE_SANDBOX_PER_CREDENTIAL). */
 function configLimits(config: { sandboxPoolSize: number }): Partial<SandboxLimits> {
-  return config.sandboxPoolSize ? { poolSize: config.sandboxPoolSize } : {};
+  const out: Partial<SandboxLimits> = config.sandboxPoolSize ? { poolSize: config.sandboxPoolSize } : {};
+  const perCredential = Number(process.env.SIGHTLINE_SANDBOX_PER_CREDENTIAL);
+  if (Number.isInteger(perCredential) && perCredential > 0) out.perCredential = perCredential;
+  return out;
 }
 
 export function createMcpMount(opts: McpHttpOptions = {}): Mount {
@@ -124,8 +128,11 @@ export function mountMcp(s: Sightline, router: Router, opts: McpHttpOptions = {}
   });
 
   const callerFor = (extra: ToolExtra) => {
-    const principal = extra.authInfo?.extra?.principal as Principal | undefined;
-    return principal ? localCaller(core, principal, { log }) : null;
+    const auth = extra.authInfo?.extra as { principal?: Principal; rateIdentity?: string; rateBudget?: { remaining: number; resetSeconds: number } } | undefined;
+    if (!auth?.principal) return null;
+    // Every operation an execute runs counts against the same per-credential budget as a REST request.
+    const rateLimit = auth.rateIdentity ? { limiter: s.limiter, identity: auth.rateIdentity, initial: auth.rateBudget ?? null } : undefined;
+    return localCaller(core, auth.principal, { log, rateLimit });
   };
 
   function newSession(owner: string): Session {
@@ -177,7 +184,9 @@ export function mountMcp(s: Sightline, router: Router, opts: McpHttpOptions = {}
     }
 
     const secret = credentialFromHeaders(ctx.headers);
-    s.limiter.hit(secret ?? `ip:${ctx.ip}`);
+    // The same identity REST counts requests under (src/http/router.ts).
+    const rateIdentity = secret ?? `ip:${ctx.ip}`;
+    const rateBudget = s.limiter.hit(rateIdentity);
     const principal = authenticate(core.services, secret, core.now());
     if (!principal) {
       throw new AuthenticationError(
@@ -229,7 +238,7 @@ export function mountMcp(s: Sightline, router: Router, opts: McpHttpOptions = {}
       token: 'redacted',
       clientId: principal.kind === 'api_key' ? principal.keyId : principal.clientId ?? principal.userId,
       scopes: [...principal.scopes],
-      extra: { principal },
+      extra: { principal, rateIdentity, rateBudget },
     };
     ctx.respond = false;
     try {

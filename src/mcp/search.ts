@@ -75,7 +75,7 @@ const SYNONYM_GROUPS: string[][] = [
   ['key', 'apikey', 'token', 'credential', 'secret'],
   ['project', 'app', 'application', 'workspace', 'tenant'],
   ['spike', 'surge', 'flood', 'burst', 'storm', 'throttle', 'quota', 'cap', 'threshold', 'protection', 'limit'],
-  ['summary', 'overview', 'health', 'dashboard', 'glance', 'snapshot', 'state', 'status'],
+  ['summary', 'overview', 'health', 'dashboard', 'glance', 'snapshot', 'state', 'status', 'doing', 'now'],
   ['service', 'dependency', 'topology', 'upstream', 'downstream', 'graph', 'architecture', 'map', 'microservice'],
   ['commit', 'suspect', 'blame', 'culprit', 'cause', 'caused', 'regression', 'introduced', 'change', 'sha', 'git'],
   ['triage', 'analyze', 'analysis', 'diagnose', 'investigate', 'root', 'ai', 'probable', 'explain'],
@@ -112,12 +112,13 @@ const SYNONYMS: Map<string, Map<string, number>> = (() => {
 })();
 
 /** Phrases that mean one thing ("user report" is feedback, "api key" names keys, not the API). */
-const PHRASES: Array<[RegExp, string]> = [
+const PHRASES: Array<[RegExp, string, 'replace'?]> = [
   [/\buser (report|reports|complaint|complaints|comment|comments)\b/g, 'feedback'],
   [/\bbug reports?\b/g, 'feedback'],
   [/\bapi keys?\b/g, 'key'],
   [/\bservice map\b/g, 'servicemap'],
-  [/\bstack ?traces?\b/g, 'stacktrace'],
+  // "stack trace" is about an error, not about (distributed) traces.
+  [/\bstack ?traces?\b/g, 'stacktrace error', 'replace'],
   [/\broot cause\b/g, 'triage cause'],
   [/\bresponse times?\b/g, 'latency'],
   [/\bover time\b/g, 'timeline histogram'],
@@ -135,7 +136,7 @@ export interface QueryTerm {
 /** Query text → weighted terms (its own words at 1, related words lower), grouped by query word. */
 export function queryTerms(query: string): QueryTerm[] {
   let q = query.toLowerCase();
-  for (const [re, rep] of PHRASES) q = q.replace(re, (m) => `${m} ${rep}`);
+  for (const [re, rep, mode] of PHRASES) q = q.replace(re, (m) => (mode === 'replace' ? rep : `${m} ${rep}`));
   const out: QueryTerm[] = [];
   const own = [...new Set(terms(q))];
   for (const t of own) {
@@ -237,6 +238,11 @@ export interface SearchIndex {
   /** Operations that can be found (never the sensitive ones). */
   operations: readonly AnyOperation[];
   search(query: string, limit: number): SearchHit[];
+  /**
+   * Sensitive operations (not offered over MCP) that match the query better than every operation
+   * that is offered: the caller says they exist instead of answering with unrelated hits.
+   */
+  hiddenMatches(query: string, limit: number): AnyOperation[];
 }
 
 const K1 = 1.2;
@@ -245,9 +251,41 @@ const TAG_BONUS = 1;
 /** Extra weight for operations whose verb is what the query's first word asks for. */
 const INTENT_BONUS = 1;
 const B = 0.4;
+/** How much better than the best offered operation a hidden one must match to be named instead. */
+const HIDDEN_MARGIN = 1.3;
 
 export function createSearchIndex(operations: Iterable<AnyOperation>): SearchIndex {
-  const visible = [...operations].filter((op) => !op.sensitive);
+  const all = [...operations];
+  const visible = all.filter((op) => !op.sensitive);
+  const ranker = createRanker(visible);
+  // Ranks every operation, hidden ones included; only ever used to name hidden ones that win.
+  let everything: ((query: string, limit: number) => SearchHit[]) | null = null;
+  return {
+    operations: visible,
+    search: ranker,
+    hiddenMatches(query, limit) {
+      if (visible.length === all.length) return [];
+      everything ??= createRanker(all);
+      // A hidden operation must clearly beat every offered one, and the query must name its
+      // resource in its own words ("api key"), not only through related words.
+      const ranked = everything(query, 50);
+      const own = new Set(terms(query));
+      const tagTerms = (op: AnyOperation) => terms(op.operationId.split('.')[0]!);
+      const visibleTop = ranked.find((h) => !h.op.sensitive);
+      // The query names an offered resource in its own words ("which projects ..."): answer that.
+      if (visibleTop && tagTerms(visibleTop.op).every((t) => own.has(t))) return [];
+      const out: AnyOperation[] = [];
+      for (const hit of ranked) {
+        if (!hit.op.sensitive) break;
+        const resource = tagTerms(hit.op);
+        if (hit.score >= HIDDEN_MARGIN * (visibleTop?.score ?? 0) && own.has(resource[resource.length - 1]!)) out.push(hit.op);
+      }
+      return out.slice(0, limit);
+    },
+  };
+}
+
+function createRanker(visible: AnyOperation[]): (query: string, limit: number) => SearchHit[] {
   const docs = visible.map(buildDoc);
   const n = docs.length || 1;
   const avgLen = docs.reduce((s, d) => s + d.len, 0) / n || 1;
@@ -259,9 +297,8 @@ export function createSearchIndex(operations: Iterable<AnyOperation>): SearchInd
   };
   const byId = new Map(visible.map((op) => [op.operationId.toLowerCase(), op]));
 
-  return {
-    operations: visible,
-    search(query, limit) {
+  return (query, limit) => {
+    {
       const qterms = queryTerms(query);
       const intent = queryIntent(query);
       // An operationId written out ("feedback.list", "api.feedback.list") wins outright.
@@ -290,6 +327,6 @@ export function createSearchIndex(operations: Iterable<AnyOperation>): SearchInd
       }
       hits.sort((a, b) => b.score - a.score || a.op.operationId.localeCompare(b.op.operationId));
       return hits.slice(0, limit);
-    },
+    }
   };
 }

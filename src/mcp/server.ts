@@ -13,7 +13,7 @@ import type { Executor, SandboxLimits } from '../../sandbox/executor.js';
 import { formatBytes, formatSeconds, resolveLimits } from '../../sandbox/limits.js';
 import { runExecute, type ExecuteOutput, type McpCaller } from './execute.js';
 import { createSearchIndex, type SearchIndex } from './search.js';
-import { exampleCall, operationSignature } from './signatures.js';
+import { briefInput, briefOutput, compactSignature, exampleCall, fullSignature } from './signatures.js';
 
 export const SERVER_NAME = 'sightline';
 export const SERVER_VERSION = '1.0.0';
@@ -34,11 +34,11 @@ export interface McpServerDeps {
   log?: Pick<Logger, 'error'>;
 }
 
-export const SEARCH_DEFAULT_LIMIT = 5;
-export const SEARCH_MAX_LIMIT = 20;
+export const SEARCH_DEFAULT_LIMIT = 3;
+export const SEARCH_MAX_LIMIT = 10;
 
 function describeLimits(l: SandboxLimits): string {
-  return `${formatSeconds(l.wallClockMs)} wall clock, ${formatBytes(l.memoryBytes)} memory, ${l.maxCalls} operation calls, ${formatBytes(l.maxResultBytes)} of result and ${formatBytes(l.maxLogBytes)} of logs`;
+  return `${formatSeconds(l.wallClockMs)} wall clock (time waiting for a sandbox worker included), ${formatBytes(l.memoryBytes)} memory, ${l.maxCalls} operation calls, ${formatBytes(l.maxResultBytes)} of result and ${formatBytes(l.maxLogBytes)} of logs; ${l.perCredential} executes at once per credential`;
 }
 
 /** How an agent uses the tools; shown in tools/list (and the gist in the initialize instructions). */
@@ -47,12 +47,12 @@ export function toolDescriptions(limits: SandboxLimits): { search: string; execu
     'Find the Sightline API operations for a task. Sightline is an observability and error-tracking backend: errors and events, logs, metrics, traces, deployments and releases, user feedback, projects.',
     '',
     'Code Mode, two steps: (1) `search` for operations, (2) `execute` JavaScript that calls them.',
-    'Query in plain words or keywords, e.g. "unresolved errors in production", "record a deployment", "user feedback about checkout", "slow traces". Each hit gives:',
-    '- `operationId` (`<tag>.<verb>`), `summary`, `risk` (read or write), a short `description`;',
-    '- `scopes` it needs and `scopes_held`: whether your credential holds them (if false, the call will answer 403);',
-    '- `input` and `output`: compact TypeScript signatures of the one flat input object (path, query and body fields side by side) and of the result;',
-    '- `call`: a ready line for `execute`, e.g. `await api.feedback.list({ status: "new", limit: 20 })`.',
-    '`project_id` can be left out: it defaults to your credential\'s project. Search again with other words if nothing fits.',
+    `Query in plain words or keywords, e.g. "unresolved errors in production", "record a deployment", "slow traces". Returns the best ${SEARCH_DEFAULT_LIMIT} hits (\`limit\` up to ${SEARCH_MAX_LIMIT}); each gives:`,
+    '- `operationId` (`<tag>.<verb>`), `summary`, `risk` (read or write);',
+    '- `input` and `output`: compact TypeScript signatures of the one flat input object (path, query and body fields side by side; `project_id` left out, your credential fills it) and of the result;',
+    '- `call`: a ready line for `execute`, e.g. `await api.feedback.list({ status: "new", limit: 20 })`;',
+    '- `missing_scopes`, only when your credential lacks scopes the operation needs (the call would answer 403).',
+    'For one operation in full (every field described, the whole output, the complete description), call `search` with `operationId` instead of `query`. Search again with other words if nothing fits.',
   ].join('\n');
 
   const execute = [
@@ -73,7 +73,9 @@ export function toolDescriptions(limits: SandboxLimits): { search: string; execu
     '',
     `Limits per run: ${describeLimits(limits)}. A larger result is cut short: filter, aggregate or page inside the script and return less.`,
     '',
-    'Returns JSON `{ result, logs, calls: [{ operationId, status, ms }], error }`: `error` is null on success, else `{ name, message, status?, code? }`.',
+    'Every operation an execute runs counts against your credential\'s request rate limit, as a REST request would; more executes at once than allowed answer 429 with `retry_after` (seconds).',
+    '',
+    'Returns JSON `{ result, logs, calls: [{ operationId, status, ms }], error, hint, time: { queued_ms, total_ms }, rate_limit: { limit, remaining, reset_seconds } }`: `error` is null on success, else `{ name, message, status?, code?, retry_after? }`; `hint` flags a likely mistake (e.g. nothing returned).',
   ].join('\n');
 
   const instructions = [
@@ -84,6 +86,17 @@ export function toolDescriptions(limits: SandboxLimits): { search: string; execu
 }
 
 export interface SearchResultItem {
+  operationId: string;
+  summary: string;
+  risk: 'read' | 'write';
+  input: string;
+  output: string;
+  call: string;
+  /** Only when the caller lacks some: the scopes the operation needs that the credential does not hold. */
+  missing_scopes?: string[];
+}
+
+export interface OperationDetail {
   operationId: string;
   summary: string;
   description: string;
@@ -103,42 +116,127 @@ function pagination(op: AnyOperation): 'offset' | 'cursor' | null {
   return null;
 }
 
-function shorten(text: string, max: number): string {
-  const t = text.replace(/\s+/g, ' ').trim();
-  return t.length <= max ? t : `${t.slice(0, max - 1).replace(/\s+\S*$/, '')} …`;
-}
-
 export function searchResults(index: SearchIndex, caller: McpCaller | null, query: string, limit: number): SearchResultItem[] {
-  return index.search(query, limit).map(({ op }) => {
-    const sig = operationSignature(op);
-    return {
+  return index.search(query, limit).map(({ op }, rank) => {
+    const sig = compactSignature(op);
+    // The best hit shows typed signatures (output two levels deep); the others field names and the
+    // output's top level. Search with operationId for one operation in full.
+    const first = rank === 0;
+    const item: SearchResultItem = {
       operationId: op.operationId,
       summary: op.summary,
-      description: shorten(op.description, 400),
       risk: op.risk,
-      scopes: [...op.scopes],
-      scopes_held: caller ? caller.holds(op) : null,
-      pagination: pagination(op),
-      input: sig.input,
-      output: sig.output,
+      input: first ? sig.input : briefInput(op),
+      output: first ? sig.output : briefOutput(op),
       call: exampleCall(op),
     };
+    if (caller && caller.holds(op) === false) item.missing_scopes = [...op.scopes];
+    return item;
   });
 }
 
+/** One operation in full (search with `operationId`): never cut. */
+export function operationDetail(op: AnyOperation, caller: McpCaller | null): OperationDetail {
+  const sig = fullSignature(op);
+  return {
+    operationId: op.operationId,
+    summary: op.summary,
+    description: op.description,
+    risk: op.risk,
+    scopes: [...op.scopes],
+    scopes_held: caller ? caller.holds(op) : null,
+    pagination: pagination(op),
+    input: sig.input,
+    output: sig.output,
+    call: exampleCall(op),
+  };
+}
+
+const HIDDEN_REASON = 'exists but is not available over MCP (it handles credentials or secrets): use the REST API, the CLI or the TypeScript client with a suitable key';
+
+export interface SearchAnswer {
+  results: SearchResultItem[];
+  operation?: OperationDetail;
+  unavailable?: Array<{ operationId: string; summary: string; note: string }>;
+  hint: string;
+}
+
+/** The `search` tool's answer (shared with the search eval, which measures its size). */
+export function searchAnswerer(index: SearchIndex, operations: readonly AnyOperation[]) {
+  const byId = new Map(index.operations.map((op) => [op.operationId.toLowerCase(), op]));
+  const hiddenById = new Map(operations.filter((op) => op.sensitive).map((op) => [op.operationId.toLowerCase(), op]));
+  const tags = [...new Set(index.operations.map((op) => op.tag))];
+  return (
+    caller: McpCaller | null,
+    args: { query?: string; limit?: number; operationId?: string },
+  ): { out: SearchAnswer; isError: boolean } => {
+    const { query, limit, operationId } = args;
+    if (operationId !== undefined) {
+      const wanted = operationId.trim().replace(/^api\./, '').toLowerCase();
+      const op = byId.get(wanted);
+      if (op) return { out: { results: [], operation: operationDetail(op, caller), hint: 'Use its `call` line in `execute`.' }, isError: false };
+      const hidden = hiddenById.get(wanted);
+      if (hidden) {
+        return {
+          out: { results: [], unavailable: [{ operationId: hidden.operationId, summary: hidden.summary, note: HIDDEN_REASON }], hint: `${hidden.operationId} ${HIDDEN_REASON}.` },
+          isError: false,
+        };
+      }
+      const tag = wanted.split('.')[0];
+      const sameTag = index.operations.filter((o) => o.operationId.toLowerCase().startsWith(`${tag}.`)).map((o) => o.operationId);
+      const near = sameTag.length ? sameTag : index.search(operationId, SEARCH_DEFAULT_LIMIT).map((h) => h.op.operationId);
+      return {
+        out: { results: [], hint: `There is no operation ${operationId.slice(0, 200)}.${near.length ? ` Closest: ${near.join(', ')}.` : ''} Search with a query to find one.` },
+        isError: true,
+      };
+    }
+    if (query === undefined) return { out: { results: [], hint: 'Send `query` (what you want to do) or `operationId` (one operation in full).' }, isError: true };
+    const n = limit ?? SEARCH_DEFAULT_LIMIT;
+    const hidden = index.hiddenMatches(query, n);
+    if (hidden.length) {
+      return {
+        out: {
+          results: [],
+          unavailable: hidden.map((op) => ({ operationId: op.operationId, summary: op.summary, note: HIDDEN_REASON })),
+          hint: `That is done by ${hidden.map((o) => o.operationId).join(', ')}, which ${HIDDEN_REASON}. If you meant something else, search with other words.`,
+        },
+        isError: false,
+      };
+    }
+    const results = searchResults(index, caller, query, n);
+    const hint = results.length
+      ? 'Use a `call` line in `execute`. For one operation in full, search with `operationId`.'
+      : `No operation matched. Try other words; the operation groups are: ${tags.join(', ')}.`;
+    return { out: { results, hint }, isError: false };
+  };
+}
+
 const executeOutputSchema = {
-  result: z.unknown().describe('What the script returned (null when it failed).'),
+  result: z.unknown().describe('What the script returned (null when it failed; a preview with size and shape when too large).'),
   logs: z.array(z.string()),
   calls: z.array(z.object({ operationId: z.string(), status: z.number(), ms: z.number() })),
   error: z
-    .object({ name: z.string(), message: z.string(), status: z.number().optional(), code: z.string().optional() })
+    .object({ name: z.string(), message: z.string(), status: z.number().optional(), code: z.string().optional(), retry_after: z.number().optional() })
     .nullable(),
+  hint: z.string().nullable(),
+  time: z.object({ queued_ms: z.number(), total_ms: z.number() }),
+  rate_limit: z.object({ limit: z.number(), remaining: z.number(), reset_seconds: z.number() }).nullable(),
 };
 
 const searchOutputSchema = {
-  query: z.string(),
   results: z.array(
     z.object({
+      operationId: z.string(),
+      summary: z.string(),
+      risk: z.enum(['read', 'write']),
+      input: z.string(),
+      output: z.string(),
+      call: z.string(),
+      missing_scopes: z.array(z.string()).optional(),
+    }),
+  ),
+  operation: z
+    .object({
       operationId: z.string(),
       summary: z.string(),
       description: z.string(),
@@ -149,8 +247,9 @@ const searchOutputSchema = {
       input: z.string(),
       output: z.string(),
       call: z.string(),
-    }),
-  ),
+    })
+    .optional(),
+  unavailable: z.array(z.object({ operationId: z.string(), summary: z.string(), note: z.string() })).optional(),
   hint: z.string(),
 };
 
@@ -159,9 +258,10 @@ const UNAUTHENTICATED = 'A valid credential is required: send an API key in x-se
 /** One MCP server (one per session: the SDK binds a server to one transport). */
 export function createMcpServer(deps: McpServerDeps): McpServer {
   const limits = resolveLimits(deps.limits);
-  const index = deps.searchIndex ?? createSearchIndex(deps.operations);
+  // Read once: `operations` may be a one-shot iterator (Map.values()).
+  const allOps = [...deps.operations];
+  const index = deps.searchIndex ?? createSearchIndex(allOps);
   const operationIds = index.operations.map((op) => op.operationId);
-  const tags = [...new Set(index.operations.map((op) => op.tag))];
   const text = toolDescriptions(limits);
   const executor = () => (typeof deps.executor === 'function' ? deps.executor() : deps.executor);
 
@@ -170,26 +270,29 @@ export function createMcpServer(deps: McpServerDeps): McpServer {
     { capabilities: { tools: { listChanged: false } }, instructions: text.instructions },
   );
 
+  const hiddenIds = allOps.filter((op) => op.sensitive).map((op) => op.operationId);
+  const answerSearch = searchAnswerer(index, allOps);
+
   server.registerTool(
     'search',
     {
       title: 'Search Sightline operations',
       description: text.search,
       inputSchema: {
-        query: z.string().min(1).max(500).describe('What you want to do, in plain words or keywords.'),
+        query: z.string().min(1).max(500).optional().describe('What you want to do, in plain words or keywords.'),
         limit: z.number().int().min(1).max(SEARCH_MAX_LIMIT).optional().describe(`Hits to return, 1 to ${SEARCH_MAX_LIMIT} (default ${SEARCH_DEFAULT_LIMIT}).`),
+        operationId: z.string().min(1).max(200).optional().describe('Instead of a query: one operationId (e.g. "errors.list") to get in full, never cut.'),
       },
       outputSchema: searchOutputSchema,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async ({ query, limit }, extra) => {
-      const caller = deps.caller(extra);
-      const results = searchResults(index, caller, query, limit ?? SEARCH_DEFAULT_LIMIT);
-      const hint = results.length
-        ? 'Call `execute` with JavaScript that uses the `call` lines above (project_id may be left out).'
-        : `No operation matched. Try other words; the operation groups are: ${tags.join(', ')}.`;
-      const out = { query, results, hint };
-      return { content: [{ type: 'text' as const, text: JSON.stringify(out) }], structuredContent: out };
+    async (args, extra) => {
+      const { out, isError } = answerSearch(deps.caller(extra), args);
+      return {
+        content: [{ type: 'text' as const, text: JSON.stringify(out) }],
+        structuredContent: out as unknown as Record<string, unknown>,
+        ...(isError ? { isError: true } : {}),
+      };
     },
   );
 
@@ -207,8 +310,25 @@ export function createMcpServer(deps: McpServerDeps): McpServer {
     async ({ code }, extra) => {
       const caller = deps.caller(extra);
       let out: ExecuteOutput;
-      if (!caller) out = { result: null, logs: [], calls: [], error: { name: 'ApiError', message: UNAUTHENTICATED, status: 401, code: 'unauthenticated' } };
-      else out = await runExecute(executor(), code, operationIds, caller.call, { limits: deps.limits, log: deps.log });
+      if (!caller) {
+        out = {
+          result: null,
+          logs: [],
+          calls: [],
+          error: { name: 'ApiError', message: UNAUTHENTICATED, status: 401, code: 'unauthenticated' },
+          hint: null,
+          time: { queued_ms: 0, total_ms: 0 },
+          rate_limit: null,
+        };
+      } else {
+        out = await runExecute(executor(), code, operationIds, caller.call, {
+          limits: deps.limits,
+          log: deps.log,
+          credential: caller.credential ?? null,
+          budget: caller.budget ? () => caller.budget!() : undefined,
+          hidden: hiddenIds,
+        });
+      }
       return {
         content: [{ type: 'text' as const, text: JSON.stringify(out) }],
         structuredContent: out as unknown as Record<string, unknown>,

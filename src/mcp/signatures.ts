@@ -22,6 +22,12 @@ export interface SignatureOptions {
   describeTopLevel?: boolean;
   /** Top-level arrays also accept a comma-separated string (query parameters of GET operations). */
   csvArrays?: boolean;
+  /** Top-level fields left out (e.g. project_id, which every operation takes and the credential fills). */
+  omitFields?: readonly string[];
+  /** Longest top-level field description shown (default 90). */
+  maxDescription?: number;
+  /** Enums with more values than this print as their base type (`string`). Default: all values. */
+  maxEnumValues?: number;
 }
 
 const SAFE_INT = 9007199254740991;
@@ -90,7 +96,12 @@ function typeOf(s: JsonSchema, depth: number, ctx: Ctx): string {
     }
   }
   if ('const' in s) return JSON.stringify(s.const);
-  if (Array.isArray(s.enum)) return union(s.enum.map((v) => JSON.stringify(v)));
+  if (Array.isArray(s.enum)) {
+    if (ctx.opts.maxEnumValues !== undefined && s.enum.length > ctx.opts.maxEnumValues) {
+      return union([...new Set(s.enum.map((v) => (v === null ? 'null' : typeof v)))]);
+    }
+    return union(s.enum.map((v) => JSON.stringify(v)));
+  }
   for (const k of ['anyOf', 'oneOf'] as const) {
     if (Array.isArray(s[k])) return union((s[k] as unknown[]).map((x) => typeOf(asSchema(x), depth, ctx)));
   }
@@ -132,7 +143,9 @@ function objectType(s: JsonSchema, depth: number, ctx: Ctx, top: boolean): strin
   }
   if (depth >= ctx.maxDepth) return '{ … }';
   const required = new Set(Array.isArray(s.required) ? (s.required as string[]) : []);
-  const fields = names.map((name) => {
+  const shown = top && ctx.opts.omitFields ? names.filter((n) => !ctx.opts.omitFields!.includes(n)) : names;
+  if (!shown.length) return '{}';
+  const fields = shown.map((name) => {
     const fs = props[name]!;
     const optional = !required.has(name) || (top && ctx.opts.optionalFields?.includes(name));
     let t = typeOf(fs, depth + 1, ctx);
@@ -141,7 +154,7 @@ function objectType(s: JsonSchema, depth: number, ctx: Ctx, top: boolean): strin
     if (top && ctx.opts.describeTopLevel && typeof fs.description === 'string') {
       const d = fs.description.replace(/\s+/g, ' ').trim();
       // Range and default are already in the notes; short descriptions add the meaning.
-      if (d.length <= 90 && !/^Page size|^Rows to skip/.test(d)) n.push(d.replace(/\*\//g, '* /'));
+      if (d.length <= (ctx.opts.maxDescription ?? 90) && !/^Page size|^Rows to skip/.test(d)) n.push(d.replace(/\*\//g, '* /'));
     }
     return `${key(name)}${optional ? '?' : ''}: ${t}${n.length ? ` /* ${n.join('; ')} */` : ''}`;
   });
@@ -166,6 +179,72 @@ export interface OperationSignature {
 }
 
 const cache = new WeakMap<AnyOperation, OperationSignature>();
+const compactCache = new WeakMap<AnyOperation, OperationSignature>();
+const fullCache = new WeakMap<AnyOperation, OperationSignature>();
+
+/**
+ * Signatures for a list of search hits: no project_id (the credential fills it; said once per
+ * answer), no field descriptions (ranges and defaults kept), the output two levels deep.
+ */
+export function compactSignature(op: AnyOperation): OperationSignature {
+  const hit = compactCache.get(op);
+  if (hit) return hit;
+  const sig = {
+    input: jsonSchemaToTs(toJsonSchema(op.input, 'input'), {
+      maxDepth: 2,
+      maxLength: 700,
+      omitFields: ['project_id'],
+      csvArrays: op.method === 'GET',
+    }),
+    output: jsonSchemaToTs(toJsonSchema(op.output, 'output'), { maxDepth: 2, maxLength: 600, maxEnumValues: 3 }),
+  };
+  compactCache.set(op, sig);
+  return sig;
+}
+
+const briefCache = new WeakMap<AnyOperation, string>();
+
+/** The output one level deep (`{ data: { … }[]; total: number }`), for hits after the first. */
+export function briefOutput(op: AnyOperation): string {
+  const hit = briefCache.get(op);
+  if (hit !== undefined) return hit;
+  const out = jsonSchemaToTs(toJsonSchema(op.output, 'output'), { maxDepth: 1, maxLength: 300 });
+  briefCache.set(op, out);
+  return out;
+}
+
+const briefInputCache = new WeakMap<AnyOperation, string>();
+
+/** Input field names only (`?` when optional, project_id left out), for hits after the first. */
+export function briefInput(op: AnyOperation): string {
+  const hit = briefInputCache.get(op);
+  if (hit !== undefined) return hit;
+  const js = toJsonSchema(op.input, 'input');
+  const required = new Set(Array.isArray(js.required) ? (js.required as string[]) : []);
+  const names = Object.keys((js.properties ?? {}) as Record<string, unknown>).filter((n) => n !== 'project_id');
+  const out = names.length ? `{ ${names.map((n) => `${key(n)}${required.has(n) ? '' : '?'}`).join(', ')} }` : '{}';
+  briefInputCache.set(op, out);
+  return out;
+}
+
+/** Everything, never cut: every field with its description, every level of the output. */
+export function fullSignature(op: AnyOperation): OperationSignature {
+  const hit = fullCache.get(op);
+  if (hit) return hit;
+  const sig = {
+    input: jsonSchemaToTs(toJsonSchema(op.input, 'input'), {
+      maxDepth: 8,
+      maxLength: Number.MAX_SAFE_INTEGER,
+      optionalFields: ['project_id'],
+      describeTopLevel: true,
+      maxDescription: Number.MAX_SAFE_INTEGER,
+      csvArrays: op.method === 'GET',
+    }),
+    output: jsonSchemaToTs(toJsonSchema(op.output, 'output'), { maxDepth: 8, maxLength: Number.MAX_SAFE_INTEGER }),
+  };
+  fullCache.set(op, sig);
+  return sig;
+}
 
 /** Input and output signatures of an operation (cached: descriptors never change at runtime). */
 export function operationSignature(op: AnyOperation): OperationSignature {

@@ -136,7 +136,7 @@ export async function runStdio(opts: StdioOptions = {}): Promise<number> {
     // Authenticate on every call: a key revoked while the assistant runs stops working at once.
     caller = () => {
       const p = authenticate(s.services, key, s.core.now());
-      return p ? localCaller(s.core, p, { log }) : null;
+      return p ? localCaller(s.core, p, { log, rateLimit: { limiter: s.limiter, identity: key } }) : null;
     };
     operations = s.core.operations.values();
   }

@@ -155,14 +155,26 @@ describe('execute: hostile scripts end with a clear error and the server keeps a
     await stillAnswers();
   });
 
-  it('truncates a 50 MB result to 256 KiB and says so in `error`', async () => {
+  it('answers a 50 MB result with a few-KB preview, its size and its shape, and says so in `error`', async () => {
     const r = await execute(admin, "return 'x'.repeat(50 * 1024 * 1024)");
     expect(r.isError).toBe(true);
     expect(r.error).toMatchObject({ name: 'ResultTooLargeError', message: expect.stringContaining('262144') });
-    expect(typeof r.result).toBe('string');
-    expect(Buffer.byteLength(r.result)).toBeLessThanOrEqual(256 * 1024);
-    expect(r.result).toContain('[truncated:');
+    expect(r.result).toMatchObject({ size: expect.stringMatching(/bytes/), limit_bytes: 262144, shape: expect.any(String) });
+    expect(Buffer.byteLength(r.result.preview)).toBeLessThanOrEqual(4 * 1024 + 3);
     await stillAnswers();
+  });
+
+  it('describes the shape of an oversized list result so the agent can narrow it', async () => {
+    const r = await execute(
+      admin,
+      `const project = await api.projects.get();
+       return { rows: Array.from({ length: 5000 }, (_, i) => ({ id: project.id, n: i, padding: 'p'.repeat(80) })), total: 5000 };`,
+    );
+    expect(r.error?.name).toBe('ResultTooLargeError');
+    expect(r.result.shape).toBe('{ rows: Array(5000) of { id: string, n: number, padding: string }, total: number }');
+    expect(r.result.preview.startsWith('{"rows":[{"id":')).toBe(true);
+    // The whole answer stays small: no 256 KiB of cut JSON, once as text and again as structured content.
+    expect(JSON.stringify(r).length).toBeLessThan(8 * 1024);
   });
 
   it('cannot reach the host through the Function constructor', async () => {
@@ -198,9 +210,9 @@ describe('execute: hostile scripts end with a clear error and the server keeps a
     expect(ok.result.data.every((f: { project_id: string }) => f.project_id === t.projectId)).toBe(true);
   });
 
-  it('cannot call a hidden operation: it is not on api and api.call refuses it', async () => {
+  it('cannot call a hidden operation: it is not on api and api.call refuses it, naming it', async () => {
     const r = await execute(admin, "return await api.call('apiKeys.list', {})");
-    expect(r.error).toMatchObject({ status: 404, code: 'unknown_operation' });
+    expect(r.error).toMatchObject({ status: 404, code: 'unknown_operation', message: expect.stringContaining('apiKeys.list exists but is not available over MCP') });
     expect(r.calls).toEqual([]);
     const shape = await execute(admin, 'return { apiKeys: typeof api.apiKeys, tags: Object.keys(api).sort() }');
     expect(shape.result.apiKeys).toBe('undefined');
@@ -212,5 +224,42 @@ describe('execute: hostile scripts end with a clear error and the server keeps a
     const r = await execute(admin, 'return {{');
     expect(r.error).toMatchObject({ name: 'SyntaxError' });
     await stillAnswers();
+  });
+});
+
+describe('execute: failures that say what went wrong', () => {
+  it('names a missing operation called as api.<tag>.<verb> instead of "cannot read property of undefined"', async () => {
+    const r = await execute(admin, 'const x = await api.alerts.create({ name: "cpu" }); return x;');
+    expect(r.error).toMatchObject({ status: 404, code: 'unknown_operation' });
+    expect(r.error!.message).toContain('There is no operation alerts.create');
+    const verb = await execute(admin, 'return await api.errors.delete({ error_group_id: "x" })');
+    expect(verb.error!.message).toMatch(/There is no operation errors\.delete.*Operations nearby: errors\./);
+  });
+
+  it('names a hidden operation called as api.<tag>.<verb>', async () => {
+    const r = await execute(admin, 'return await api.apiKeys.create({ label: "x", scopes: ["read"] })');
+    expect(r.error).toMatchObject({ status: 404, code: 'unknown_operation', message: expect.stringContaining('apiKeys.create exists but is not available over MCP') });
+  });
+
+  it('hints to `return` when a script made calls but returned nothing', async () => {
+    const r = await execute(admin, 'const page = await api.feedback.list({ limit: 1 }); page.data.length;');
+    expect(r.error).toBeNull();
+    expect(r.result).toBeNull();
+    expect(r.hint).toMatch(/made 1 call but returned nothing \(undefined\): end it with `return <value>`/);
+    // No hint when the script returned a value, even null.
+    expect((await execute(admin, 'await api.feedback.list({ limit: 1 }); return null;')).hint).toBeNull();
+  });
+
+  it('warns about calls that were never awaited (they do not run after the script ends)', async () => {
+    const r = await execute(admin, 'api.feedback.list({ limit: 1 }); return "done";');
+    expect(r.result).toBe('done');
+    expect(r.calls).toEqual([]);
+    expect(r.logs.at(-1)).toMatch(/1 api call was never awaited and did not run \(feedback\.list\)/);
+  });
+
+  it('reports how long the execute waited and took', async () => {
+    const r = await execute(admin, 'return 1');
+    expect(r.time).toEqual({ queued_ms: expect.any(Number), total_ms: expect.any(Number) });
+    expect(r.time.total_ms).toBeGreaterThanOrEqual(r.time.queued_ms);
   });
 });

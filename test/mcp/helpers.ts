@@ -18,7 +18,10 @@ export interface ExecuteOut {
   result: any;
   logs: string[];
   calls: Array<{ operationId: string; status: number; ms: number }>;
-  error: { name: string; message: string; status?: number; code?: string } | null;
+  error: { name: string; message: string; status?: number; code?: string; retry_after?: number } | null;
+  hint: string | null;
+  time: { queued_ms: number; total_ms: number };
+  rate_limit: { limit: number; remaining: number; reset_seconds: number } | null;
 }
 
 /** An executor closed with the test server. */
@@ -32,7 +35,7 @@ export function executorFor(t: TestServer, limits?: Partial<SandboxLimits>): Exe
 export async function inMemoryClient(
   t: TestServer,
   who: string | Principal,
-  opts: { executor?: Executor; limits?: Partial<SandboxLimits> } = {},
+  opts: { executor?: Executor; limits?: Partial<SandboxLimits>; countRate?: boolean } = {},
 ): Promise<Client> {
   const executor = opts.executor ?? executorFor(t, opts.limits);
   const server = createMcpServer({
@@ -41,7 +44,9 @@ export async function inMemoryClient(
     limits: opts.limits,
     caller: () => {
       const p = typeof who === 'string' ? authenticate(t.s.services, who, t.s.core.now()) : who;
-      return p ? localCaller(t.s.core, p) : null;
+      if (!p) return null;
+      // As the HTTP face does: operations count against the key's REST rate-limit budget.
+      return localCaller(t.s.core, p, opts.countRate && typeof who === 'string' ? { rateLimit: { limiter: t.s.limiter, identity: who } } : {});
     },
   });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
@@ -77,6 +82,11 @@ export async function execute(client: Client, code: string): Promise<ExecuteOut 
 
 function expectSame(a: unknown, b: unknown) {
   if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error('structuredContent differs from the text content');
+}
+
+export async function searchRaw(client: Client, args: Record<string, unknown>): Promise<{ body: any; isError: boolean }> {
+  const r = await client.callTool({ name: 'search', arguments: args });
+  return { body: JSON.parse((r.content as Array<{ text: string }>)[0]!.text), isError: r.isError === true };
 }
 
 export async function search(client: Client, query: string, limit?: number): Promise<any> {

@@ -54,7 +54,8 @@ describe('sightline mcp (stdio)', () => {
     expect(r.result.list).toEqual((await api(t, 'GET', `${P}/deployments?limit=5`, { key: reader })).body);
     expect(r.result).toMatchObject({ status: 403, code: 'insufficient_scope' });
     const hit = (await search(client, 'record a deployment')).results[0];
-    expect(hit).toMatchObject({ operationId: 'deployments.create', scopes_held: null });
+    expect(hit.operationId).toBe('deployments.create');
+    expect(hit).not.toHaveProperty('missing_scopes'); // a proxy cannot tell which scopes the key holds
   });
 
   it('exits with a message on stderr when the key is not valid', async () => {

@@ -25,9 +25,9 @@ describe('tools/list', () => {
     expect(byName.execute!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, openWorldHint: false });
   });
 
-  it('describes the inputs: search takes query and limit, execute takes code', () => {
-    expect(Object.keys(byName.search!.inputSchema.properties ?? {}).sort()).toEqual(['limit', 'query']);
-    expect(byName.search!.inputSchema.required).toEqual(['query']);
+  it('describes the inputs: search takes query and limit or an operationId, execute takes code', () => {
+    expect(Object.keys(byName.search!.inputSchema.properties ?? {}).sort()).toEqual(['limit', 'operationId', 'query']);
+    expect(byName.search!.inputSchema.required ?? []).toEqual([]);
     expect(Object.keys(byName.execute!.inputSchema.properties ?? {})).toEqual(['code']);
     expect(byName.execute!.outputSchema?.properties).toHaveProperty('calls');
   });
@@ -46,8 +46,9 @@ describe('the search description', () => {
     expect(d()).toMatch(/search.*then|\(1\) `search`.*\(2\) `execute`/s);
     expect(d()).toContain('execute');
   });
-  it('says what a hit holds: signatures, scopes and a ready call', () => {
-    for (const word of ['operationId', 'risk', 'scopes_held', 'TypeScript', '`call`', 'await api.feedback.list']) expect(d()).toContain(word);
+  it('says what a hit holds: signatures, missing scopes and a ready call, and how to get one operation in full', () => {
+    for (const word of ['operationId', 'risk', 'missing_scopes', 'TypeScript', '`call`', 'await api.feedback.list', 'best 3 hits', '`limit` up to 10']) expect(d()).toContain(word);
+    expect(d()).toContain('with `operationId` instead of `query`');
   });
   it('says project_id may be left out', () => {
     expect(d()).toContain('project_id');
@@ -75,15 +76,17 @@ describe('the execute description', () => {
     expect(d()).toContain('until `next_cursor` is null');
     expect(d()).toMatch(/do \{.*cursor \}\);.*cursor = page\.next_cursor;.*\} while \(cursor\)/);
   });
-  it('states the limits: 10 s wall clock, 64 MiB, 100 calls, 256 KiB result and logs', () => {
-    expect(d()).toContain('10 s wall clock');
+  it('states the limits: 10 s wall clock with the wait included, 64 MiB, 100 calls, 256 KiB result and logs, 2 executes at once', () => {
+    expect(d()).toContain('10 s wall clock (time waiting for a sandbox worker included)');
+    expect(d()).toContain('2 executes at once per credential');
+    expect(d()).toContain('counts against your credential\'s request rate limit');
     expect(d()).toContain('64 MiB memory');
     expect(d()).toContain('100 operation calls');
     expect(d()).toContain('256 KiB of result');
     expect(d()).toContain('256 KiB of logs');
   });
   it('states the result shape', () => {
-    expect(d()).toContain('{ result, logs, calls: [{ operationId, status, ms }], error }');
+    expect(d()).toContain('{ result, logs, calls: [{ operationId, status, ms }], error, hint, time: { queued_ms, total_ms }, rate_limit: { limit, remaining, reset_seconds } }');
   });
   it('follows configured limits rather than fixed numbers', () => {
     const text = toolDescriptions(resolveLimits({ wallClockMs: 2500, maxCalls: 7 })).execute;

@@ -23,6 +23,7 @@ describe('limits', () => {
       maxResultBytes: 256 * 1024,
       maxLogBytes: 256 * 1024,
       poolSize: 2,
+      perCredential: 2,
     });
     const merged = resolveLimits({ maxCalls: 5 }, { wallClockMs: 1500, memoryBytes: Number.NaN });
     expect(merged.maxCalls).toBe(5);

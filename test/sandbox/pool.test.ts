@@ -20,7 +20,8 @@ describe('worker pool', () => {
     // Guest interrupt disabled: only the host-side timer can stop this script.
     const ex = make({ wallClockMs: 800, poolSize: 1 }, { disableGuestInterrupt: true, killGraceMs: 0 });
     const { host } = fakeHost();
-    expect((await ex.execute({ code: healthy, operations: OPERATIONS }, host)).result).toBe(2); // warm the worker
+    const warm = await ex.execute({ code: healthy, operations: OPERATIONS }, host);
+    expect(warm, JSON.stringify(warm)).toMatchObject({ result: 2 }); // warm the worker
 
     let ticks = 0;
     const ticker = setInterval(() => ticks++, 10);
@@ -96,14 +97,28 @@ describe('worker pool', () => {
     expect(ex.stats()).toMatchObject({ started: 2, workers: 2, busy: 0, queued: 0, replaced: 0 });
   });
 
-  it('queues when all workers are busy and still enforces each wall clock', async () => {
-    const ex = make({ poolSize: 1, wallClockMs: 500 });
-    const { host } = fakeHost();
-    const slow = ex.execute({ code: `while (true) {}`, operations: OPERATIONS }, host);
+  it('queues when all workers are busy; the wait counts toward the wall clock and is reported', async () => {
+    const ex = make({ poolSize: 1, wallClockMs: 5000 });
+    const { host, received } = fakeHost();
+    const slow = ex.execute({ code: `while (true) {}`, operations: OPERATIONS, limits: { wallClockMs: 500 } }, host);
     const fast = ex.execute({ code: healthy, operations: OPERATIONS }, host);
     const [a, b] = await Promise.all([slow, fast]);
     expect(a.error?.name).toBe('TimeoutError');
     expect(b).toMatchObject({ result: 2, error: null });
+    expect(b.queuedMs).toBeGreaterThan(0);
+    expect(b.elapsedMs).toBeGreaterThanOrEqual(b.queuedMs!);
+    expect(received).toHaveLength(1);
+  });
+
+  it('an execute whose wall clock runs out while it waits for a worker ends without running', async () => {
+    const ex = make({ poolSize: 1, wallClockMs: 5000 });
+    const { host, received } = fakeHost();
+    const slow = ex.execute({ code: `while (true) {}`, operations: OPERATIONS, limits: { wallClockMs: 1500 } }, host);
+    const starved = await ex.execute({ code: healthy, operations: OPERATIONS, limits: { wallClockMs: 200 } }, host);
+    expect(starved.error?.name).toBe('TimeoutError');
+    expect(starved.error?.message).toMatch(/waiting for a sandbox worker; the script never started/);
+    expect(received).toEqual([]);
+    expect((await slow).error?.name).toBe('TimeoutError');
   });
 
   it('replaces a worker that crashes and keeps answering', async () => {
