@@ -116,6 +116,7 @@ export const histogram = defineOperation({
   scopes: ['read'],
   risk: 'read',
   sensitive: false,
+  display: { chart: { kind: 'line', points: 'data', x: 'date', y: 'cost_usd', merge: 'sum', unit: 'USD', title: ['from', 'to'] } },
   projectScoped: true,
   input: z.strictObject({ project_id: projectId, ...aiWindowParams('30 days', '90 days') }),
   output: z.object({ data: z.array(usageSchema.extend({ date: z.string().describe('UTC day, YYYY-MM-DD.') })), ...windowSchema }),

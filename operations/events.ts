@@ -136,7 +136,7 @@ export const latency = defineOperation({
   tag: 'events',
   summary: 'Ingestion latency of error events, by source',
   description:
-    'How long error events took to arrive: received time minus event time (clock skew that puts an event in the future counts as 0), for events received in `from`/`to` (default the last 24 hours; at most 31 days), grouped by source (`sentry`, `otlp`; both always listed). Per source: count, p50, p95, p99 (nearest rank), max and average, in milliseconds; null when there were no events. Optional exact `service` and `environment` filters.',
+    'How long error events took to arrive: received time minus event time (clock skew that puts an event in the future counts as 0), for events received in `from`/`to` (default the last 24 hours; at most 31 days), grouped by source (`sentry`, `otlp`; both always listed). Per source: count, p50, p95, p99 (nearest rank), max and average, in milliseconds; null when there were no events. Optional exact `service` and `environment` filters. Events received more than an hour after they happened (an offline cache flushed late, an imported backlog) are left out: they measure the sender, not the pipeline.',
   method: 'GET',
   path: '/v1/projects/{project_id}/events/latency',
   scopes: ['errors:read'],

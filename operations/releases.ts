@@ -290,6 +290,7 @@ export const get = defineOperation({
   scopes: ['deployments:read', 'errors:read'],
   risk: 'read',
   sensitive: false,
+  display: { chart: { kind: 'line', points: 'health.series', x: 'time', y: 'request_count', merge: 'sum', unit: 'requests', title: ['version', 'health.comparison', 'health.decided_by'] } },
   projectScoped: true,
   input: z.strictObject({
     project_id: projectId,

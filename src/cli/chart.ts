@@ -19,11 +19,21 @@ export interface ChartOptions {
   color?: boolean;
 }
 
+/** Units short enough to write on every axis label (UCUM, as OTel sends them). */
+const SHORT_UNITS = new Set(['ms', 's', 'us', 'µs', 'ns', '%', 'By', 'KiBy', 'MiBy']);
+
 const SERIES_COLOURS = [asciichart.cyan, asciichart.yellow, asciichart.magenta, asciichart.green, asciichart.red];
 /** Series drawn at most when the answer is grouped; the rest are named in the legend as "others". */
 const MAX_SERIES = 5;
 
 const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/** A field of the answer by dotted path (`health.series`). */
+function at(answer: Obj, path: string): unknown {
+  let v: unknown = answer;
+  for (const k of path.split('.')) v = isObj(v) ? v[k] : undefined;
+  return v;
+}
 
 /** 1234 → "1.2k", 0.5 → "0.5", with the unit appended ("12ms", "1.2k logs"). */
 export function compactNumber(n: number, unit = ''): string {
@@ -86,7 +96,8 @@ function wrap(parts: string[], sep: string, width: number): string[] {
 }
 
 function lineChart(answer: Obj, hint: LineHint, opts: ChartOptions): string | null {
-  const points = Array.isArray(answer[hint.points]) ? (answer[hint.points] as unknown[]).filter(isObj) : [];
+  const raw = at(answer, hint.points);
+  const points = Array.isArray(raw) ? raw.filter(isObj) : [];
   if (!points.length) return null;
   const unit = unitOf(answer, hint);
   const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
@@ -111,7 +122,7 @@ function lineChart(answer: Obj, hint: LineHint, opts: ChartOptions): string | nu
   const min = hint.merge === 'sum' ? Math.min(0, ...all) : Math.min(...all);
   const height = Math.max(3, opts.height ?? 10);
   // Short units (ms, s, %, By) go on every label; longer ones ("logs", "{request}") in the title.
-  const shortUnit = /^[a-zA-Zµ%]{1,3}$/.test(unit) ? unit : '';
+  const shortUnit = SHORT_UNITS.has(unit) ? unit : '';
   const step = (max - min) / height;
   const digits = step === 0 || step >= 1 ? 0 : step >= 0.1 ? 1 : step >= 0.01 ? 2 : 3;
   const label = (x: number) => (Math.abs(x) >= 1e4 ? compactNumber(x) : x.toFixed(digits)) + shortUnit;
@@ -144,7 +155,7 @@ function lineChart(answer: Obj, hint: LineHint, opts: ChartOptions): string | nu
   const gap = Math.max(1, plotWidth - left.length - right.length);
   const xAxis = `${axisPad}${left}${' '.repeat(gap)}${right}`;
 
-  const titleParts = (hint.title ?? []).filter((k) => answer[k] !== undefined && answer[k] !== null).map((k) => `${k} ${String(answer[k])}`);
+  const titleParts = (hint.title ?? []).filter((k) => at(answer, k) !== undefined && at(answer, k) !== null).map((k) => `${k.split('.').pop()} ${String(at(answer, k))}`);
   const title = [...titleParts, unit ? `unit ${unit}` : '', `${points.length} buckets${fitted[0]!.length < points.length ? `, ${Math.ceil(points.length / fitted[0]!.length)} per column` : ''}`, 'times UTC']
     .filter(Boolean);
   const lines = [...wrap(title, ' · ', opts.width), plot, xAxis];

@@ -676,11 +676,13 @@ export function createErrorGroupsRepo(db: Db) {
 
     /**
      * Ingestion latency (received minus event time, negative clock skew counted as 0) of events
-     * received in [fromMs, toMs], per source, by nearest-rank percentiles.
+     * received in [fromMs, toMs], per source, by nearest-rank percentiles. Events that arrive more than
+     * LATENCY_MAX_AGE_MS after they happened (an SDK's offline cache flushed days later, an imported
+     * backlog) say nothing about the pipeline and are left out.
      */
     latency(projectId: string, o: { fromMs: number; toMs: number; service?: string; environment?: string }): LatencyRow[] {
-      const where = ['project_id = ?', 'received_ms >= ?', 'received_ms <= ?'];
-      const args: unknown[] = [Number(projectId), o.fromMs, o.toMs];
+      const where = ['project_id = ?', 'received_ms >= ?', 'received_ms <= ?', 'received_ms - timestamp_ms <= ?'];
+      const args: unknown[] = [Number(projectId), o.fromMs, o.toMs, LATENCY_MAX_AGE_MS];
       if (o.service !== undefined) {
         where.push('service_name = ?');
         args.push(o.service);
@@ -710,3 +712,6 @@ export function createErrorGroupsRepo(db: Db) {
 }
 
 export type ErrorGroupsRepo = ReturnType<typeof createErrorGroupsRepo>;
+
+/** events.latency leaves out events received more than this long after they happened. */
+export const LATENCY_MAX_AGE_MS = 3_600_000;

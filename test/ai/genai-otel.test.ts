@@ -30,11 +30,14 @@ beforeAll(async () => {
   const common = { 'gen_ai.conversation.id': 'conv-1', 'user.id': 'user-7', 'gen_ai.agent.id': 'travel-agent' };
 
   // The agent loop: plan with the model, call a tool (inside an HTTP client span), answer with the model.
-  const root = tracer.startSpan('invoke_agent travel-agent', { attributes: { ...common, 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'Travel agent' } });
+  // Distinct start times in the order of the loop, so the tree's order does not depend on the clock's resolution.
+  const base = Date.now();
+  const at = (n: number) => new Date(base - 10 + n);
+  const root = tracer.startSpan('invoke_agent travel-agent', { startTime: at(0), attributes: { ...common, 'gen_ai.operation.name': 'invoke_agent', 'gen_ai.agent.name': 'Travel agent' } });
   ids.root = root.spanContext().spanId;
   const ctx = trace.setSpan(context.active(), root);
 
-  const gen1 = tracer.startSpan('chat gpt-4o-mini', {
+  const gen1 = tracer.startSpan('chat gpt-4o-mini', { startTime: at(1),
     kind: SpanKind.CLIENT,
     attributes: {
       ...common,
@@ -54,9 +57,9 @@ beforeAll(async () => {
   ids.gen1 = gen1.spanContext().spanId;
   gen1.end();
 
-  const http = tracer.startSpan('GET /weather', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'GET', 'url.path': '/weather' } }, ctx);
+  const http = tracer.startSpan('GET /weather', { startTime: at(2), kind: SpanKind.CLIENT, attributes: { 'http.request.method': 'GET', 'url.path': '/weather' } }, ctx);
   ids.http = http.spanContext().spanId;
-  const tool = tracer.startSpan('execute_tool get_weather', {
+  const tool = tracer.startSpan('execute_tool get_weather', { startTime: at(3),
     attributes: {
       ...common,
       'gen_ai.operation.name': 'execute_tool',
@@ -71,7 +74,7 @@ beforeAll(async () => {
   http.end();
 
   // Older attribute names (gen_ai.system, prompt_tokens/completion_tokens, gen_ai.prompt.N / completion.N) and an evaluation event.
-  const gen2 = tracer.startSpan('chat gpt-4o-mini', {
+  const gen2 = tracer.startSpan('chat gpt-4o-mini', { startTime: at(4),
     kind: SpanKind.CLIENT,
     attributes: {
       ...common,
@@ -92,7 +95,7 @@ beforeAll(async () => {
   gen2.end();
 
   // A failed model call: a model but no provider, no input, no output, no usage.
-  const gen3 = tracer.startSpan('chat', { attributes: { ...common, 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o' } }, ctx);
+  const gen3 = tracer.startSpan('chat', { startTime: at(5), attributes: { ...common, 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-4o' } }, ctx);
   gen3.setStatus({ code: SpanStatusCode.ERROR, message: 'rate limited by provider' });
   ids.gen3 = gen3.spanContext().spanId;
   gen3.end();

@@ -56,6 +56,8 @@ beforeAll(async () => {
   await sendEvent(t, { type: 'LagError', fn: 'lag', service: 'clocky', at: T0 + 5000 });
   // OTLP: 3 events with latencies 50, 150, 400 ms (service api)
   await sendOtlpExceptions([T0 - 50, T0 - 150, T0 - 400].map((eventAt) => ({ eventAt, service: 'api' })));
+  // received an hour and a minute after it happened (an offline cache flushed late): not pipeline latency
+  await sendEvent(t, { type: 'LagError', fn: 'lag', service: 'shop', at: T0 - 61 * 60_000 });
   // received two days earlier, outside the default window
   clock = T0 - 48 * H;
   await sendEvent(t, { type: 'LagError', fn: 'lag', service: 'shop', at: clock - 99_000 });
