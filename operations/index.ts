@@ -9,9 +9,12 @@ import * as logs from './logs.js';
 import * as metrics from './metrics.js';
 import * as observability from './observability.js';
 import * as traces from './traces.js';
+import * as analytics from './analytics.js';
+import * as revenue from './revenue.js';
+import * as integrations from './integrations.js';
 
 /** Every tag file, imported explicitly; the catalogue is the union of their operations. */
-const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces };
+const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, analytics, revenue, integrations };
 export const tagModules: Record<string, Record<string, unknown>> = modules;
 /** The tag modules with their types kept (tag → export → descriptor): the typed client (src/client) is derived from it. */
 export type TagModules = typeof modules;

@@ -162,7 +162,9 @@ const PINNED: Row[] = [
   ['remoteAccess.revokeConnector', 'POST', '/v1/projects/{project_id}/remote-access/connectors/{connector_id}/revoke', ['remote_access:manage'], 'write', true],];
 
 /** Operations added beyond the canonical table, same columns. */
-const EXTRA_ROWS: Row[] = [];
+const EXTRA_ROWS: Row[] = [
+  ['analytics.enable', 'POST', '/v1/projects/{project_id}/analytics/enable', ['project:write'], 'write', true], // owners/admins turn product analytics on
+];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */
 const STRICT_BODY = new Set([

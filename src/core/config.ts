@@ -21,6 +21,14 @@ export interface AppConfig {
   logLevel: string;
   /** Worker threads running MCP execute scripts (0: the sandbox default, 2). */
   sandboxPoolSize: number;
+  /**
+   * Product analytics and revenue: `analytics` false answers revenue operations with 403
+   * `coming_soon` (SIGHTLINE_ANALYTICS=off); `secretKey` seals provider keys at rest
+   * (SIGHTLINE_SECRET_KEY); `stripeApiBase` is the Stripe-compatible API the backfill pages
+   * (SIGHTLINE_STRIPE_API_BASE); `maxRangeRows` is the ledger rows a read may cover before 422
+   * RANGE_TOO_LARGE (SIGHTLINE_REVENUE_MAX_RANGE_ROWS).
+   */
+  revenue: { analytics: boolean; secretKey: string | null; stripeApiBase: string; maxRangeRows: number };
 }
 
 function int(v: string | undefined, dflt: number): number {
@@ -58,5 +66,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       overrides.mcpAllowedOrigins ?? (env.SIGHTLINE_MCP_ALLOWED_ORIGINS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',
     sandboxPoolSize: overrides.sandboxPoolSize ?? int(env.SIGHTLINE_SANDBOX_POOL_SIZE, 0),
+    revenue: overrides.revenue ?? {
+      analytics: !['off', '0', 'false'].includes((env.SIGHTLINE_ANALYTICS ?? 'on').toLowerCase()),
+      secretKey: env.SIGHTLINE_SECRET_KEY || null,
+      stripeApiBase: (env.SIGHTLINE_STRIPE_API_BASE ?? 'https://api.stripe.com').replace(/\/+$/, ''),
+      maxRangeRows: int(env.SIGHTLINE_REVENUE_MAX_RANGE_ROWS, 5_000_000),
+    },
   };
 }

@@ -12,6 +12,10 @@ import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
 import { createWriteBatcher } from '../storage/write-batcher.js';
+import { createRevenueRepo, type RevenueRepo } from '../storage/revenue-repo.js';
+import { createAnalyticsRepo, type AnalyticsRepo } from '../storage/analytics-repo.js';
+import { ResultCache } from '../domain/revenue/result-cache.js';
+import { createPaymentsService, type PaymentsService } from './payments.js';
 import type { AppConfig } from './config.js';
 import type { Principal } from './principal.js';
 
@@ -34,16 +38,28 @@ export interface Services {
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
+  /** Revenue ledger, subscriptions, settings and payment-provider connection. */
+  revenue: RevenueRepo;
+  /** Product-analytics capture: events, persons, touches, sessions. */
+  analytics: AnalyticsRepo;
+  /** Revenue read results, kept up to 5 minutes and invalidated by revenue or project changes. */
+  revenueCache: ResultCache;
+  /** Provider webhook/backfill writes and the backfill runner. */
+  payments: PaymentsService;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
     replaySessionFor(projectId: string, replayId: string): string | null;
+    /** The time window of an incident (status pages and monitors fill this in; null = unknown incident). */
+    incidentWindow(projectId: string, incidentId: string): { from: number; to: number } | null;
   };
 }
 
 export function createServices(db: Db, config: AppConfig): Services {
   const errorsIngest = createErrorsIngestRepo(db);
   const ingestMisc = createIngestMiscRepo(db);
+  const revenue = createRevenueRepo(db);
+  const revenueCache = new ResultCache();
   return {
     config,
     identity: createIdentityRepo(db),
@@ -58,9 +74,15 @@ export function createServices(db: Db, config: AppConfig): Services {
     errorsIngest,
     ingestMisc,
     errorGroups: createErrorGroupsRepo(db),
+    revenue,
+    analytics: createAnalyticsRepo(db),
+    revenueCache,
+    payments: createPaymentsService(revenue, config, revenueCache),
     lookups: {
       errorGroupExists: (projectId, id) => errorsIngest.exists(projectId, id),
       replaySessionFor: (projectId, replayId) => ingestMisc.replay(projectId, replayId.replace(/-/g, '').toLowerCase())?.replay_id ?? null,
+      // Incidents arrive with the status pages and monitors module; until then every id is unknown.
+      incidentWindow: () => null,
     },
   };
 }

@@ -10,6 +10,8 @@ import { errorEventFromSentry, feedbackFromSentry, logsFromSentryLogItem, sessio
 import { errorEventsFromSpans, ingestErrorEvents, SpikeGuard } from './pipeline.js';
 import { IngestQuota, ingestIdentity, type IngestIdentity } from './auth.js';
 import type { ErrorEventRecord, LogRecordOut, SpanRecord } from '../domain/telemetry-types.js';
+import { mountPosthogCapture } from './posthog.js';
+import { mountStripeWebhook } from './stripe-webhook.js';
 
 const SENTRY_CORS = {
   'Access-Control-Allow-Origin': '*',
@@ -291,5 +293,7 @@ export function buildIngestRouter(s: Sightline): Router {
       ctx.status = 204;
     });
   }
+  mountPosthogCapture(router, s, (ctx) => readBody(ctx, s));
+  mountStripeWebhook(router, s);
   return router;
 }
