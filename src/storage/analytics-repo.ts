@@ -41,12 +41,12 @@ export function createAnalyticsRepo(db: Db) {
     windowErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND timestamp_ms >= ? AND timestamp_ms <= ?`),
     sessionErrorEvents: db.prepare(`SELECT event_id, tags, payload FROM error_events WHERE project_id = ? AND timestamp_ms >= ? AND timestamp_ms <= ?`),
     replayOfEvent: db.prepare(`SELECT replay_id FROM replays WHERE project_id = ? AND EXISTS (SELECT 1 FROM json_each(replays.error_ids) WHERE value = ?)`),
-    stats: db.prepare(`SELECT (SELECT COUNT(*) FROM capture_events WHERE project_id = ?1 AND ts >= ?2) AS events,
-      (SELECT COUNT(*) FROM analytics_persons WHERE project_id = ?1) AS persons,
-      (SELECT COUNT(*) FROM analytics_persons WHERE project_id = ?1 AND identified = 1) AS identified,
-      (SELECT COUNT(*) FROM analytics_sessions WHERE project_id = ?1 AND last_ts >= ?2) AS sessions,
-      (SELECT MAX(ts) FROM capture_events WHERE project_id = ?1) AS last_event_at`),
-    releaseKnown: db.prepare(`SELECT EXISTS (SELECT 1 FROM error_events WHERE project_id = ?1 AND release = ?2) OR EXISTS (SELECT 1 FROM deployments WHERE project_id = ?1 AND version = ?2) AS known`),
+    stats: db.prepare(`SELECT (SELECT COUNT(*) FROM capture_events WHERE project_id = @p AND ts >= @x) AS events,
+      (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p) AS persons,
+      (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p AND identified = 1) AS identified,
+      (SELECT COUNT(*) FROM analytics_sessions WHERE project_id = @p AND last_ts >= @x) AS sessions,
+      (SELECT MAX(ts) FROM capture_events WHERE project_id = @p) AS last_event_at`),
+    releaseKnown: db.prepare(`SELECT EXISTS (SELECT 1 FROM error_events WHERE project_id = @p AND release = @x) OR EXISTS (SELECT 1 FROM deployments WHERE project_id = @p AND version = @x) AS known`),
     personDistinctIds: db.prepare('SELECT distinct_id FROM analytics_distinct_ids WHERE project_id = ? AND person_id = ? ORDER BY distinct_id'),
   };
 
@@ -197,13 +197,13 @@ export function createAnalyticsRepo(db: Db) {
       return { people: [...new Set(ids.map(key))], identifiedPeople: [...new Set(ids.filter((i) => !!i.identified).map(key))] };
     },
     releaseKnown(projectId: string, version: string): boolean {
-      return !!(s.releaseKnown.get(Number(projectId), version) as { known: number }).known;
+      return !!(s.releaseKnown.get({ p: Number(projectId), x: version }) as { known: number }).known;
     },
     sessionsOfPage(projectId: string, pathname: string, since: number): string[] {
       return (s.sessionsOfPage.all(Number(projectId), pathname, since) as { session_id: string }[]).map((r) => r.session_id);
     },
     stats(projectId: string, since: number): { events: number; persons: number; identified: number; sessions: number; last_event_at: number | null } {
-      return s.stats.get(Number(projectId), since) as any;
+      return s.stats.get({ p: Number(projectId), x: since }) as any;
     },
   };
 }

@@ -81,7 +81,7 @@ function personMeta(o: any): Pick<LedgerWrite, 'distinct_id' | 'anonymous_id' | 
   };
 }
 
-export function chargeToLedger(c: any): LedgerWrite | null {
+export function chargeToLedger(c: any, at = Date.now()): LedgerWrite | null {
   if (!str(c?.id) || typeof c.amount !== 'number' || !str(c.currency)) return null;
   if (c.status && c.status !== 'succeeded') return null;
   if (c.paid === false || c.captured === false) return null;
@@ -90,7 +90,7 @@ export function chargeToLedger(c: any): LedgerWrite | null {
     type: 'payment',
     amount: c.amount,
     currency: c.currency.toUpperCase(),
-    occurred_at: secs(c.created, Date.now()),
+    occurred_at: secs(c.created, at),
     ...(idOf(c.customer) ? { customer_id: idOf(c.customer) } : {}),
     ...personMeta(c),
     ...(idOf(c.invoice) ? { recurring: true } : {}),
@@ -98,7 +98,7 @@ export function chargeToLedger(c: any): LedgerWrite | null {
   };
 }
 
-export function refundToLedger(r: any, charge?: any): LedgerWrite | null {
+export function refundToLedger(r: any, charge?: any, at = Date.now()): LedgerWrite | null {
   if (!str(r?.id) || typeof r.amount !== 'number' || !str(r.currency)) return null;
   const voided = r.status === 'failed' || r.status === 'canceled';
   return {
@@ -106,7 +106,7 @@ export function refundToLedger(r: any, charge?: any): LedgerWrite | null {
     type: 'refund',
     amount: r.amount,
     currency: r.currency.toUpperCase(),
-    occurred_at: secs(r.created, Date.now()),
+    occurred_at: secs(r.created, at),
     ...(idOf(r.charge) ? { parent_id: idOf(r.charge) } : {}),
     ...(charge && idOf(charge.customer) ? { customer_id: idOf(charge.customer) } : {}),
     ...personMeta(charge ?? r),
@@ -114,14 +114,14 @@ export function refundToLedger(r: any, charge?: any): LedgerWrite | null {
   };
 }
 
-export function disputeToLedger(d: any): LedgerWrite | null {
+export function disputeToLedger(d: any, at = Date.now()): LedgerWrite | null {
   if (!str(d?.id) || typeof d.amount !== 'number' || !str(d.currency)) return null;
   return {
     id: d.id,
     type: 'dispute',
     amount: d.amount,
     currency: d.currency.toUpperCase(),
-    occurred_at: secs(d.created, Date.now()),
+    occurred_at: secs(d.created, at),
     ...(idOf(d.charge) ? { parent_id: idOf(d.charge) } : {}),
     ...personMeta(d),
   };
@@ -187,18 +187,18 @@ export function mapStripeEvent(event: any): Mapped {
   switch (event?.type) {
     case 'charge.succeeded':
     case 'charge.captured':
-      push(chargeToLedger(obj));
+      push(chargeToLedger(obj, at));
       break;
     case 'charge.refunded':
-      for (const r of obj?.refunds?.data ?? []) push(refundToLedger(r, obj));
+      for (const r of obj?.refunds?.data ?? []) push(refundToLedger(r, obj, at));
       break;
     case 'refund.created':
     case 'refund.updated':
     case 'charge.refund.updated':
-      push(refundToLedger(obj));
+      push(refundToLedger(obj, undefined, at));
       break;
     case 'charge.dispute.created':
-      push(disputeToLedger(obj));
+      push(disputeToLedger(obj, at));
       break;
     case 'charge.dispute.funds_reinstated':
       push(disputeReversalToLedger(obj, at));
