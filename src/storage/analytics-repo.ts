@@ -41,6 +41,7 @@ export function createAnalyticsRepo(db: Db) {
     windowErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND timestamp_ms >= ? AND timestamp_ms <= ?`),
     sessionErrorEvents: db.prepare(`SELECT event_id, tags, payload FROM error_events WHERE project_id = ? AND timestamp_ms >= ? AND timestamp_ms <= ?`),
     replayOfEvent: db.prepare(`SELECT replay_id FROM replays WHERE project_id = ? AND EXISTS (SELECT 1 FROM json_each(replays.error_ids) WHERE value = ?)`),
+    replayErrors: db.prepare('SELECT error_ids FROM replays WHERE project_id = ? AND replay_id = ?'),
     stats: db.prepare(`SELECT (SELECT COUNT(*) FROM capture_events WHERE project_id = @p AND ts >= @x) AS events,
       (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p) AS persons,
       (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p AND identified = 1) AS identified,
@@ -157,10 +158,13 @@ export function createAnalyticsRepo(db: Db) {
       const row = s.sessionRow.get(pid, sessionId) as any;
       if (!row) return null;
       const ids = s.sessionIds.all(pid, sessionId) as { distinct_id: string; person_id: number | null; identified: number | null }[];
-      const errors: string[] = [];
+      const errors = new Set<string>();
       for (const e of s.sessionErrorEvents.iterate(pid, row.first_ts - 3600_000, row.last_ts + 3600_000) as Iterable<any>) {
-        if (errorEventSession(e) === sessionId || (row.replay_id && errorEventReplay(e) === row.replay_id)) errors.push(e.event_id);
+        if (errorEventSession(e) === sessionId || (row.replay_id && errorEventReplay(e) === row.replay_id)) errors.add(e.event_id);
       }
+      // The Sentry replay of the session lists the error events it saw.
+      const replay = row.replay_id ? (s.replayErrors.get(pid, row.replay_id) as { error_ids: string } | undefined) : undefined;
+      if (replay) for (const id of JSON.parse(replay.error_ids) as string[]) errors.add(id);
       return {
         session_id: sessionId,
         first_ts: row.first_ts,
@@ -168,7 +172,7 @@ export function createAnalyticsRepo(db: Db) {
         replay_id: row.replay_id,
         people: [...new Set(ids.map((i) => (i.person_id !== null ? `p:${i.person_id}` : `d:${i.distinct_id}`)))],
         identified: ids.some((i) => !!i.identified),
-        error_event_ids: errors,
+        error_event_ids: [...errors].sort(),
       };
     },
     /** Sessions linked to error events: by a session tag on the event, else through the event's replay. */
