@@ -26,9 +26,8 @@ export function createAnalyticsRepo(db: Db) {
     moveIds: db.prepare('UPDATE analytics_distinct_ids SET person_id = ? WHERE project_id = ? AND person_id = ?'),
     deletePerson: db.prepare('DELETE FROM analytics_persons WHERE id = ? AND project_id = ?'),
     identify: db.prepare('UPDATE analytics_persons SET identified = 1 WHERE id = ? AND project_id = ?'),
-    touches: db.prepare(`SELECT COALESCE('p:' || m.person_id, 'd:' || t.distinct_id) AS person, t.ts, t.source, t.medium, t.campaign
-      FROM analytics_touches t LEFT JOIN analytics_distinct_ids m ON m.project_id = t.project_id AND m.distinct_id = t.distinct_id
-      WHERE t.project_id = ? AND t.ts >= ? AND t.ts <= ? ORDER BY t.ts`),
+    touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts').raw(true),
+    personMap: db.prepare('SELECT distinct_id, person_id FROM analytics_distinct_ids WHERE project_id = ?').raw(true),
     sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ?'),
     sessionsByReplay: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND replay_id = ?'),
     sessionRow: db.prepare('SELECT * FROM analytics_sessions WHERE project_id = ? AND session_id = ?'),
@@ -138,11 +137,16 @@ export function createAnalyticsRepo(db: Db) {
     },
     /** Touches in [from, to] grouped by person key, each list sorted by time. */
     touchesByPerson(projectId: string, from: number, to: number): Map<string, Touch[]> {
+      const pid = Number(projectId);
+      const persons = new Map<string, string>();
+      for (const [d, p] of s.personMap.all(pid) as [string, number][]) persons.set(d, `p:${p}`);
       const out = new Map<string, Touch[]>();
-      for (const r of s.touches.iterate(Number(projectId), from, to) as Iterable<any>) {
-        let l = out.get(r.person);
-        if (!l) out.set(r.person, (l = []));
-        l.push({ ts: r.ts, source: r.source, medium: r.medium, campaign: r.campaign });
+      for (const [d, ts, source, medium, campaign] of s.touches.all(pid, from, to) as [string, number, string | null, string | null, string | null][]) {
+        const person = persons.get(d) ?? `d:${d}`;
+        const t = { ts, source, medium, campaign };
+        const l = out.get(person);
+        if (l) l.push(t);
+        else out.set(person, [t]);
       }
       return out;
     },

@@ -88,13 +88,14 @@ export function createRevenueRepo(db: Db) {
     rawSeries: db.prepare(`SELECT occurred_at, currency, type, amount FROM revenue_events WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`),
     customers: db.prepare(`SELECT COUNT(DISTINCT customer_key) AS n FROM revenue_events INDEXED BY revenue_events_customers
       WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND type = 'payment' AND status = 'posted'`),
-    rowsWithPeople: db.prepare(`SELECT e.type, e.amount, e.currency, e.occurred_at,
-        COALESCE('p:' || md.person_id, 'p:' || ma.person_id, 'd:' || e.distinct_id, 'd:' || e.anonymous_id) AS person
-      FROM revenue_events e
-      LEFT JOIN analytics_distinct_ids md ON md.project_id = e.project_id AND md.distinct_id = e.distinct_id
-      LEFT JOIN analytics_distinct_ids ma ON ma.project_id = e.project_id AND ma.distinct_id = e.anonymous_id
-      WHERE e.project_id = ? AND e.occurred_at >= ? AND e.occurred_at < ? AND e.status = 'posted'`),
-    subStates: db.prepare('SELECT * FROM revenue_subscriptions WHERE project_id = ? AND effective_at <= ?'),
+    // Covered by revenue_events_people: no look-ups into the table; persons are resolved in JS from one map.
+    rowsScan: db
+      .prepare(`SELECT type, amount, currency, occurred_at, distinct_id, anonymous_id FROM revenue_events INDEXED BY revenue_events_people
+      WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`)
+      .raw(true),
+    personMap: db.prepare('SELECT distinct_id, person_id FROM analytics_distinct_ids WHERE project_id = ?').raw(true),
+    // Primary-key order (subscription, time): a scan of the table, no per-row index look-ups.
+    subStates: db.prepare('SELECT id, status, mrr, currency, effective_at FROM revenue_subscriptions WHERE project_id = ? AND +effective_at <= ?'),
     subGet: db.prepare('SELECT * FROM revenue_subscriptions WHERE project_id = ? AND id = ? AND effective_at = ?'),
     subUpsert: db.prepare(`INSERT INTO revenue_subscriptions (project_id, id, effective_at, status, mrr, currency, customer_id, plan, source, received_at)
       VALUES (@project_id, @id, @effective_at, @status, @mrr, @currency, @customer_id, @plan, @source, @received_at)
@@ -204,7 +205,18 @@ export function createRevenueRepo(db: Db) {
     },
     /** Posted rows in range with a person key: resolved person (`p:`), else the raw distinct (`d:`) or anonymous (`a:`) id, null when neither. */
     rowsWithPeople(projectId: string, from: number, to: number): { type: LedgerType; amount: number; currency: string; occurred_at: number; person: string | null }[] {
-      return s.rowsWithPeople.all(Number(projectId), from, to) as any[];
+      const pid = Number(projectId);
+      const persons = new Map<string, string>();
+      for (const [d, p] of s.personMap.all(pid) as [string, number][]) persons.set(d, `p:${p}`);
+      const key = (d: string | null, a: string | null) =>
+        (d !== null ? persons.get(d) : undefined) ?? (a !== null ? persons.get(a) : undefined) ?? (d !== null ? `d:${d}` : a !== null ? `d:${a}` : null);
+      return (s.rowsScan.all(pid, from, to) as [LedgerType, number, string, number, string | null, string | null][]).map(([type, amount, currency, occurred_at, d, a]) => ({
+        type,
+        amount,
+        currency,
+        occurred_at,
+        person: key(d, a),
+      }));
     },
     list(projectId: string, f: { kind?: LedgerType; from?: number; to?: number; cursor?: { at: number; id: string }; limit: number }): LedgerRow[] {
       const where = ['project_id = ?'];

@@ -44,40 +44,48 @@ export function computeMrr(
   seriesPoints: readonly number[],
   convert: (minor: number, currency: string) => number | null,
 ): MrrResult {
-  // Group by subscription, states ordered by time (stable for equal times: last one sent wins).
+  // Conversion is linear: one factor per currency (null without a rate).
+  const factors = new Map<string, number | null>();
+  const missing = new Set<string>();
+  const value = (s: SubscriptionState | undefined): number => {
+    if (!s || s.mrr <= 0) return 0;
+    let f = factors.get(s.currency);
+    if (f === undefined) factors.set(s.currency, (f = convert(1, s.currency)));
+    if (f === null) {
+      missing.add(s.currency);
+      return 0;
+    }
+    return s.mrr * f;
+  };
+  // Group by subscription (states ordered by time; for equal times the later one in input wins).
   const bySub = new Map<string, SubscriptionState[]>();
   for (const s of states) {
-    let l = bySub.get(s.id);
-    if (!l) bySub.set(s.id, (l = []));
-    l.push(s);
+    const l = bySub.get(s.id);
+    if (l) l.push(s);
+    else bySub.set(s.id, [s]);
   }
   const mv: MrrMovements = { new: 0, expansion: 0, contraction: 0, churn: 0, reactivation: 0 };
   let start = 0;
   let end = 0;
   let activeStart = 0;
   let activeEnd = 0;
-  const missing = new Set<string>();
-  const series = seriesPoints.map((at) => ({ at, mrr: 0 }));
+  // Series by a sweep over value changes: (time, delta) for every state.
+  const changes: { at: number; delta: number }[] = [];
   for (const list of bySub.values()) {
-    list.sort((x, y) => x.effective_at - y.effective_at);
-    const value = (s: SubscriptionState | undefined) => {
-      if (!s || s.mrr <= 0) return 0;
-      const v = convert(s.mrr, s.currency);
-      if (v === null) {
-        missing.add(s.currency);
-        return 0;
-      }
-      return v;
-    };
+    if (list.length > 1) list.sort((x, y) => x.effective_at - y.effective_at);
     let atStart: SubscriptionState | undefined;
     let atEnd: SubscriptionState | undefined;
     let paidBefore = false;
+    let prev = 0;
     for (const s of list) {
       if (s.effective_at <= range.from) {
         if (atStart && atStart.mrr > 0) paidBefore = true;
         atStart = s;
       }
       if (s.effective_at <= range.to) atEnd = s;
+      const v = value(s);
+      if (v !== prev) changes.push({ at: s.effective_at, delta: v - prev });
+      prev = v;
     }
     const a = value(atStart);
     const b = value(atEnd);
@@ -91,12 +99,14 @@ export function computeMrr(
     } else if (a > 0 && b === 0) mv.churn += a;
     else if (b > a) mv.expansion += b - a;
     else if (a > b) mv.contraction += a - b;
-    // Series: MRR at each point, walking the sorted states once.
-    let i = -1;
-    for (let p = 0; p < seriesPoints.length; p++) {
-      while (i + 1 < list.length && list[i + 1]!.effective_at <= seriesPoints[p]!) i++;
-      if (i >= 0) series[p]!.mrr += value(list[i]);
-    }
+  }
+  changes.sort((x, y) => x.at - y.at);
+  const series: { at: number; mrr: number }[] = [];
+  let level = 0;
+  let c = 0;
+  for (const at of seriesPoints) {
+    while (c < changes.length && changes[c]!.at <= at) level += changes[c++]!.delta;
+    series.push({ at, mrr: level });
   }
   return { start_mrr: start, end_mrr: end, movements: mv, series, subscriptions: { active_start: activeStart, active_end: activeEnd }, missing: [...missing].sort() };
 }

@@ -29,6 +29,7 @@ CREATE TABLE revenue_events (
   PRIMARY KEY (project_id, id)
 ) WITHOUT ROWID;
 CREATE INDEX revenue_events_time ON revenue_events(project_id, occurred_at, id);
+CREATE INDEX revenue_events_people ON revenue_events(project_id, occurred_at, status, type, amount, currency, distinct_id, anonymous_id);
 CREATE INDEX revenue_events_customers ON revenue_events(project_id, occurred_at, customer_key) WHERE type = 'payment' AND status = 'posted';
 
 CREATE TABLE revenue_daily (

@@ -45,7 +45,7 @@ CREATE TABLE analytics_touches (
   campaign TEXT,
   referrer TEXT
 );
-CREATE INDEX analytics_touches_time ON analytics_touches(project_id, ts);
+CREATE INDEX analytics_touches_time ON analytics_touches(project_id, ts, distinct_id, source, medium, campaign);
 
 CREATE TABLE analytics_sessions (
   project_id INTEGER NOT NULL,
