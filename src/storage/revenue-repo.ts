@@ -95,7 +95,7 @@ export function createRevenueRepo(db: Db) {
       .raw(true),
     personMap: db.prepare('SELECT distinct_id, person_id FROM analytics_distinct_ids WHERE project_id = ?').raw(true),
     // Primary-key order (subscription, time): a scan of the table, no per-row index look-ups.
-    subStates: db.prepare('SELECT id, status, mrr, currency, effective_at FROM revenue_subscriptions WHERE project_id = ? AND +effective_at <= ?'),
+    subStates: db.prepare('SELECT id, status, mrr, currency, effective_at FROM revenue_subscriptions WHERE project_id = ? AND effective_at <= ?'),
     subGet: db.prepare('SELECT * FROM revenue_subscriptions WHERE project_id = ? AND id = ? AND effective_at = ?'),
     subUpsert: db.prepare(`INSERT INTO revenue_subscriptions (project_id, id, effective_at, status, mrr, currency, customer_id, plan, source, received_at)
       VALUES (@project_id, @id, @effective_at, @status, @mrr, @currency, @customer_id, @plan, @source, @received_at)

@@ -56,7 +56,6 @@ CREATE TABLE revenue_subscriptions (
   received_at INTEGER NOT NULL,
   PRIMARY KEY (project_id, id, effective_at)
 ) WITHOUT ROWID;
-CREATE INDEX revenue_subscriptions_time ON revenue_subscriptions(project_id, effective_at);
 
 CREATE TABLE revenue_settings (
   project_id INTEGER PRIMARY KEY,
