@@ -49,7 +49,7 @@ export const status = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: statusSchema,
   errors: [],
   example: {},

@@ -104,7 +104,7 @@ export const overview = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, ...rangeParams }),
+  input: z.strictObject({ project_id: projectId, ...rangeParams }),
   output: z.object({
     ...rangeOut,
     ...sumsSchema,
@@ -208,7 +208,7 @@ export const mrr = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, ...rangeParams }),
+  input: z.strictObject({ project_id: projectId, ...rangeParams }),
   output: z.object({
     ...rangeOut,
     start_mrr: money,
@@ -262,7 +262,7 @@ export const attribution = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     ...rangeParams,
     model: z.enum(['last_touch', 'first_touch']).default('last_touch'),
@@ -341,7 +341,7 @@ export const impact = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     target: z.enum(['issue', 'incident', 'release', 'page']),
     id: z.string().min(1).max(2048).describe('Error group id, incident id, release version, or a page path starting with /.'),
@@ -466,7 +466,7 @@ export const listEvents = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     kind: z.enum(LEDGER_TYPES).optional().describe('Only rows of this type.'),
     from: isoDateTime.optional(),
@@ -596,7 +596,7 @@ export const getSettings = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: settingsSchema,
   errors: [...analyticsErrors],
   example: {},
@@ -642,7 +642,7 @@ export const status = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({
     provider: z.object({ name: z.string(), connected: z.boolean(), key_hint: z.string().nullable(), connected_at: z.string().nullable() }).nullable(),
     webhook: z.object({ url: z.string(), secret_set: z.boolean(), last_event_at: z.string().nullable(), events_received: z.number().int() }),
