@@ -111,10 +111,20 @@ function request(port: number, method: string, path: string, headers: Record<str
   });
 }
 
+/** A fixed CPU loop (about 100 ms on an idle core here): how contended the machine was while measuring. */
+function cpuProbeMs(): number {
+  const t = performance.now();
+  let x = 0;
+  for (let i = 0; i < 1e8; i++) x += i % 7;
+  if (x < 0) console.log(x);
+  return performance.now() - t;
+}
+
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
 
 async function main() {
   const dbFile = o.db ?? join(mkdtempSync(join(tmpdir(), 'sightline-bench-revenue-')), 'bench.db');
+  const probeBefore = cpuProbeMs();
   console.log(`db ${dbFile}; ledger ${LEDGER}, capture ${CAPTURE} (${HTTP_CAPTURE} over HTTP), ${DAYS} days; load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   let server = await startBenchServer(dbFile);
   if (!server.keys) throw new Error('use an empty --db file: the bench seeds it');
@@ -209,7 +219,7 @@ async function main() {
   console.log(`| capture over HTTP (${HTTP_CAPTURE} events, batches of ${BATCH}, 8 connections) | ${Math.round(capturePerSec).toLocaleString('en')} events/s | ≥ 10,000 events/s |`);
   console.log('\n| read (uncached) | range | status | p50 ms | p95 ms |\n|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.join(' | ')} |`);
-  console.log(`\nledger rows ${LEDGER}, capture events ${CAPTURE}, load after ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(`\nledger rows ${LEDGER}, capture events ${CAPTURE}, load after ${loadavg().map((l) => l.toFixed(1)).join(' ')}; CPU probe ${probeBefore.toFixed(0)} ms before, ${cpuProbeMs().toFixed(0)} ms after (≈100 ms idle)`);
 }
 
 main().catch((err) => {
