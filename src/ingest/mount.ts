@@ -293,7 +293,7 @@ export function buildIngestRouter(s: Sightline): Router {
       ctx.status = 204;
     });
   }
-  mountPosthogCapture(router, s, (ctx) => readBody(ctx, s));
+  mountPosthogCapture(router, s, (ctx) => readBody(ctx, s), (pid, n, t) => quota.take(pid, n, t));
   mountStripeWebhook(router, s);
   return router;
 }

@@ -23,7 +23,13 @@ const CORS = {
 
 const CAPTURE_PATHS = ['/e', '/i/v0/e', '/capture', '/batch', '/track', '/engage'];
 
-export function mountPosthogCapture(router: Router, s: Sightline, readBody: (ctx: Koa.Context) => Promise<Buffer>): void {
+/** `takeQuota` is the per-project ingest quota shared with the other ingestion routes (429 when over). */
+export function mountPosthogCapture(
+  router: Router,
+  s: Sightline,
+  readBody: (ctx: Koa.Context) => Promise<Buffer>,
+  takeQuota: (projectId: string, records: number, now: number) => void = () => {},
+): void {
   const { services } = s;
   const now = () => s.core.now();
 
@@ -46,6 +52,7 @@ export function mountPosthogCapture(router: Router, s: Sightline, readBody: (ctx
     const id = ingestIdentity(services, token, t);
     if (!services.config.revenue.analytics) throw new ForbiddenError('coming_soon', 'Product analytics is not available on this server yet.');
     if (!id.project.product_analytics) throw new ForbiddenError('plan_upgrade_required', 'Product analytics is not enabled for this project.');
+    takeQuota(id.project.id, batch.events.length, t);
     const r = await services.writeBatch(() => services.analytics.ingest(id.project.id, batch.events, t));
     if (r.identityChanged) services.revenueCache.bump(id.project.id);
     ctx.status = 200;
