@@ -179,6 +179,7 @@ const EXTRA_ROWS: Row[] = [
   ['incidents.update', 'PATCH', '/v1/projects/{project_id}/incidents/{incident_id}', ['write'], 'write', false],
   ['ai.getSettings', 'GET', '/v1/projects/{project_id}/ai/settings', ['read'], 'read', false],
   ['ai.updateSettings', 'PATCH', '/v1/projects/{project_id}/ai/settings', ['project:write'], 'write', false],
+  ['analytics.enable', 'POST', '/v1/projects/{project_id}/analytics/enable', ['project:write'], 'write', true], // owners/admins turn product analytics on
 ];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */

@@ -61,6 +61,14 @@ export interface AppConfig {
   monitors: { allowPrivate: string; retentionDays: number };
   /** Outbound mail: SMTP URL (null: the outbox file), sender, outbox file. */
   mail: { smtpUrl: string | null; from: string; outboxFile: string };
+  /**
+   * Product analytics and revenue: `analytics` false answers revenue operations with 403
+   * `coming_soon` (SIGHTLINE_ANALYTICS=off); `secretKey` seals provider keys at rest
+   * (SIGHTLINE_SECRET_KEY); `stripeApiBase` is the Stripe-compatible API the backfill pages
+   * (SIGHTLINE_STRIPE_API_BASE); `maxRangeRows` is the ledger rows a read may cover before 422
+   * RANGE_TOO_LARGE (SIGHTLINE_REVENUE_MAX_RANGE_ROWS).
+   */
+  revenue: { analytics: boolean; secretKey: string | null; stripeApiBase: string; maxRangeRows: number };
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -140,6 +148,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       smtpUrl: env.SIGHTLINE_SMTP_URL || null,
       from: env.SIGHTLINE_MAIL_FROM || 'Sightline <no-reply@localhost>',
       outboxFile: env.SIGHTLINE_OUTBOX || join(dirname(dbFile === ':memory:' ? './data/x' : dbFile), 'outbox.jsonl'),
+    },
+    revenue: overrides.revenue ?? {
+      analytics: !['off', '0', 'false'].includes((env.SIGHTLINE_ANALYTICS ?? 'on').toLowerCase()),
+      secretKey: env.SIGHTLINE_SECRET_KEY || null,
+      stripeApiBase: (env.SIGHTLINE_STRIPE_API_BASE ?? 'https://api.stripe.com').replace(/\/+$/, ''),
+      maxRangeRows: int(env.SIGHTLINE_REVENUE_MAX_RANGE_ROWS, 5_000_000),
     },
   };
 }

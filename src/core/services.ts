@@ -27,6 +27,10 @@ import { createScheduler, type Scheduler } from './scheduler.js';
 import { createEventBus, type EventBus } from './events.js';
 import { createMailer, registerMailJob, type Mailer } from './mail.js';
 import { createMonitoring, type Monitoring } from './monitoring.js';
+import { createRevenueRepo, type RevenueRepo } from '../storage/revenue-repo.js';
+import { createAnalyticsRepo, type AnalyticsRepo } from '../storage/analytics-repo.js';
+import { ResultCache } from '../domain/revenue/result-cache.js';
+import { createPaymentsService, type PaymentsService } from './payments.js';
 import type { AppConfig } from './config.js';
 import type { Principal } from './principal.js';
 
@@ -72,10 +76,20 @@ export interface Services {
   ai: AiRepo;
   /** Release derivation inputs, rollups and new issues (operations/releases.ts). */
   releases: ReleasesRepo;
+  /** Revenue ledger, subscriptions, settings and payment-provider connection. */
+  revenue: RevenueRepo;
+  /** Product-analytics capture: events, persons, touches, sessions. */
+  analytics: AnalyticsRepo;
+  /** Revenue read results, kept up to 5 minutes and invalidated by revenue or project changes. */
+  revenueCache: ResultCache;
+  /** Provider webhook/backfill writes and the backfill runner. */
+  payments: PaymentsService;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
     replaySessionFor(projectId: string, replayId: string): string | null;
+    /** The time window of an incident (status pages and monitors fill this in; null = unknown incident). */
+    incidentWindow(projectId: string, incidentId: string): { from: number; to: number } | null;
   };
 }
 
@@ -101,6 +115,8 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   registerMailJob(scheduler, mailer);
   monitoring.register();
   const ai = createAiRepo(db);
+  const revenue = createRevenueRepo(db);
+  const revenueCache = new ResultCache();
   return {
     scheduler,
     events,
@@ -127,9 +143,19 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     errorGroups: createErrorGroupsRepo(db),
     ai,
     releases: createReleasesRepo(db),
+    revenue,
+    analytics: createAnalyticsRepo(db),
+    revenueCache,
+    payments: createPaymentsService(revenue, config, revenueCache),
     lookups: {
       errorGroupExists: (projectId, id) => errorsIngest.exists(projectId, id),
       replaySessionFor: (projectId, replayId) => ingestMisc.replay(projectId, replayId.replace(/-/g, '').toLowerCase())?.replay_id ?? null,
+      // An incident (UUID or its display id INC-12) spans from its start to its resolution, or to now while open.
+      incidentWindow: (projectId, incidentId) => {
+        const m = /^INC-(\d+)$/i.exec(incidentId);
+        const row = m ? incidents.byNumber(projectId, Number(m[1])) : incidents.get(projectId, incidentId);
+        return row ? { from: row.started_at, to: row.resolved_at ?? now() } : null;
+      },
     },
   };
 }

@@ -14,6 +14,8 @@ import { ingestLimitsFromEnv, type IngestLimits } from './limits.js';
 import { sharedDecodePool, type IngestRun } from './worker/pool.js';
 import type { IngestHead, IngestJob } from './process.js';
 import { mountAiIngest } from './ai-mount.js';
+import { mountPosthogCapture } from './posthog.js';
+import { mountStripeWebhook } from './stripe-webhook.js';
 
 const SENTRY_CORS = {
   'Access-Control-Allow-Origin': '*',
@@ -299,5 +301,7 @@ export function buildIngestRouter(s: Sightline): Router {
     });
   }
   mountAiIngest(router, s, { readBody: (ctx) => readIngestBody(ctx, bodyLimits), quota });
+  mountPosthogCapture(router, s, (ctx) => readIngestBody(ctx, bodyLimits), (pid, n, t) => quota.take(pid, n, t));
+  mountStripeWebhook(router, s);
   return router;
 }

@@ -167,4 +167,19 @@ export const SEARCH_EVAL: readonly SearchTask[] = [
   { task: 'how is the project doing right now', operationId: 'observability.summary' },
   { task: 'spans of one trace as a waterfall', operationId: 'traces.get' },
   { task: 'which endpoints are slowest', operationId: 'traces.operations' },
+
+  // product analytics and revenue
+  { task: 'is product analytics turned on, how many capture events and persons', operationId: 'analytics.status' },
+  { task: 'how much revenue did we make this month, net of refunds and disputes', operationId: 'revenue.overview' },
+  { task: 'gross revenue by currency and by plan compared with the previous period', operationId: 'revenue.overview' },
+  { task: 'monthly recurring revenue movements: new, expansion, churn', operationId: 'revenue.mrr' },
+  { task: 'what is our MRR and how much churned', operationId: 'revenue.mrr' },
+  { task: 'how much revenue is at risk because of this error group', operationId: 'revenue.impact' },
+  { task: 'which marketing source or utm campaign brings the most revenue', operationId: 'revenue.attribution' },
+  { task: 'list ledger rows: payments, refunds and disputes', operationId: 'revenue.listEvents' },
+  { task: 'send payment and refund events to the revenue ledger', operationId: 'revenue.sendEvents' },
+  { task: 'record subscription state changes for MRR', operationId: 'revenue.sendSubscriptions' },
+  { task: 'which reporting currency do revenue reads use', operationId: 'revenue.getSettings' },
+  { task: 'set the reporting currency to EUR', operationId: 'revenue.updateSettings' },
+  { task: 'is the payment provider connected, webhook and backfill progress', operationId: 'revenue.status' },
 ];

@@ -12,6 +12,9 @@ import { m029ExpiryIndexes } from './029-expiry-indexes.js';
 import { m017Status } from './017-status.js';
 import { m020AgentObservations } from './020-agent-observations.js';
 import { m014ReleaseRollups } from './014-release-rollups.js';
+import { m023Revenue } from './023-revenue.js';
+import { m024Analytics } from './024-analytics.js';
+import { m025Payments } from './025-payments.js';
 
 export interface Migration {
   version: number;
@@ -22,7 +25,7 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m027ServerState, m028Retention, m029ExpiryIndexes];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes];
 
 /** The schema version this code writes: a database with a higher user_version comes from a newer Sightline. */
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -1,0 +1,243 @@
+/**
+ * Product-analytics capture storage: events, persons (distinct ids merged by $identify and
+ * $create_alias), marketing touches and sessions. Distinct ids with no person row are anonymous
+ * visitors; a person key is `p:<person id>` for a mapped id, else `d:<distinct id>`.
+ */
+import type { Db } from './db.js';
+import { touchOf, type CaptureEvent } from '../domain/analytics/capture.js';
+import type { Touch } from '../domain/revenue/attribution.js';
+
+export type MergeOutcome = 'merged' | 'linked' | 'refused_identified' | 'noop';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+export function createAnalyticsRepo(db: Db) {
+  const s = {
+    insertEvent: db.prepare('INSERT INTO capture_events (project_id, ts, event, distinct_id, session_id, pathname, uuid, properties, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    insertTouch: db.prepare('INSERT INTO analytics_touches (project_id, distinct_id, ts, source, medium, campaign, referrer) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    session: db.prepare(`INSERT INTO analytics_sessions (project_id, session_id, first_ts, last_ts, events, pageviews, replay_id) VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (project_id, session_id) DO UPDATE SET first_ts = MIN(first_ts, excluded.first_ts), last_ts = MAX(last_ts, excluded.last_ts),
+        events = events + excluded.events, pageviews = pageviews + excluded.pageviews, replay_id = COALESCE(excluded.replay_id, replay_id)`),
+    sessionId: db.prepare('INSERT OR IGNORE INTO analytics_session_ids (project_id, session_id, distinct_id) VALUES (?, ?, ?)'),
+    sessionPage: db.prepare(`INSERT INTO analytics_session_pages (project_id, pathname, session_id, last_ts) VALUES (?, ?, ?, ?)
+      ON CONFLICT (project_id, pathname, session_id) DO UPDATE SET last_ts = MAX(last_ts, excluded.last_ts)`),
+    personOf: db.prepare('SELECT d.person_id, p.identified FROM analytics_distinct_ids d JOIN analytics_persons p ON p.id = d.person_id WHERE d.project_id = ? AND d.distinct_id = ?'),
+    newPerson: db.prepare('INSERT INTO analytics_persons (project_id, identified, created_at) VALUES (?, ?, ?)'),
+    mapId: db.prepare('INSERT INTO analytics_distinct_ids (project_id, distinct_id, person_id) VALUES (?, ?, ?) ON CONFLICT (project_id, distinct_id) DO UPDATE SET person_id = excluded.person_id'),
+    moveIds: db.prepare('UPDATE analytics_distinct_ids SET person_id = ? WHERE project_id = ? AND person_id = ?'),
+    deletePerson: db.prepare('DELETE FROM analytics_persons WHERE id = ? AND project_id = ?'),
+    identify: db.prepare('UPDATE analytics_persons SET identified = 1 WHERE id = ? AND project_id = ?'),
+    touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts').raw(true),
+    personMap: db.prepare('SELECT distinct_id, person_id FROM analytics_distinct_ids WHERE project_id = ?').raw(true),
+    sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ?'),
+    sessionsByReplay: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND replay_id = ?'),
+    sessionRow: db.prepare('SELECT * FROM analytics_sessions WHERE project_id = ? AND session_id = ?'),
+    sessionIds: db.prepare(`SELECT i.distinct_id, m.person_id, p.identified FROM analytics_session_ids i
+      LEFT JOIN analytics_distinct_ids m ON m.project_id = i.project_id AND m.distinct_id = i.distinct_id
+      LEFT JOIN analytics_persons p ON p.id = m.person_id WHERE i.project_id = ? AND i.session_id = ?`),
+    sessionsInWindow: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND last_ts >= ? AND first_ts <= ?'),
+    groupErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND (group_id = ? OR fingerprint_group_id = ?) AND timestamp_ms >= ?`),
+    releaseErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND release = ? AND timestamp_ms >= ?`),
+    windowErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND timestamp_ms >= ? AND timestamp_ms <= ?`),
+    sessionErrorEvents: db.prepare(`SELECT event_id, tags, payload FROM error_events WHERE project_id = ? AND timestamp_ms >= ? AND timestamp_ms <= ?`),
+    replayOfEvent: db.prepare(`SELECT replay_id FROM replays WHERE project_id = ? AND EXISTS (SELECT 1 FROM json_each(replays.error_ids) WHERE value = ?)`),
+    replayErrors: db.prepare('SELECT error_ids FROM replays WHERE project_id = ? AND replay_id = ?'),
+    stats: db.prepare(`SELECT (SELECT COUNT(*) FROM capture_events WHERE project_id = @p AND ts >= @x) AS events,
+      (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p) AS persons,
+      (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p AND identified = 1) AS identified,
+      (SELECT COUNT(*) FROM analytics_sessions WHERE project_id = @p AND last_ts >= @x) AS sessions,
+      (SELECT MAX(ts) FROM capture_events WHERE project_id = @p) AS last_event_at`),
+    releaseKnown: db.prepare(`SELECT EXISTS (SELECT 1 FROM error_events WHERE project_id = @p AND release = @x) OR EXISTS (SELECT 1 FROM deployments WHERE project_id = @p AND version = @x) AS known`),
+    personDistinctIds: db.prepare('SELECT distinct_id FROM analytics_distinct_ids WHERE project_id = ? AND person_id = ? ORDER BY distinct_id'),
+  };
+
+  function personOf(pid: number, distinctId: string): { person_id: number; identified: number } | undefined {
+    return s.personOf.get(pid, distinctId) as any;
+  }
+
+  /**
+   * Merge `source` into the person of `target` (spec: $identify and $create_alias merge anonymous ids
+   * into a person; refused when the source is already identified). The target's person ends identified.
+   */
+  function merge(pid: number, target: string, source: string, now: number): MergeOutcome {
+    const pt = personOf(pid, target);
+    const ps = personOf(pid, source);
+    if (pt && ps && pt.person_id === ps.person_id) {
+      s.identify.run(pt.person_id, pid);
+      return 'noop';
+    }
+    if (ps && ps.identified) {
+      // The source already belongs to an identified person: never fold one known user into another.
+      if (!pt) s.mapId.run(pid, target, Number(s.newPerson.run(pid, 1, now).lastInsertRowid));
+      else s.identify.run(pt.person_id, pid);
+      return 'refused_identified';
+    }
+    if (pt && ps) {
+      s.moveIds.run(pt.person_id, pid, ps.person_id);
+      s.deletePerson.run(ps.person_id, pid);
+      s.identify.run(pt.person_id, pid);
+      return 'merged';
+    }
+    if (pt) {
+      s.mapId.run(pid, source, pt.person_id);
+      s.identify.run(pt.person_id, pid);
+      return 'linked';
+    }
+    if (ps) {
+      s.mapId.run(pid, target, ps.person_id);
+      s.identify.run(ps.person_id, pid);
+      return 'linked';
+    }
+    const person = Number(s.newPerson.run(pid, 1, now).lastInsertRowid);
+    s.mapId.run(pid, target, person);
+    s.mapId.run(pid, source, person);
+    return 'linked';
+  }
+
+  return {
+    /** Store one batch of capture events (call inside a transaction). Returns merges refused. */
+    ingest(projectId: string, events: readonly CaptureEvent[], now: number): { stored: number; refusedMerges: number; identityChanged: boolean } {
+      const pid = Number(projectId);
+      let refused = 0;
+      let identityChanged = false;
+      const sessions = new Map<string, { first: number; last: number; events: number; pageviews: number; replay: string | null; ids: Set<string>; pages: Map<string, number> }>();
+      for (const e of events) {
+        s.insertEvent.run(pid, e.ts, e.event, e.distinct_id, e.session_id, e.pathname, e.uuid, JSON.stringify(e.properties), now);
+        if (e.merge_from) {
+          const r = merge(pid, e.distinct_id, e.merge_from, now);
+          if (r === 'refused_identified') refused++;
+          identityChanged = true;
+        } else if (e.event === '$identify') {
+          // identify() without an anonymous id still marks the person identified.
+          const p = personOf(pid, e.distinct_id);
+          if (p) s.identify.run(p.person_id, pid);
+          else s.mapId.run(pid, e.distinct_id, Number(s.newPerson.run(pid, 1, now).lastInsertRowid));
+          identityChanged = true;
+        }
+        const t = touchOf(e);
+        if (t) s.insertTouch.run(pid, e.distinct_id, e.ts, t.source, t.medium, t.campaign, e.referrer);
+        if (e.session_id) {
+          let ss = sessions.get(e.session_id);
+          if (!ss) sessions.set(e.session_id, (ss = { first: e.ts, last: e.ts, events: 0, pageviews: 0, replay: null, ids: new Set(), pages: new Map() }));
+          ss.first = Math.min(ss.first, e.ts);
+          ss.last = Math.max(ss.last, e.ts);
+          ss.events++;
+          if (e.event === '$pageview') ss.pageviews++;
+          if (e.replay_id) ss.replay = e.replay_id;
+          ss.ids.add(e.distinct_id);
+          if (e.merge_from) ss.ids.add(e.merge_from);
+          if (e.pathname && (e.event === '$pageview' || e.event === '$exception')) ss.pages.set(e.pathname, Math.max(ss.pages.get(e.pathname) ?? 0, e.ts));
+        }
+      }
+      for (const [id, ss] of sessions) {
+        s.session.run(pid, id, ss.first, ss.last, ss.events, ss.pageviews, ss.replay);
+        for (const d of ss.ids) s.sessionId.run(pid, id, d);
+        for (const [p, ts] of ss.pages) s.sessionPage.run(pid, p, id, ts);
+      }
+      return { stored: events.length, refusedMerges: refused, identityChanged };
+    },
+    /** Touches in [from, to] grouped by person key, each list sorted by time. */
+    touchesByPerson(projectId: string, from: number, to: number): Map<string, Touch[]> {
+      const pid = Number(projectId);
+      const persons = new Map<string, string>();
+      for (const [d, p] of s.personMap.all(pid) as [string, number][]) persons.set(d, `p:${p}`);
+      const out = new Map<string, Touch[]>();
+      for (const [d, ts, source, medium, campaign] of s.touches.all(pid, from, to) as [string, number, string | null, string | null, string | null][]) {
+        const person = persons.get(d) ?? `d:${d}`;
+        const t = { ts, source, medium, campaign };
+        const l = out.get(person);
+        if (l) l.push(t);
+        else out.set(person, [t]);
+      }
+      return out;
+    },
+    person(projectId: string, distinctId: string): { id: string; identified: boolean; distinct_ids: string[] } | null {
+      const p = personOf(Number(projectId), distinctId);
+      if (!p) return null;
+      const ids = (s.personDistinctIds.all(Number(projectId), p.person_id) as { distinct_id: string }[]).map((r) => r.distinct_id);
+      return { id: String(p.person_id), identified: !!p.identified, distinct_ids: ids };
+    },
+    /** A session with its distinct ids, person keys, identified flag, linked replay and error event ids. */
+    session(projectId: string, sessionId: string): { session_id: string; first_ts: number; last_ts: number; replay_id: string | null; people: string[]; identified: boolean; error_event_ids: string[] } | null {
+      const pid = Number(projectId);
+      const row = s.sessionRow.get(pid, sessionId) as any;
+      if (!row) return null;
+      const ids = s.sessionIds.all(pid, sessionId) as { distinct_id: string; person_id: number | null; identified: number | null }[];
+      const errors = new Set<string>();
+      for (const e of s.sessionErrorEvents.iterate(pid, row.first_ts - 3600_000, row.last_ts + 3600_000) as Iterable<any>) {
+        if (errorEventSession(e) === sessionId || (row.replay_id && errorEventReplay(e) === row.replay_id)) errors.add(e.event_id);
+      }
+      // The Sentry replay of the session lists the error events it saw.
+      const replay = row.replay_id ? (s.replayErrors.get(pid, row.replay_id) as { error_ids: string } | undefined) : undefined;
+      if (replay) for (const id of JSON.parse(replay.error_ids) as string[]) errors.add(id);
+      return {
+        session_id: sessionId,
+        first_ts: row.first_ts,
+        last_ts: row.last_ts,
+        replay_id: row.replay_id,
+        people: [...new Set(ids.map((i) => (i.person_id !== null ? `p:${i.person_id}` : `d:${i.distinct_id}`)))],
+        identified: ids.some((i) => !!i.identified),
+        error_event_ids: [...errors].sort(),
+      };
+    },
+    /** Sessions linked to error events: by a session tag on the event, else through the event's replay. */
+    sessionsOfErrors(projectId: string, q: { groupId?: string; release?: string; window?: { from: number; to: number }; since: number }): { errorEvents: number; sessions: string[] } {
+      const pid = Number(projectId);
+      const rows = (
+        q.groupId !== undefined
+          ? s.groupErrorEvents.all(pid, q.groupId, q.groupId, q.since)
+          : q.release !== undefined
+            ? s.releaseErrorEvents.all(pid, q.release, q.since)
+            : s.windowErrorEvents.all(pid, q.window!.from, q.window!.to)
+      ) as any[];
+      const sessions = new Set<string>();
+      for (const e of rows) {
+        const sid = errorEventSession(e);
+        if (sid) sessions.add(sid);
+        const replay = errorEventReplay(e) ?? (s.replayOfEvent.get(pid, e.event_id) as { replay_id: string } | undefined)?.replay_id;
+        if (replay) for (const r of s.sessionsByReplay.all(pid, replay) as { session_id: string }[]) sessions.add(r.session_id);
+      }
+      return { errorEvents: rows.length, sessions: [...sessions] };
+    },
+    /** Person keys of a session's distinct ids and whether any of them is an identified person. */
+    sessionPeople(projectId: string, sessionId: string): { people: string[]; identifiedPeople: string[] } {
+      const ids = s.sessionIds.all(Number(projectId), sessionId) as { distinct_id: string; person_id: number | null; identified: number | null }[];
+      const key = (i: (typeof ids)[number]) => (i.person_id !== null ? `p:${i.person_id}` : `d:${i.distinct_id}`);
+      return { people: [...new Set(ids.map(key))], identifiedPeople: [...new Set(ids.filter((i) => !!i.identified).map(key))] };
+    },
+    releaseKnown(projectId: string, version: string): boolean {
+      return !!(s.releaseKnown.get({ p: Number(projectId), x: version }) as { known: number }).known;
+    },
+    sessionsOfPage(projectId: string, pathname: string, since: number): string[] {
+      return (s.sessionsOfPage.all(Number(projectId), pathname, since) as { session_id: string }[]).map((r) => r.session_id);
+    },
+    stats(projectId: string, since: number): { events: number; persons: number; identified: number; sessions: number; last_event_at: number | null } {
+      return s.stats.get({ p: Number(projectId), x: since }) as any;
+    },
+  };
+}
+
+/** The capture session an error event belongs to: `posthog_session_id` / `$session_id` / `session_id` tag or context. */
+function errorEventSession(e: { tags: string; payload?: string }): string | null {
+  try {
+    const tags = JSON.parse(e.tags);
+    const pick = (o: any) => (o && typeof o === 'object' ? (o.posthog_session_id ?? o.$session_id ?? o.session_id) : undefined);
+    const fromTags = Array.isArray(tags) ? (tags.find((t: any) => Array.isArray(t) && ['posthog_session_id', '$session_id', 'session_id'].includes(t[0]))?.[1]) : pick(tags);
+    if (typeof fromTags === 'string' && fromTags) return fromTags;
+  } catch {
+    /* tags are always JSON; ignore a bad row */
+  }
+  return null;
+}
+
+function errorEventReplay(e: { payload?: string }): string | null {
+  if (!e.payload) return null;
+  try {
+    const p = JSON.parse(e.payload);
+    const r = p?.contexts?.replay?.replay_id ?? p?.tags?.replayId;
+    return typeof r === 'string' ? r.replace(/-/g, '').toLowerCase() : null;
+  } catch {
+    return null;
+  }
+}
+
+export type AnalyticsRepo = ReturnType<typeof createAnalyticsRepo>;
