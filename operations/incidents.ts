@@ -67,7 +67,7 @@ export const list = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     status: z.enum(['open', 'resolved', 'all']).default('all'),
     monitor_id: uuid('monitor id').optional(),
@@ -94,7 +94,7 @@ export const get = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, incident_id: incidentIdParam }),
+  input: z.strictObject({ project_id: projectId, incident_id: incidentIdParam }),
   output: incidentWithTimeline,
   errors: [{ status: 404, code: 'not_found', when: 'no such incident in this project' }],
   example: { incident_id: 'INC-12' },

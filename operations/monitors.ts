@@ -163,7 +163,7 @@ export const list = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     kind: z.enum(['http', 'cron']).optional(),
     state: z.enum(MONITOR_STATES).optional(),
@@ -189,7 +189,7 @@ export const get = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, monitor_id: monitorIdParam }),
+  input: z.strictObject({ project_id: projectId, monitor_id: monitorIdParam }),
   output: monitorSchema,
   errors: [{ status: 404, code: 'not_found', when: 'no such monitor in this project' }],
   example: { monitor_id: '0f8fad5b-d9cb-469f-a165-70867728950e' },
@@ -365,7 +365,7 @@ export const del = defineOperation({
   risk: 'write',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, monitor_id: monitorIdParam }),
+  input: z.strictObject({ project_id: projectId, monitor_id: monitorIdParam }),
   output: z.object({ id: z.string(), deleted: z.literal(true) }),
   errors: [{ status: 404, code: 'not_found', when: 'no such monitor' }],
   example: { monitor_id: '0f8fad5b-d9cb-469f-a165-70867728950e' },
@@ -401,7 +401,7 @@ export const listResults = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({
+  input: z.strictObject({
     project_id: projectId,
     monitor_id: monitorIdParam,
     from: isoDateTime.optional(),

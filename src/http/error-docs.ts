@@ -39,6 +39,8 @@ export const GENERAL_ERRORS: readonly { status: number; code: string; when: stri
   { status: 400, code: 'invalid_json', when: 'The request body is not a JSON object.' },
   { status: 400, code: 'response_too_large', when: 'The answer would exceed the response size cap (SIGHTLINE_MAX_RESPONSE_BYTES); narrow the request (lower `limit`, a shorter window, more filters).' },
   { status: 400, code: 'too_many_items', when: 'Ingest: a batch holds more items than the endpoint takes (1,000 for Langfuse and AI batches).' },
+  { status: 400, code: 'invalid_capture', when: 'PostHog capture: the body holds no event the server can read (JSON, gzip, base64 or form `data=`).' },
+  { status: 409, code: 'event_replayed', when: 'Payment webhook: this provider event id was applied before; nothing changed.' },
   { status: 415, code: 'unsupported_encoding', when: 'Ingest: a stacked Content-Encoding (such as `gzip, gzip`) or one the server does not decode.' },
   { status: 503, code: 'storage_unavailable', when: 'The database cannot take the write (disk full, read-only or locked file); nothing from the request was stored. Retry after `Retry-After` seconds.' },
   { status: 400, code: 'invalid_encoding', when: 'Ingest: the body could not be decompressed, or it uses a stacked or unknown Content-Encoding.' },
