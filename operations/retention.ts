@@ -17,7 +17,7 @@ const retentionOut = z.object({
 });
 
 const SURVIVES =
-  'Error groups keep their lifetime event counts, first/last seen and workflow state after their events expire; log count rollups follow the logs; feedback, deployments, keys and settings never expire.';
+  'Error groups keep their lifetime event counts, first/last seen and workflow state after their events expire; log count rollups follow the logs; AI hourly rollups and session/user summaries and the daily revenue rollup outlive their raw rows; feedback, deployments, keys and settings never expire.';
 
 function view(ctx: HandlerContext): z.input<typeof retentionOut> {
   const settings = ctx.services.retention.settings(ctx.project!.id);

@@ -38,6 +38,12 @@ export const EXPIRY_TARGETS: ExpiryTarget[] = [
   { kind: 'sessions', table: 'sessions', time: 'started_ms', unitMs: 1, key: ['project_id', 'session_id'] },
   { kind: 'sessions', table: 'session_aggregates', time: 'started_ms', unitMs: 1, key: ['rowid'] },
   { kind: 'check_ins', table: 'check_ins', time: 'received_ms', unitMs: 1, key: ['project_id', 'check_in_id', 'status'] },
+  // AI observations and scores: the hourly rollups and session/user summaries outlive them.
+  { kind: 'agent_observations', table: 'agent_observations', time: 'started_ms', unitMs: 1, key: ['id'] },
+  { kind: 'agent_scores', table: 'agent_scores', time: 'started_ms', unitMs: 1, key: ['id'] },
+  { kind: 'capture_events', table: 'capture_events', time: 'ts', unitMs: 1, key: ['rowid'] },
+  // Ledger rows: the daily revenue rollup outlives them (revenue reads cover at most 400 days).
+  { kind: 'revenue_ledger', table: 'revenue_events', time: 'occurred_at', unitMs: 1, key: ['project_id', 'id'] },
   { kind: 'ingest_outcomes', table: 'ingest_outcomes', time: 'minute', unitMs: 60_000, key: ['project_id', 'minute', 'category', 'reason'] },
 ];
 

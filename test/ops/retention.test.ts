@@ -97,6 +97,21 @@ describe('retention', () => {
     expect(reset.body.kinds.logs.source).toBe('default');
   });
 
+  it('expires the other domains\' telemetry too (capture events here), every target compiling at start', async () => {
+    clock = T0;
+    t = await start();
+    const s = t;
+    const ins = s.s.db.prepare("INSERT INTO capture_events (project_id, ts, event, distinct_id, properties, received_at) VALUES (?, ?, '$pageview', 'd1', '{}', ?)");
+    ins.run(Number(s.projectId), T0 - 401 * DAY, T0 - 401 * DAY);
+    ins.run(Number(s.projectId), T0 - 10 * DAY, T0 - 10 * DAY);
+    const report = await s.s.retention.runOnce();
+    expect(report.expired).toEqual({ capture_events: 1 });
+    expect(count(s, 'SELECT count(*) FROM capture_events')).toBe(1);
+    const kinds = (await api(s, 'GET', `/v1/projects/${s.projectId}/retention`, { key: s.keys.admin })).body.kinds;
+    expect(kinds.agent_observations).toEqual({ days: 90, default: 90, source: 'default' });
+    expect(kinds.revenue_ledger).toEqual({ days: 400, default: 400, source: 'default' });
+  });
+
   it('returns the freed space to the file system', async () => {
     clock = T0;
     t = await start({ batchRows: 500 });

@@ -14,6 +14,10 @@ export const RETENTION_DEFAULTS = {
   sessions: 90,
   check_ins: 90,
   ingest_outcomes: 90,
+  agent_observations: 90,
+  agent_scores: 90,
+  capture_events: 400,
+  revenue_ledger: 400,
 } as const satisfies Record<string, number>;
 
 export type RetentionKind = keyof typeof RETENTION_DEFAULTS;
