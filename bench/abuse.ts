@@ -209,7 +209,8 @@ async function main() {
       setup: async () => {
         const reg = (await (await afetch(`${ready.mcpUrl}/register`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          // From the sign-in attacker's own address: the fake-key attack before it has this client's address throttled.
+          headers: { 'content-type': 'application/json', ...SIGN_IN_ATTACKER },
           body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:45999/callback'], token_endpoint_auth_method: 'none', client_name: 'abuse', grant_types: ['authorization_code'] }),
         })).json()) as { client_id: string };
         const u = new URL(`${ready.mcpUrl}/authorize`);
