@@ -1,4 +1,5 @@
 /** Small helpers the benchmark scripts share. */
+import http from 'node:http';
 import { createServer } from 'node:net';
 
 /** A free TCP port on loopback. */
@@ -67,3 +68,42 @@ export async function startBenchServer(dbFile: string, env: Record<string, strin
     : null;
   return { child, port, keys };
 }
+
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+/** One HTTP request to a bench server on loopback, over a shared keep-alive agent. */
+export function request(port: number, method: string, path: string, headers: Record<string, string | number>, body?: Buffer | string): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method, agent: keepAlive, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Nearest-rank percentile of sorted values (q from 0 to 1). */
+export const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+
+/** `runs` sequential GETs of `path()` after one warm-up call (statement preparation, page cache); any non-200 aborts. */
+export async function timeGet(port: number, key: string, label: string, path: () => string, runs: number): Promise<{ label: string; p50: number; p95: number; max: number; bytes: number }> {
+  const headers = { 'x-service-key': key };
+  const warm = await request(port, 'GET', path(), headers);
+  if (warm.status !== 200) throw new Error(`${label}: ${warm.status} ${warm.body.toString().slice(0, 300)}`);
+  const ms: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    const r = await request(port, 'GET', path(), headers);
+    ms.push(performance.now() - t0);
+    if (r.status !== 200) throw new Error(`${label}: ${r.status} ${r.body.toString().slice(0, 300)}`);
+    bytes = r.body.length;
+  }
+  ms.sort((a, b) => a - b);
+  return { label, p50: pct(ms, 0.5), p95: pct(ms, 0.95), max: ms[ms.length - 1]!, bytes };
+}
+
+/** Closes the keep-alive sockets `request` keeps open, so the bench process can exit. */
+export const closeRequests = () => keepAlive.destroy();

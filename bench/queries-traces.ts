@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
-import { rng, attr, startBenchServer } from './lib.js';
+import { rng, attr, startBenchServer, request, pct, timeGet, closeRequests } from './lib.js';
 
 const { values: opts, positionals } = parseArgs({ options: { db: { type: 'string' } }, allowPositionals: true });
 const TARGET_SPANS = Number(positionals[0] ?? 1_000_000);
@@ -242,19 +242,7 @@ function encode(spans: GenSpan[]): Buffer {
 
 // ---- HTTP ---------------------------------------------------------------------------------------
 
-const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 
-function request(port: number, method: string, path: string, headers: Record<string, string | number>, body?: Buffer): Promise<{ status: number; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method, agent, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 async function seed(port: number, ingestKey: string, nowMs: number): Promise<{ spans: number; traces: number; seconds: number; sampleTraceIds: string[]; errorTraceIds: string[] }> {
   // Traces start evenly over the day (by the share of spans produced so far), newest a minute ago.
@@ -320,25 +308,7 @@ async function seed(port: number, ingestKey: string, nowMs: number): Promise<{ s
 
 // ---- timing -------------------------------------------------------------------------------------
 
-const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
-
-async function time(port: number, key: string, label: string, paths: () => string): Promise<{ label: string; p50: number; p95: number; max: number; bytes: number }> {
-  const headers = { 'x-service-key': key };
-  // one warm-up call (first-use statement preparation, page cache)
-  const warm = await request(port, 'GET', paths(), headers);
-  if (warm.status !== 200) throw new Error(`${label}: ${warm.status} ${warm.body.toString().slice(0, 300)}`);
-  const ms: number[] = [];
-  let bytes = 0;
-  for (let i = 0; i < RUNS; i++) {
-    const t0 = performance.now();
-    const r = await request(port, 'GET', paths(), headers);
-    ms.push(performance.now() - t0);
-    if (r.status !== 200) throw new Error(`${label}: ${r.status} ${r.body.toString().slice(0, 300)}`);
-    bytes = r.body.length;
-  }
-  ms.sort((a, b) => a - b);
-  return { label, p50: pct(ms, 0.5), p95: pct(ms, 0.95), max: ms[ms.length - 1]!, bytes };
-}
+const time = (port: number, key: string, label: string, path: () => string) => timeGet(port, key, label, path, RUNS);
 
 async function main() {
   const dbFile = opts.db ?? join(mkdtempSync(join(tmpdir(), 'sl-bench-traces-')), 'bench.db');
@@ -395,7 +365,7 @@ async function main() {
   } finally {
     const exited = child.exitCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
-    agent.destroy();
+    closeRequests();
     await exited;
     // A seeded database is kept only when asked for (--db); the temporary one is removed.
     if (!opts.db) rmSync(dirname(dbFile), { recursive: true, force: true });

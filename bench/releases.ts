@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
-import { attr, rng, startBenchServer } from './lib.js';
+import { attr, rng, startBenchServer, request, pct, timeGet } from './lib.js';
 
 const { values: opts } = parseArgs({ options: { db: { type: 'string' }, spans: { type: 'string' }, runs: { type: 'string' } } });
 const TARGET_SPANS = Number(opts.spans ?? 5_000_000);
@@ -31,19 +31,7 @@ const BATCH = 512;
 const CONNECTIONS = 4;
 
 const rand = rng(7);
-const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 
-function request(port: number, method: string, path: string, headers: Record<string, string | number>, body?: Buffer | string): Promise<{ status: number; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path, method, agent, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 const ns = (ms: number) => (BigInt(Math.round(ms)) * 1_000_000n).toString();
 
@@ -169,24 +157,8 @@ async function pool(jobs: Array<() => Promise<void>>): Promise<void> {
   );
 }
 
-const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
 
-async function time(port: number, key: string, label: string, path: () => string) {
-  const headers = { 'x-service-key': key };
-  const warm = await request(port, 'GET', path(), headers);
-  if (warm.status !== 200) throw new Error(`${label}: ${warm.status} ${warm.body.toString().slice(0, 300)}`);
-  const ms: number[] = [];
-  let bytes = 0;
-  for (let i = 0; i < RUNS; i++) {
-    const t0 = performance.now();
-    const r = await request(port, 'GET', path(), headers);
-    ms.push(performance.now() - t0);
-    if (r.status !== 200) throw new Error(`${label}: ${r.status} ${r.body.toString().slice(0, 300)}`);
-    bytes = r.body.length;
-  }
-  ms.sort((a, b) => a - b);
-  return { label, p50: pct(ms, 0.5), p95: pct(ms, 0.95), max: ms[ms.length - 1]!, bytes };
-}
+const time = (port: number, key: string, label: string, path: () => string) => timeGet(port, key, label, path, RUNS);
 
 async function main() {
   const dbFile = opts.db ?? join(mkdtempSync(join(tmpdir(), 'sl-bench-releases-')), 'bench.db');
