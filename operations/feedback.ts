@@ -191,6 +191,8 @@ export const create = defineOperation({
       },
       idempotency_key !== undefined ? { key: idempotency_key, payloadHash: hash } : undefined,
     );
+    // Committed (one autocommit insert): signals and automations hear of it.
+    ctx.services.events.publish({ type: 'feedback.received', projectId: pid, at: now, feedbackId: row.id, message: row.message, errorGroupId: row.error_group_id });
     return createdOut(row);
   },
 });

@@ -7,6 +7,8 @@
  * the other subscribers.
  */
 
+import type { GroupChange } from '../storage/errors-repo.js';
+
 export type DomainEvent =
   | { type: 'checkin.received'; projectId: string; at: number; checkIn: Record<string, unknown> }
   | { type: 'monitor.down'; projectId: string; at: number; monitorId: string; monitorName: string; reason: string; incidentId: string | null }
@@ -14,7 +16,15 @@ export type DomainEvent =
   | { type: 'monitor.recovered'; projectId: string; at: number; monitorId: string; monitorName: string; downForMs: number; incidentId: string | null }
   | { type: 'incident.opened'; projectId: string; at: number; incidentId: string; displayId: string; title: string }
   | { type: 'incident.updated'; projectId: string; at: number; incidentId: string; displayId: string; status: string }
-  | { type: 'incident.resolved'; projectId: string; at: number; incidentId: string; displayId: string };
+  | { type: 'incident.resolved'; projectId: string; at: number; incidentId: string; displayId: string }
+  /** Ingest created a group (its first event) or a resolved group got a new event; after commit. */
+  | ({ type: 'error.group.created' | 'error.group.reopened'; projectId: string; at: number } & GroupChange)
+  /** A group's events in the last minutes far above its usual rate (published by the spike detector). */
+  | { type: 'error.spike'; projectId: string; at: number; groupId: string; shortId: string; title: string; count: number; baseline: number; windowMinutes: number }
+  /** A release's health verdict turned `regressed` (published once per release by the release watcher). */
+  | { type: 'release.regressed'; projectId: string; at: number; releaseId: string; service: string; environment: string; version: string; reasons: string[] }
+  /** Feedback was stored (REST or the Sentry SDK); after commit. */
+  | { type: 'feedback.received'; projectId: string; at: number; feedbackId: string; message: string; errorGroupId: string | null };
 
 export type DomainEventType = DomainEvent['type'];
 type EventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>;

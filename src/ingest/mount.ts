@@ -7,7 +7,7 @@ import type { Sightline } from '../server.js';
 import { encodeExportResponse, type OtlpEncoding, type OtlpSignal } from './otlp/decode.js';
 import { resolveSentryKey } from './sentry/envelope.js';
 import type { FeedbackRecord } from './sentry/normalize.js';
-import { ingestKeyedErrorEvents, SpikeGuard } from './pipeline.js';
+import { ingestKeyedErrorEvents, publishGroupChanges, SpikeGuard } from './pipeline.js';
 import { IngestQuota, ingestIdentity, type IngestIdentity } from './auth.js';
 import { readIngestBody } from './body.js';
 import { ingestLimitsFromEnv, type IngestLimits } from './limits.js';
@@ -89,6 +89,7 @@ export function buildIngestRouter(s: Sightline): Router {
       // Committed: cron monitors (src/core/monitoring.ts) hear of each check-in.
       for (const c of slice.checkIns ?? []) services.events.publish({ type: 'checkin.received', projectId: pid, at: t, checkIn: c.payload as Record<string, unknown> });
       if (r) {
+        publishGroupChanges(services, pid, r, t);
         accepted += r.accepted;
         dropped += r.dropped;
       }

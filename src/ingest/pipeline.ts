@@ -5,6 +5,7 @@ import { parseStackTrace } from '../domain/grouping/stacktrace.js';
 import { environmentOf, serviceVersionOf } from '../storage/sqlite-telemetry-store.js';
 import type { Services } from '../core/services.js';
 import type { ProjectRow } from '../storage/identity-repo.js';
+import type { GroupChange } from '../storage/errors-repo.js';
 
 /** Span `exception` events (OTel semantic conventions) become error events. */
 export function errorEventsFromSpans(spans: SpanRecord[], receivedMs: number): ErrorEventRecord[] {
@@ -75,6 +76,15 @@ export interface ErrorIngestResult {
   accepted: number;
   dropped: number;
   groups: string[];
+  /** Groups this write created or reopened: publish them (publishGroupChanges) once committed. */
+  created: GroupChange[];
+  reopened: GroupChange[];
+}
+
+/** After the write committed: `error.group.created` / `error.group.reopened` for signals and automations. */
+export function publishGroupChanges(services: Services, projectId: string, r: Pick<ErrorIngestResult, 'created' | 'reopened'>, at: number): void {
+  for (const g of r.created) services.events.publish({ type: 'error.group.created', projectId, at, ...g });
+  for (const g of r.reopened) services.events.publish({ type: 'error.group.reopened', projectId, at, ...g });
 }
 
 /** Group and store error events, after spike protection. Committed when this returns. */
@@ -84,11 +94,12 @@ export function ingestErrorEvents(services: Services, spike: SpikeGuard, project
 
 /** The same with grouping keys already computed (by a decode worker). */
 export function ingestKeyedErrorEvents(services: Services, spike: SpikeGuard, project: ProjectRow, keyed: { event: ErrorEventRecord; key: GroupKey }[], now: number): ErrorIngestResult {
-  if (!keyed.length) return { accepted: 0, dropped: 0, groups: [] };
+  if (!keyed.length) return { accepted: 0, dropped: 0, groups: [], created: [], reopened: [] };
   const admitted = spike.admit(project, keyed.length, now);
   const dropped = keyed.length - admitted;
   if (dropped) services.ingestMisc.recordOutcome(project.id, now, 'error', 'spike_protection', dropped);
   const items = admitted < keyed.length ? keyed.slice(0, admitted) : keyed;
-  const { groups } = items.length ? services.errorsIngest.ingest(project.id, project.slug, items, now) : { groups: [] as string[] };
-  return { accepted: admitted, dropped, groups };
+  if (!items.length) return { accepted: admitted, dropped, groups: [], created: [], reopened: [] };
+  const { groups, created, reopened } = services.errorsIngest.ingest(project.id, project.slug, items, now);
+  return { accepted: admitted, dropped, groups, created, reopened };
 }

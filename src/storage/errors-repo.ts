@@ -65,10 +65,12 @@ export function createErrorsIngestRepo(db: Db) {
   };
 
   const ingest = db.transaction(
-    (projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number): { inserted: number; groups: string[] } => {
+    (projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number): ErrorsIngestOutcome => {
       const pid = Number(projectId);
       let inserted = 0;
       const groups: string[] = [];
+      const created: GroupChange[] = [];
+      const reopened: GroupChange[] = [];
       for (const { event: e, key } of items) {
         let g = s.byFingerprint.get(pid, key.fingerprint) as any;
         if (!g) {
@@ -80,6 +82,7 @@ export function createErrorsIngestRepo(db: Db) {
           };
           s.insertGroup.run(row);
           g = s.byId.get(pid, row.id);
+          created.push(groupChange(g));
         }
         const own = g.id as string;
         const effective = (g.merged_into as string | null) ?? own;
@@ -92,11 +95,15 @@ export function createErrorsIngestRepo(db: Db) {
         if (info.changes > 0) {
           inserted++;
           const target = effective === own ? g : (s.byId.get(pid, effective) as any);
+          if (target?.status === 'resolved' && !reopened.some((r) => r.groupId === effective)) {
+            reopened.push(groupChange(target));
+            target.status = 'unresolved';
+          }
           s.bump.run({ id: effective, ts: e.timestamp_ms, now, level: e.level, rank: LEVEL_RANK[e.level] ?? 3, current_rank: LEVEL_RANK[target?.level] ?? 3 });
         }
         groups.push(effective);
       }
-      return { inserted, groups };
+      return { inserted, groups, created, reopened };
     },
   );
 
@@ -113,6 +120,27 @@ export function createErrorsIngestRepo(db: Db) {
       return !!s.exists.get(Number(projectId), groupId);
     },
   };
+}
+
+/** A group that ingest created or reopened (published as a domain event once committed). */
+export interface GroupChange {
+  groupId: string;
+  shortId: string;
+  title: string;
+  level: string;
+  service: string;
+  environment: string;
+}
+
+export interface ErrorsIngestOutcome {
+  inserted: number;
+  groups: string[];
+  created: GroupChange[];
+  reopened: GroupChange[];
+}
+
+function groupChange(g: any): GroupChange {
+  return { groupId: g.id, shortId: g.short_id, title: g.title, level: g.level, service: g.service_name ?? '', environment: g.environment ?? '' };
 }
 
 export type ErrorsIngestRepo = ReturnType<typeof createErrorsIngestRepo>;
