@@ -32,6 +32,7 @@ import { createAnalyticsRepo, type AnalyticsRepo } from '../storage/analytics-re
 import { ResultCache } from '../domain/revenue/result-cache.js';
 import { createPaymentsService, type PaymentsService } from './payments.js';
 import type { AppConfig } from './config.js';
+import type { AgentRunner, AgentState } from '../domain/agent/contract.js';
 import type { Principal } from './principal.js';
 
 /** Resolves a bearer secret that is not an API key (OAuth access tokens) to a principal. */
@@ -84,6 +85,12 @@ export interface Services {
   revenueCache: ResultCache;
   /** Provider webhook/backfill writes and the backfill runner. */
   payments: PaymentsService;
+  /**
+   * The in-project agent's state and runner (src/domain/agent/contract.ts). Set by the server once
+   * both exist; automations and signals reach the agent only through these.
+   */
+  agentState?: AgentState;
+  agentRunner?: AgentRunner;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
