@@ -69,6 +69,13 @@ export interface AppConfig {
    * RANGE_TOO_LARGE (SIGHTLINE_REVENUE_MAX_RANGE_ROWS).
    */
   revenue: { analytics: boolean; secretKey: string | null; stripeApiBase: string; maxRangeRows: number };
+  /**
+   * Outbound webhooks (agent channels, automations): private ranges they may reach, as for monitors
+   * (SIGHTLINE_WEBHOOK_ALLOW_PRIVATE: CIDRs or addresses, or `all`; default none).
+   */
+  webhooks: { allowPrivate: string };
+  /** The in-project agent: units of work per project per UTC day (SIGHTLINE_AGENT_DAILY_BUDGET, default 100). */
+  agent: { dailyBudget: number };
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -155,5 +162,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       stripeApiBase: (env.SIGHTLINE_STRIPE_API_BASE ?? 'https://api.stripe.com').replace(/\/+$/, ''),
       maxRangeRows: int(env.SIGHTLINE_REVENUE_MAX_RANGE_ROWS, 5_000_000),
     },
+    webhooks: overrides.webhooks ?? { allowPrivate: env.SIGHTLINE_WEBHOOK_ALLOW_PRIVATE ?? '' },
+    agent: overrides.agent ?? { dailyBudget: Math.max(1, int(env.SIGHTLINE_AGENT_DAILY_BUDGET, 100)) },
   };
 }

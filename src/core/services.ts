@@ -33,6 +33,11 @@ import { ResultCache } from '../domain/revenue/result-cache.js';
 import { createPaymentsService, type PaymentsService } from './payments.js';
 import type { AppConfig } from './config.js';
 import type { AgentRunner, AgentState } from '../domain/agent/contract.js';
+import { createAgentRepo } from '../storage/agent-repo.js';
+import { createAgentState, type AgentStateService } from './agent-state.js';
+import { createAgentSignals, type RegressedRelease } from './agent-signals.js';
+import { createWebhookSender, type WebhookSender } from './webhooks.js';
+import { list as listReleases } from '../../operations/releases.js';
 import type { Principal } from './principal.js';
 
 /** Resolves a bearer secret that is not an API key (OAuth access tokens) to a principal. */
@@ -91,6 +96,10 @@ export interface Services {
    */
   agentState?: AgentState;
   agentRunner?: AgentRunner;
+  /** The same state with what the `agent.*` operations need (settings, memory, skills, channels). */
+  agent: AgentStateService;
+  /** Outbound webhooks with the private-address policy (agent channels, automations). */
+  webhooks: WebhookSender;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -124,7 +133,12 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   const ai = createAiRepo(db);
   const revenue = createRevenueRepo(db);
   const revenueCache = new ResultCache();
-  return {
+  const webhooks = createWebhookSender(config.webhooks.allowPrivate);
+  const agent = createAgentState({ repo: createAgentRepo(db), scheduler, webhooks, dailyBudget: config.agent.dailyBudget, secretKey: config.revenue.secretKey, now });
+  const services: Services = {
+    agentState: agent,
+    agent,
+    webhooks,
     scheduler,
     events,
     mailer,
@@ -165,4 +179,33 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
       },
     },
   };
+  createAgentSignals({
+    state: agent,
+    events,
+    scheduler,
+    atomic,
+    now,
+    baseUrl: config.baseUrl,
+    runner: () => services.agentRunner,
+    regressedReleases: (projectId, orgId, at) => regressedReleases(services, projectId, orgId, at),
+  }).register();
+  return services;
+}
+
+/** Current releases of a project whose health verdict is `regressed`, read through `releases.list` (its rules, not a copy). */
+function regressedReleases(services: Services, projectId: string, orgId: string, now: number): RegressedRelease[] {
+  const ctx = {
+    principal: { kind: 'api_key' as const, keyId: 'agent-release-watcher', projectId, orgId, scopes: ['*'] },
+    project: { id: projectId, orgId, name: '' },
+    services,
+    now: () => now,
+    requestId: 'agent-release-watcher',
+    response: { headers: {} },
+  };
+  const out = listReleases.handler(listReleases.input.parse({ project_id: projectId, limit: '25', from: new Date(now - 2 * 86_400_000).toISOString() }), ctx) as {
+    data: { id: string; service_name: string; environment: string; version: string; is_current: boolean; comparison: string | null }[];
+  };
+  return out.data
+    .filter((r) => r.is_current && r.comparison === 'regressed')
+    .map((r) => ({ releaseId: r.id, service: r.service_name, environment: r.environment, version: r.version, reasons: ['error rate or p95 latency worse than the previous release'] }));
 }

@@ -6,7 +6,8 @@
  * interface and the others code against it, never against each other's internals.
  */
 
-export type ProactiveAlerts = 'off' | 'sev1_only' | 'all';
+/** The spec's four values (In-project agent, Settings object); `important` is sev1 and sev2. */
+export type ProactiveAlerts = 'off' | 'sev1_only' | 'important' | 'all';
 export type ReplyStyle = 'concise' | 'detailed';
 export type BudgetStage = 'normal' | 'conserve' | 'notify_only' | 'exhausted';
 
