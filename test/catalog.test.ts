@@ -180,6 +180,11 @@ const EXTRA_ROWS: Row[] = [
   ['ai.getSettings', 'GET', '/v1/projects/{project_id}/ai/settings', ['read'], 'read', false],
   ['ai.updateSettings', 'PATCH', '/v1/projects/{project_id}/ai/settings', ['project:write'], 'write', false],
   ['analytics.enable', 'POST', '/v1/projects/{project_id}/analytics/enable', ['project:write'], 'write', true], // owners/admins turn product analytics on
+  // Agent channels (issue 15): where alerts and replies go (`alert_channel_id`); owners configure them.
+  ['agent.listChannels', 'GET', '/v1/projects/{project_id}/agent/channels', ['project:write'], 'read', false],
+  ['agent.createChannel', 'POST', '/v1/projects/{project_id}/agent/channels', ['project:write'], 'write', true], // answers the signing secret
+  ['agent.deleteChannel', 'DELETE', '/v1/projects/{project_id}/agent/channels/{channel_id}', ['project:write'], 'write', true],
+  ['agent.listDeliveries', 'GET', '/v1/projects/{project_id}/agent/deliveries', ['project:write'], 'read', false],
 ];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */
