@@ -59,7 +59,7 @@ export function invalidSetting(key: SettingKey, value: unknown, channelExists: (
 export const RULE_PHRASINGS: { setting: SettingKey; pattern: RegExp; value: (m: RegExpMatchArray) => unknown; example: string }[] = [
   { setting: 'proactive_alerts', pattern: /\b(only|just)\b.{0,30}\b(page|alert|notify|ping)\b.{0,20}\b(sev ?1|sev-1|severity ?1|critical)\b|\b(sev ?1|sev-1|critical)(\s+alerts?)?\s+only\b/i, value: () => 'sev1_only', example: 'only page me for sev1' },
   { setting: 'proactive_alerts', pattern: /\b(only|just)\b.{0,30}\b(important|high[- ]severity|serious)\b/i, value: () => 'important', example: 'only alert me about important issues' },
-  { setting: 'proactive_alerts', pattern: /\b(stop|no|don'?t|do not|never|mute|turn off|disable)\b.{0,20}\b(alerts?|alerting|pag(e|ing)|notif(y|ications?))\b/i, value: () => 'off', example: 'stop alerting me' },
+  { setting: 'proactive_alerts', pattern: /\b(stop|don'?t|do not|never|mute|turn off|disable)\b.{0,20}\b(alerts?|alerting|pag(e|ing)|notif(y|ications?))\b|\bno (alerts|pages|paging|notifications)\b/i, value: () => 'off', example: 'stop alerting me' },
   { setting: 'proactive_alerts', pattern: /\b(alert|page|notify)\b.{0,20}\b(about |on |for )?(everything|every (issue|error|signal)|all (issues|errors|signals))\b/i, value: () => 'all', example: 'alert me about everything' },
   {
     setting: 'daily_alert_cap',

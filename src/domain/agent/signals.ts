@@ -71,7 +71,8 @@ export function classify(e: SignalEvent, f: SignalFacts): SignalDraft {
       return attach({ title: `New ${e.shortId}: ${e.title}`, severity, reason: `A new ${e.level} group appeared${e.environment ? ` in ${e.environment}` : ''}.`, skill: 'triage-new-issue' });
     }
     case 'error.group.reopened':
-      return attach({ title: `Reopened ${e.shortId}: ${e.title}`, severity: e.level === 'fatal' ? 'sev1' : 'sev2', reason: 'A resolved group got a new event: the fix did not hold or the problem came back.', skill: 'triage-new-issue' });
+      // Always investigated: whatever was concluded before the group was resolved no longer holds.
+      return { source: e.type, subject, title: `Reopened ${e.shortId}: ${e.title}`, action: 'investigate', severity: e.level === 'fatal' ? 'sev1' : 'sev2', reason: 'A resolved group got a new event: the fix did not hold or the problem came back.', skill: 'triage-new-issue' };
     case 'error.spike':
       return attach({
         title: `Spike ${e.shortId}: ${e.title}`,
