@@ -103,7 +103,7 @@ export function createAgentSignals(d: AgentSignalsDeps) {
       case 'release.regressed':
         return { type: e.type, releaseId: e.releaseId, service: e.service, environment: e.environment, version: e.version, reasons: e.reasons };
       case 'monitor.down':
-        return { type: e.type, monitorId: e.monitorId, monitorName: e.monitorName, reason: e.reason };
+        return { type: e.type, monitorId: e.monitorId, monitorName: e.monitorName, reason: e.reason, incidentId: e.incidentId };
       case 'incident.opened':
         return { type: e.type, incidentId: e.incidentId, displayId: e.displayId, title: e.title };
       case 'feedback.received':

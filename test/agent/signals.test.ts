@@ -36,7 +36,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-  t = await startTestServer({ now: () => clock, config: { webhooks: { allowPrivate: '127.0.0.1' }, agent: { dailyBudget: 100 } } });
+  t = await startTestServer({ now: () => clock, config: { webhooks: { allowPrivate: '127.0.0.1' }, monitors: { allowPrivate: '127.0.0.1', retentionDays: 90 }, agent: { dailyBudget: 100 } } });
   P = `/v1/projects/${t.projectId}/agent`;
   t.s.services.agentRunner = {
     async run(opts) {
@@ -240,4 +240,26 @@ describe('channels', () => {
     expect((await api(t, 'DELETE', `${P}/channels/${webhook.id}`, { key: t.keys.admin })).status).toBe(200);
     expect((await api(t, 'DELETE', `${P}/channels/${webhook.id}`, { key: t.keys.admin })).status).toBe(404);
   });
+});
+
+describe('signals from monitors', () => {
+  it('an uptime monitor going down is a sev1 signal; the incident it opens attaches to it', async () => {
+    const m = await api(t, 'POST', `/v1/projects/${t.projectId}/monitors`, { key: t.keys.admin, body: { name: 'api', kind: 'http', url: `${hookUrl}/health`, interval_s: 60 } });
+    expect(m.status).toBe(201);
+    failNext = 1; // the receiver answers 503 to the check
+    await t.s.services.scheduler.runDue();
+    try {
+      const recent = (await signals()).slice(0, 2);
+      expect(recent.map((s) => s.source).sort()).toEqual(['incident.opened', 'monitor.down']);
+      const down = recent.find((s) => s.source === 'monitor.down');
+      expect(down).toMatchObject({ severity: 'sev1', title: 'Monitor down: api', subject: expect.stringMatching(/^incident:/) });
+      // One outage, one investigation: whichever event came first investigates, the other attaches.
+      expect(recent.map((s) => s.action).sort()).toEqual(['attach_to_existing', 'investigate']);
+      expect(new Set(recent.map((s) => s.subject)).size).toBe(1);
+      expect(recent.find((s) => s.action === 'investigate')).toMatchObject({ severity: 'sev1', status: 'queued' });
+    } finally {
+      await api(t, 'DELETE', `/v1/projects/${t.projectId}/monitors/${m.body.id}`, { key: t.keys.admin });
+    }
+  });
+
 });

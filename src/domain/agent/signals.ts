@@ -36,7 +36,7 @@ export type SignalEvent =
   | { type: 'error.group.created' | 'error.group.reopened'; groupId: string; shortId: string; title: string; level: string; environment: string }
   | { type: 'error.spike'; groupId: string; shortId: string; title: string; count: number; baseline: number; windowMinutes: number }
   | { type: 'release.regressed'; releaseId: string; service: string; environment: string; version: string; reasons: string[] }
-  | { type: 'monitor.down'; monitorId: string; monitorName: string; reason: string }
+  | { type: 'monitor.down'; monitorId: string; monitorName: string; reason: string; incidentId: string | null }
   | { type: 'incident.opened'; incidentId: string; displayId: string; title: string }
   | { type: 'feedback.received'; feedbackId: string; message: string; errorGroupId: string | null };
 
@@ -49,7 +49,8 @@ export function subjectOf(e: SignalEvent): string {
     case 'release.regressed':
       return `release:${e.releaseId}`;
     case 'monitor.down':
-      return `monitor:${e.monitorId}`;
+      // The incident it opened is the same outage: its `incident.opened` attaches to this signal.
+      return e.incidentId ? `incident:${e.incidentId}` : `monitor:${e.monitorId}`;
     case 'incident.opened':
       return `incident:${e.incidentId}`;
     case 'feedback.received':
