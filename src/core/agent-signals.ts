@@ -187,7 +187,14 @@ export function createAgentSignals(d: AgentSignalsDeps) {
     const now = d.now();
     const found: DomainEvent[] = [];
     for (const p of repo.projects()) {
-      for (const r of d.regressedReleases(p.id, p.org_id, now)) {
+      let regressed: RegressedRelease[];
+      try {
+        regressed = d.regressedReleases(p.id, p.org_id, now);
+      } catch (err) {
+        d.scheduler.onError(err, { kind: RELEASE_JOB, key: p.id } as never); // one project's failure does not stop the others
+        continue;
+      }
+      for (const r of regressed) {
         if (repo.watchMark(p.id, `release:${r.releaseId}`) !== null) continue;
         found.push({ type: 'release.regressed', projectId: p.id, at: now, ...r });
       }

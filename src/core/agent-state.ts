@@ -150,7 +150,7 @@ export function createAgentState(d: AgentStateDeps): AgentStateService {
     stage: (projectId, now) => svc.usage(projectId, now).stage,
 
     orgOf(projectId) {
-      return repo.projects().find((p) => p.id === projectId)?.org_id ?? null;
+      return repo.orgOf(projectId);
     },
 
     context(projectId, now) {

@@ -135,6 +135,7 @@ export function createAgentRepo(db: Db) {
     watch: db.prepare('SELECT at FROM agent_watch WHERE project_id = ? AND key = ?'),
     putWatch: db.prepare('INSERT INTO agent_watch (project_id, key, at) VALUES (?, ?, ?) ON CONFLICT (project_id, key) DO UPDATE SET at = excluded.at'),
     projects: db.prepare('SELECT id, org_id FROM projects ORDER BY id'),
+    orgOf: db.prepare('SELECT org_id FROM projects WHERE id = ?'),
     recentGroups: db.prepare('SELECT id, project_id, short_id, title FROM error_groups WHERE last_seen >= ? AND merged_into IS NULL'),
     groupCount: db.prepare('SELECT count(*) AS n FROM error_events WHERE project_id = ? AND group_id = ? AND timestamp_ms >= ? AND timestamp_ms < ?'),
   };
@@ -261,6 +262,9 @@ export function createAgentRepo(db: Db) {
     },
     setWatchMark(projectId: string, key: string, at: number): void {
       s.putWatch.run(projectId, key, at);
+    },
+    orgOf(projectId: string): string | null {
+      return (s.orgOf.get(projectId) as { org_id: string } | undefined)?.org_id ?? null;
     },
     projects(): { id: string; org_id: string }[] {
       return (s.projects.all() as any[]).map((r) => ({ id: String(r.id), org_id: r.org_id }));
