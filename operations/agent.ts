@@ -336,7 +336,7 @@ export const listConversations = defineOperation({
   errors: [],
   handler(_input, ctx) {
     return {
-      data: ctx.services.agent.repo.conversations(ctx.project!.id, LIST_LIMIT).map((c) => ({ ...c, project_id: undefined, started_at: toIso(c.started_at)!, ended_at: toIso(c.ended_at) })),
+      data: ctx.services.agent.repo.conversations(ctx.project!.id, LIST_LIMIT).map(({ project_id: _p, ...c }) => ({ ...c, started_at: toIso(c.started_at)!, ended_at: toIso(c.ended_at) })),
     };
   },
 });

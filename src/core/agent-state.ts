@@ -13,7 +13,7 @@ import type { AgentContext, AgentState, ChannelMessage, ConversationRecord } fro
 import { invalidSetting, settingsFromRule, SETTING_KEYS, type AgentSettingsValues, type SettingKey } from '../domain/agent/settings.js';
 import { MAX_MEMORY_CONTENT, MEMORY_CAP, normalizeMemory, safetyRuleIn, secretIn } from '../domain/agent/memory-rules.js';
 import { PLATFORM_SKILLS } from '../domain/agent/skills.js';
-import { mayAutoFix, stageFor, STAGE_THRESHOLDS, usedPercent, utcDay, type Stage } from '../domain/agent/budget.js';
+import { mayAutoFix, mayInvestigate, stageFor, STAGE_THRESHOLDS, usedPercent, utcDay, type Stage } from '../domain/agent/budget.js';
 import type { AgentRepo, ChannelRow, MemoryRow, SkillRow } from '../storage/agent-repo.js';
 import { sealSecret, openSecret } from '../domain/revenue/secret-box.js';
 
@@ -160,7 +160,8 @@ export function createAgentState(d: AgentStateDeps): AgentStateService {
       return {
         settings: {
           proactive_alerts: s.proactive_alerts,
-          pr_review: s.pr_review === 'comment_on_risk' && u.stage === 'normal',
+          // Reviews are proactive work: kept while conserving, stopped from notify_only on.
+          pr_review: s.pr_review === 'comment_on_risk' && mayInvestigate(u.stage),
           auto_fix: s.auto_fix === 'project_policy' && mayAutoFix(u.stage),
           reply_style: s.reply_style,
           daily_alert_cap: s.daily_alert_cap,

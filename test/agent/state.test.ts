@@ -65,6 +65,12 @@ describe('agent memory', () => {
     expect(fact.status).toBe(201);
     expect(fact.body.settings_applied).toBeNull();
     expect(ctx().settings).toMatchObject({ proactive_alerts: 'sev1_only', daily_alert_cap: 3 });
+    const more = await call('POST', '/memory', { kind: 'rule', content: 'Never auto-fix anything. Keep replies short.' });
+    expect(more.body.settings_applied).toEqual({ auto_fix: 'off', reply_style: 'concise' });
+    // Only rules change settings: the same words as a preference do not.
+    const pref = await call('POST', '/memory', { kind: 'preference', content: 'Only alert me about important issues' });
+    expect(pref.body.settings_applied).toBeNull();
+    expect(ctx().settings.proactive_alerts).toBe('sev1_only');
   });
 
   it('refuses a copy of an active entry (409) and an unknown replaces_id (404)', async () => {
@@ -245,8 +251,10 @@ describe('agent usage and budget stages', () => {
     wake(1);
     expect(await usage()).toMatchObject({ stage: 'conserve', used_percent: 70, wakes: 2 });
     expect(ctx().settings.auto_fix).toBe(false); // conserve: no automatic fixes
+    expect(ctx().settings.pr_review).toBe(true); // but all other work
     wake(2);
     expect((await usage()).stage).toBe('notify_only');
+    expect(ctx().settings.pr_review).toBe(false); // only answers to direct questions
     wake(5);
     expect(await usage()).toMatchObject({ stage: 'exhausted', used_percent: 100, wakes: 4 });
     expect(ctx().usage.stage).toBe('exhausted');
@@ -267,5 +275,17 @@ describe('agent conversations', () => {
     expect(r.body.data).toHaveLength(100);
     expect(r.body.data[0]).toMatchObject({ id: last, title: 'chat 101', status: 'answered', kind: 'chat' });
     expect(r.body.data[99].title).toBe('chat 2');
+  });
+});
+
+describe('agent signals list', () => {
+  it('holds the last 100 signals, newest first', async () => {
+    const repo = t.s.services.agent.repo;
+    for (let i = 0; i < 105; i++)
+      repo.addSignal({ id: `sig-${i}`, project_id: t.projectId, source: 'test', subject: `s:${i}`, title: `signal ${i}`, action: 'ignore', severity: 'sev4', reason: 'r', skill: null, status: 'ignored', created_at: clock + i });
+    const r = await call('GET', '/signals');
+    expect(r.body.data).toHaveLength(100);
+    expect(r.body.data[0].title).toBe('signal 104');
+    expect(r.body.data[99].title).toBe('signal 5');
   });
 });
