@@ -24,6 +24,7 @@ export const RELEASE_JOB = 'agent.releases';
 /** Investigations wait this long so that related events (an incident after its monitor, a spike after a new group) attach first. */
 export const INVESTIGATE_DELAY_MS = 30_000;
 const SPIKE_EVERY_MS = 60_000;
+const INVESTIGATION_TIMEOUT_MS = 100_000;
 const RELEASE_EVERY_MS = 5 * 60_000;
 const RECENT_MS = 24 * 3_600_000;
 const MIN = 60_000;
@@ -140,6 +141,8 @@ export function createAgentSignals(d: AgentSignalsDeps) {
           kind: 'investigation',
           scopes: ['read'],
           instructions: skill?.content,
+          // Give up before the scheduler's 2-minute job lease ends, so a second runner never starts the same investigation.
+          signal: AbortSignal.timeout(INVESTIGATION_TIMEOUT_MS),
           now: started,
         });
         text = r.text;
