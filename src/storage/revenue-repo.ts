@@ -96,7 +96,7 @@ export function createRevenueRepo(db: Db) {
       WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`)
       .raw(true),
     // Primary-key order (subscription, time): a scan of the table, no per-row index look-ups.
-    subStates: db.prepare('SELECT id, status, mrr, currency, effective_at FROM revenue_subscriptions WHERE project_id = ? AND effective_at <= ?'),
+    subStates: db.prepare('SELECT id, status, mrr, currency, effective_at FROM revenue_subscriptions WHERE project_id = ? AND effective_at <= ?').raw(true),
     subGet: db.prepare('SELECT * FROM revenue_subscriptions WHERE project_id = ? AND id = ? AND effective_at = ?'),
     subUpsert: db.prepare(`INSERT INTO revenue_subscriptions (project_id, id, effective_at, status, mrr, currency, customer_id, plan, source, received_at)
       VALUES (@project_id, @id, @effective_at, @status, @mrr, @currency, @customer_id, @plan, @source, @received_at)
@@ -260,8 +260,15 @@ export function createRevenueRepo(db: Db) {
         .all(...args, f.limit)
         .map(ledgerFromRow);
     },
-    subscriptionStates(projectId: string, to: number): SubscriptionRow[] {
-      return s.subStates.all(Number(projectId), to) as SubscriptionRow[];
+    /** States effective at or before `to`, in (subscription, time) order. */
+    subscriptionStates(projectId: string, to: number): SubscriptionState[] {
+      const rows = s.subStates.all(Number(projectId), to) as [string, string, number, string, number][];
+      const out: SubscriptionState[] = new Array(rows.length);
+      for (let i = 0; i < rows.length; i++) {
+        const [id, status, mrr, currency, effective_at] = rows[i]!;
+        out[i] = { id, status, mrr, currency, effective_at };
+      }
+      return out;
     },
     currency(projectId: string): string | null {
       return (s.settings.get(Number(projectId)) as { currency: string } | undefined)?.currency ?? null;
