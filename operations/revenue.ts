@@ -4,7 +4,7 @@ import { isoDateTime, projectId, queryInt, toIso } from './shared.js';
 import { NotFoundError, ValidationError } from '../src/core/errors.js';
 import { analyticsErrors, cached, checkRangeSize, fxOut, fxSchema, rangeOut, rangeParams, readRange, reportingCurrency, requireAnalytics } from './revenue-shared.js';
 import { LEDGER_STATUSES, LEDGER_TYPES, MAX_FUTURE_MS, toLedgerRow, type LedgerRow, type LedgerType } from '../src/domain/revenue/ledger.js';
-import { convertMinor, FX_TABLE, hasRate, ISO_CURRENCY, roundMoney, toMajor } from '../src/domain/revenue/fx.js';
+import { convertMinor, converterTo, FX_TABLE, hasRate, ISO_CURRENCY, roundMoney, toMajor } from '../src/domain/revenue/fx.js';
 import { bucketIndex, bucketStarts, DAY_MS, previousRange, seriesInterval } from '../src/domain/revenue/range.js';
 import { computeMrr } from '../src/domain/revenue/mrr.js';
 import { attribute } from '../src/domain/revenue/attribution.js';
@@ -300,11 +300,7 @@ export const attribution = defineOperation({
       checkRangeSize(ctx, rowCount);
       const lookbackMs = input.lookback_days * DAY_MS;
       const missing = new Set<string>();
-      const rows = ctx.services.revenue.rowsWithPeople(pid, range.from, range.to).map((r) => {
-        const value = convertMinor(r.amount, r.currency, cur);
-        if (value === null) missing.add(r.currency);
-        return { type: r.type, value, occurred_at: r.occurred_at, person: r.person };
-      });
+      const rows = ctx.services.revenue.attributableRows(pid, range.from, range.to, converterTo(cur), missing);
       const touches = ctx.services.analytics.touchesByPerson(pid, range.from - lookbackMs, range.to);
       const r = attribute(rows, (p) => touches.get(p) ?? [], {
         model: input.model,

@@ -14,6 +14,8 @@ const FLAGS = FLAG_COLUMNS.join(', ');
 /** Dimensions with their own rollup rows (quality filters, ai.stats groupings). */
 const ROLLUP_DIMS = ['agent_id', 'workflow_id', 'model', 'provider', 'release', 'environment'] as const;
 export type RollupDim = (typeof ROLLUP_DIMS)[number];
+/** Above this many sessions (users) in a window, ai.stats finds its top ones by walking the cost index. */
+const PARTY_SORT_MAX = 5000;
 const SUM_COLS = ['cost_sum', 'prompt_sum', 'completion_sum', 'tokens_sum', 'duration_sum', 'gen_duration_sum', 'tool_n'] as const;
 
 const OBS_COLUMNS = [
@@ -462,11 +464,15 @@ export function createAiRepo(db: Db) {
   function parties(projectId: string, kind: 'session' | 'user', fromMs: number, toMs: number, limit: number): { count: number; top: PartyAggregate[] } {
     const table = kind === 'session' ? 'agent_sessions' : 'agent_users';
     const col = kind === 'session' ? 'session_id' : 'user_id';
-    const where = `FROM ${table} WHERE project_id = ? AND last_ms >= ? AND first_ms < ? AND n > 0`;
+    const filter = 'WHERE project_id = ? AND last_ms >= ? AND first_ms < ? AND n > 0';
     const args = [Number(projectId), fromMs, toMs];
-    const count = db.prepare(`SELECT count(*) ${where}`).pluck().get(...args) as number;
+    // Both indexes are covering for the filter (migration 036): the count reads the window index only.
+    const count = db.prepare(`SELECT count(*) FROM ${table} INDEXED BY ${table}_window ${filter}`).pluck().get(...args) as number;
+    // Few matches: read them by window and sort. Many: walk the cost-ordered index and stop at `limit`
+    // matches (about limit × total / count entries). The order is total, so both give the same rows.
+    const index = count > PARTY_SORT_MAX ? `${table}_cost` : `${table}_window`;
     const top = db
-      .prepare(`SELECT ${col} AS key, n, generations, errors, cost_sum AS cost, tokens_sum AS tokens, first_ms, last_ms ${where} ORDER BY cost_sum DESC, n DESC, ${col} LIMIT ?`)
+      .prepare(`SELECT ${col} AS key, n, generations, errors, cost_sum AS cost, tokens_sum AS tokens, first_ms, last_ms FROM ${table} INDEXED BY ${index} ${filter} ORDER BY cost_sum DESC, n DESC, ${col} LIMIT ?`)
       .all(...args, limit) as PartyAggregate[];
     return { count, top };
   }

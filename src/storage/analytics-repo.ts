@@ -7,6 +7,33 @@ import type { Db } from './db.js';
 import { touchOf, type CaptureEvent } from '../domain/analytics/capture.js';
 import type { Touch } from '../domain/revenue/attribution.js';
 
+/**
+ * Person keys of distinct ids (`p:<person id>`), loaded once per project and kept until its identity
+ * epoch moves. Every write that maps or moves a distinct id (merge, identify) bumps
+ * `analytics_identity_epoch` in its own transaction (migration 036), so a read checks one row instead
+ * of loading every mapping; writes from another process are seen the same way. One cache per database
+ * handle, shared by the analytics and revenue repositories.
+ */
+const personKeyCaches = new WeakMap<Db, (projectId: number) => ReadonlyMap<string, string>>();
+export function personKeysOf(db: Db): (projectId: number) => ReadonlyMap<string, string> {
+  let f = personKeyCaches.get(db);
+  if (f) return f;
+  const epoch = db.prepare('SELECT epoch FROM analytics_identity_epoch WHERE project_id = ?').pluck();
+  const all = db.prepare('SELECT distinct_id, person_id FROM analytics_distinct_ids WHERE project_id = ?').raw(true);
+  const cache = new Map<number, { epoch: number; map: Map<string, string> }>();
+  f = (pid: number) => {
+    const e = (epoch.get(pid) as number | undefined) ?? 0;
+    const c = cache.get(pid);
+    if (c && c.epoch === e) return c.map;
+    const map = new Map<string, string>();
+    for (const [d, p] of all.all(pid) as [string, number][]) map.set(d, `p:${p}`);
+    cache.set(pid, { epoch: e, map });
+    return map;
+  };
+  personKeyCaches.set(db, f);
+  return f;
+}
+
 export type MergeOutcome = 'merged' | 'linked' | 'refused_identified' | 'noop';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -27,7 +54,7 @@ export function createAnalyticsRepo(db: Db) {
     deletePerson: db.prepare('DELETE FROM analytics_persons WHERE id = ? AND project_id = ?'),
     identify: db.prepare('UPDATE analytics_persons SET identified = 1 WHERE id = ? AND project_id = ?'),
     touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts').raw(true),
-    personMap: db.prepare('SELECT distinct_id, person_id FROM analytics_distinct_ids WHERE project_id = ?').raw(true),
+    bumpIdentity: db.prepare('INSERT INTO analytics_identity_epoch (project_id, epoch) VALUES (?, 1) ON CONFLICT (project_id) DO UPDATE SET epoch = epoch + 1'),
     sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ?'),
     sessionsByReplay: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND replay_id = ?'),
     sessionRow: db.prepare('SELECT * FROM analytics_sessions WHERE project_id = ? AND session_id = ?'),
@@ -49,6 +76,8 @@ export function createAnalyticsRepo(db: Db) {
     releaseKnown: db.prepare(`SELECT EXISTS (SELECT 1 FROM error_events WHERE project_id = @p AND release = @x) OR EXISTS (SELECT 1 FROM deployments WHERE project_id = @p AND version = @x) AS known`),
     personDistinctIds: db.prepare('SELECT distinct_id FROM analytics_distinct_ids WHERE project_id = ? AND person_id = ? ORDER BY distinct_id'),
   };
+
+  const personKeys = personKeysOf(db);
 
   function personOf(pid: number, distinctId: string): { person_id: number; identified: number } | undefined {
     return s.personOf.get(pid, distinctId) as any;
@@ -133,13 +162,13 @@ export function createAnalyticsRepo(db: Db) {
         for (const d of ss.ids) s.sessionId.run(pid, id, d);
         for (const [p, ts] of ss.pages) s.sessionPage.run(pid, p, id, ts);
       }
+      if (identityChanged) s.bumpIdentity.run(pid);
       return { stored: events.length, refusedMerges: refused, identityChanged };
     },
     /** Touches in [from, to] grouped by person key, each list sorted by time. */
     touchesByPerson(projectId: string, from: number, to: number): Map<string, Touch[]> {
       const pid = Number(projectId);
-      const persons = new Map<string, string>();
-      for (const [d, p] of s.personMap.all(pid) as [string, number][]) persons.set(d, `p:${p}`);
+      const persons = personKeys(pid);
       const out = new Map<string, Touch[]>();
       for (const [d, ts, source, medium, campaign] of s.touches.all(pid, from, to) as [string, number, string | null, string | null, string | null][]) {
         const person = persons.get(d) ?? `d:${d}`;

@@ -5,9 +5,11 @@
  * the two partial edge days.
  */
 import type { Db } from './db.js';
+import { personKeysOf } from './analytics-repo.js';
 import { customerKey, type LedgerRow, type LedgerType } from '../domain/revenue/ledger.js';
 import { DAY_MS } from '../domain/revenue/range.js';
 import type { SubscriptionState } from '../domain/revenue/mrr.js';
+import type { AttributableRow } from '../domain/revenue/attribution.js';
 
 export interface SubscriptionRow extends SubscriptionState {
   customer_id: string | null;
@@ -93,9 +95,8 @@ export function createRevenueRepo(db: Db) {
       .prepare(`SELECT type, amount, currency, occurred_at, distinct_id, anonymous_id FROM revenue_events INDEXED BY revenue_events_people
       WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`)
       .raw(true),
-    personMap: db.prepare('SELECT distinct_id, person_id FROM analytics_distinct_ids WHERE project_id = ?').raw(true),
     // Primary-key order (subscription, time): a scan of the table, no per-row index look-ups.
-    subStates: db.prepare('SELECT id, status, mrr, currency, effective_at FROM revenue_subscriptions WHERE project_id = ? AND effective_at <= ?'),
+    subStates: db.prepare('SELECT id, status, mrr, currency, effective_at FROM revenue_subscriptions WHERE project_id = ? AND effective_at <= ?').raw(true),
     subGet: db.prepare('SELECT * FROM revenue_subscriptions WHERE project_id = ? AND id = ? AND effective_at = ?'),
     subUpsert: db.prepare(`INSERT INTO revenue_subscriptions (project_id, id, effective_at, status, mrr, currency, customer_id, plan, source, received_at)
       VALUES (@project_id, @id, @effective_at, @status, @mrr, @currency, @customer_id, @plan, @source, @received_at)
@@ -117,6 +118,8 @@ export function createRevenueRepo(db: Db) {
     recordEvent: db.prepare('INSERT INTO payment_webhook_events (project_id, event_id, type, received_at) VALUES (?, ?, ?, ?)'),
     touchConn: db.prepare('UPDATE payment_connections SET last_event_at = ?, events_received = events_received + 1 WHERE project_id = ?'),
   };
+
+  const personKeys = personKeysOf(db);
 
   const addRollup = (pid: number, r: LedgerRow, sign: 1 | -1) => {
     if (r.status !== 'posted') return;
@@ -206,8 +209,7 @@ export function createRevenueRepo(db: Db) {
     /** Posted rows in range with a person key: resolved person (`p:`), else the raw distinct (`d:`) or anonymous (`a:`) id, null when neither. */
     rowsWithPeople(projectId: string, from: number, to: number): { type: LedgerType; amount: number; currency: string; occurred_at: number; person: string | null }[] {
       const pid = Number(projectId);
-      const persons = new Map<string, string>();
-      for (const [d, p] of s.personMap.all(pid) as [string, number][]) persons.set(d, `p:${p}`);
+      const persons = personKeys(pid);
       const key = (d: string | null, a: string | null) =>
         (d !== null ? persons.get(d) : undefined) ?? (a !== null ? persons.get(a) : undefined) ?? (d !== null ? `d:${d}` : a !== null ? `d:${a}` : null);
       return (s.rowsScan.all(pid, from, to) as [LedgerType, number, string, number, string | null, string | null][]).map(([type, amount, currency, occurred_at, d, a]) => ({
@@ -217,6 +219,22 @@ export function createRevenueRepo(db: Db) {
         occurred_at,
         person: key(d, a),
       }));
+    },
+    /**
+     * Posted rows in range as attribution inputs: signed amount converted by `convert` (null without a
+     * rate, its currency added to `missing`) and the person key as in rowsWithPeople, in the same order.
+     */
+    attributableRows(projectId: string, from: number, to: number, convert: (minor: number, currency: string) => number | null, missing: Set<string>): AttributableRow[] {
+      const pid = Number(projectId);
+      const persons = personKeys(pid);
+      const out: AttributableRow[] = [];
+      for (const [type, amount, currency, occurred_at, d, a] of s.rowsScan.all(pid, from, to) as Iterable<[LedgerType, number, string, number, string | null, string | null]>) {
+        const value = convert(amount, currency);
+        if (value === null) missing.add(currency);
+        const person = (d !== null ? persons.get(d) : undefined) ?? (a !== null ? persons.get(a) : undefined) ?? (d !== null ? `d:${d}` : a !== null ? `d:${a}` : null);
+        out.push({ type, value, occurred_at, person });
+      }
+      return out;
     },
     list(projectId: string, f: { kind?: LedgerType; from?: number; to?: number; cursor?: { at: number; id: string }; limit: number }): LedgerRow[] {
       const where = ['project_id = ?'];
@@ -242,8 +260,15 @@ export function createRevenueRepo(db: Db) {
         .all(...args, f.limit)
         .map(ledgerFromRow);
     },
-    subscriptionStates(projectId: string, to: number): SubscriptionRow[] {
-      return s.subStates.all(Number(projectId), to) as SubscriptionRow[];
+    /** States effective at or before `to`, in (subscription, time) order. */
+    subscriptionStates(projectId: string, to: number): SubscriptionState[] {
+      const rows = s.subStates.all(Number(projectId), to) as [string, string, number, string, number][];
+      const out: SubscriptionState[] = new Array(rows.length);
+      for (let i = 0; i < rows.length; i++) {
+        const [id, status, mrr, currency, effective_at] = rows[i]!;
+        out[i] = { id, status, mrr, currency, effective_at };
+      }
+      return out;
     },
     currency(projectId: string): string | null {
       return (s.settings.get(Number(projectId)) as { currency: string } | undefined)?.currency ?? null;

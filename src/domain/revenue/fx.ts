@@ -76,6 +76,23 @@ export function convertMinor(amountMinor: number, from: string, to: string): num
   return (toMajor(amountMinor, from) / f) * t;
 }
 
+/**
+ * `convertMinor(·, ·, to)` with the per-currency look-ups done once: the same operations in the same
+ * order, so every result is bit-for-bit equal to convertMinor's (reads that convert row by row).
+ */
+export function converterTo(to: string): (amountMinor: number, from: string) => number | null {
+  const t = FX_TABLE.rates[to.toUpperCase()];
+  const per = new Map<string, { p: number; f: number } | null>();
+  return (amountMinor, from) => {
+    let c = per.get(from);
+    if (c === undefined) {
+      const f = FX_TABLE.rates[from.toUpperCase()];
+      per.set(from, (c = f === undefined || t === undefined ? null : { p: 10 ** minorUnitExponent(from), f }));
+    }
+    return c === null ? null : (amountMinor / c.p / c.f) * t!;
+  };
+}
+
 /** Round a decimal amount to the reporting currency's minor unit. */
 export function roundMoney(amount: number, currency: string): number {
   const p = 10 ** minorUnitExponent(currency);
