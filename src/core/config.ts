@@ -69,6 +69,13 @@ export interface AppConfig {
    * RANGE_TOO_LARGE (SIGHTLINE_REVENUE_MAX_RANGE_ROWS).
    */
   revenue: { analytics: boolean; secretKey: string | null; stripeApiBase: string; maxRangeRows: number };
+  /**
+   * The in-project agent's model: any OpenAI-compatible chat-completions endpoint with tool calling
+   * (SIGHTLINE_LLM_BASE_URL, e.g. https://api.openai.com/v1; SIGHTLINE_LLM_API_KEY; SIGHTLINE_LLM_MODEL).
+   * Without a base URL and model the built-in deterministic analyst answers. Caps per run:
+   * SIGHTLINE_AGENT_MAX_TURNS (model turns), SIGHTLINE_AGENT_MAX_TOOL_CALLS, SIGHTLINE_AGENT_TIME_LIMIT (seconds).
+   */
+  llm: { baseUrl: string | null; apiKey: string | null; model: string | null; maxTurns: number; maxToolCalls: number; timeLimitMs: number };
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -154,6 +161,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       secretKey: env.SIGHTLINE_SECRET_KEY || null,
       stripeApiBase: (env.SIGHTLINE_STRIPE_API_BASE ?? 'https://api.stripe.com').replace(/\/+$/, ''),
       maxRangeRows: int(env.SIGHTLINE_REVENUE_MAX_RANGE_ROWS, 5_000_000),
+    },
+    llm: overrides.llm ?? {
+      baseUrl: env.SIGHTLINE_LLM_BASE_URL ? env.SIGHTLINE_LLM_BASE_URL.replace(/\/+$/, '') : null,
+      apiKey: env.SIGHTLINE_LLM_API_KEY || null,
+      model: env.SIGHTLINE_LLM_MODEL || null,
+      maxTurns: Math.max(1, int(env.SIGHTLINE_AGENT_MAX_TURNS, 8)),
+      maxToolCalls: Math.max(1, int(env.SIGHTLINE_AGENT_MAX_TOOL_CALLS, 12)),
+      timeLimitMs: Math.max(1, int(env.SIGHTLINE_AGENT_TIME_LIMIT, 120)) * 1000,
     },
   };
 }
