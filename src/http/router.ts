@@ -101,7 +101,10 @@ async function handle(
   }
   for (const p of where.path) input[p] = ctx.params[p];
 
-  const result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId, acceptStream: true });
+  // A client asking for JSON only (the typed client, the CLI) gets the final JSON answer instead.
+  const streamType = op.streams?.contentType.split(';')[0]!.trim();
+  const acceptStream = !!streamType && ctx.accepts(streamType, 'application/json') === streamType;
+  const result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId, acceptStream });
   if (result.stream && op.streams) {
     // A streamed answer: chunks go out as they come (no buffering proxies); the handler owns what
     // happens if the client leaves (the stream is destroyed, the work it started goes on).

@@ -21,7 +21,7 @@ import { createSearchIndex } from '../../mcp/search.js';
 import { searchAnswerer, toolDescriptions } from '../../mcp/server.js';
 import { resolveLimits } from '../../../sandbox/limits.js';
 import { runAnalyst } from './analyst.js';
-import type { AgentContext, AgentRunner, AgentRunResult, AgentToolCall } from './contract.js';
+import type { AgentContext, AgentRunner, AgentRunResult, AgentToolCall, BudgetStage } from './contract.js';
 
 export const DETERMINISTIC = 'deterministic';
 
@@ -261,4 +261,23 @@ export function instructions(context: AgentContext | null, extra: string | undef
   }
   if (extra) lines.push('', extra);
   return lines.join('\n');
+}
+
+/** Write scopes the agent may get: fixing error groups (triage, status, assignment). Never project, keys or revenue. */
+export const AGENT_WRITE_SCOPES = ['errors:write'] as const;
+
+/**
+ * The scopes of one run (spec, States: agent budget stage). Reads always (investigating); writes
+ * only in stage `normal` with automatic fixes allowed in settings (`conserve` makes no automatic
+ * fixes; `notify_only` and `exhausted` only answer direct questions). Null: the run must not happen
+ * (not a direct question in `notify_only` or `exhausted`). A direct question is always answered.
+ */
+export function agentScopes(o: { stage: BudgetStage; autoFix: boolean; direct: boolean }): string[] | null {
+  if (!o.direct && (o.stage === 'notify_only' || o.stage === 'exhausted')) return null;
+  return o.stage === 'normal' && o.autoFix ? ['read', ...AGENT_WRITE_SCOPES] : ['read'];
+}
+
+/** What `answered_by` says with this configuration when the model answers. */
+export function modelNameFor(llm: { baseUrl: string | null; model: string | null }): string {
+  return llm.baseUrl && llm.model ? llm.model : DETERMINISTIC;
 }
