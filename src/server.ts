@@ -32,6 +32,7 @@ import { createQuickJsExecutor } from '../sandbox/quickjs-executor.js';
 import type { Executor } from '../sandbox/executor.js';
 import { createOpenAiCompatibleProvider } from './core/model-provider.js';
 import { createAgentRunner } from './domain/agent/runner.js';
+import { createAgentCodeMode } from './mcp/agent-tools.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -88,8 +89,13 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   let agentExecutor: Executor | null = null;
   const { llm } = config;
   services.agentRunner = createAgentRunner({
-    core,
-    executor: () => (agentExecutor ??= createQuickJsExecutor({ poolSize: Math.max(1, Math.min(2, config.sandboxPoolSize || 1)) })),
+    tools: createAgentCodeMode(core, () => (agentExecutor ??= createQuickJsExecutor({ poolSize: Math.max(1, Math.min(2, config.sandboxPoolSize || 1)) })), log),
+    orgOf: (projectId) => {
+      const p = services.identity.projectById(projectId);
+      return p ? String(p.org_id) : null;
+    },
+    state: () => services.agentState,
+    history: (threadId, n) => services.threads.lastMessages(threadId, n),
     provider: llm.baseUrl && llm.model ? createOpenAiCompatibleProvider({ baseUrl: llm.baseUrl, apiKey: llm.apiKey, model: llm.model }) : null,
     caps: llm,
     log,

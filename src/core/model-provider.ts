@@ -6,33 +6,9 @@
  * on as they arrive; tool-call fragments are assembled by index, as the OpenAI stream sends them.
  */
 
-export interface ChatToolCall {
-  id: string;
-  name: string;
-  /** The JSON arguments as the model wrote them (may be invalid JSON). */
-  arguments: string;
-}
+import type { ChatTurn, ModelProvider } from '../domain/agent/model.js';
 
-export type ChatMessage =
-  | { role: 'system' | 'user'; content: string }
-  | { role: 'assistant'; content: string | null; tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] }
-  | { role: 'tool'; tool_call_id: string; content: string };
-
-export interface ChatTool {
-  type: 'function';
-  function: { name: string; description: string; parameters: Record<string, unknown> };
-}
-
-export interface ChatTurn {
-  text: string;
-  toolCalls: ChatToolCall[];
-}
-
-export interface ModelProvider {
-  /** `deterministic` for the built-in analyst, else the configured model name. */
-  readonly name: string;
-  chat(req: { messages: ChatMessage[]; tools: ChatTool[]; onText?: (delta: string) => void; signal?: AbortSignal }): Promise<ChatTurn>;
-}
+export type { ChatMessage, ChatTool, ChatToolCall, ChatTurn, ModelProvider } from '../domain/agent/model.js';
 
 export class ModelProviderError extends Error {}
 

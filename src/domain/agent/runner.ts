@@ -1,7 +1,8 @@
 /**
  * The in-project agent's runner (contract: src/domain/agent/contract.ts `AgentRunner`): a model loop
- * over the same Code Mode tools agents get over MCP, `search` and `execute`, reusing src/mcp (search
- * index and answers, `localCaller`, `runExecute` over the QuickJS sandbox). Every operation a run
+ * over the same Code Mode tools agents get over MCP, `search` and `execute`, handed in as
+ * `CodeModeTools` (src/mcp/agent-tools.ts builds them from the MCP search index and answers,
+ * `localCaller` and `runExecute` over the QuickJS sandbox; the domain imports no face). Every operation a run
  * makes goes through `invoke` as an API-key-shaped principal bound to the project, holding only the
  * scopes the caller passed (narrowed by settings and budget stage), so invoke enforces them; hidden
  * operations are not offered and invoke refuses them (allowSensitive: false).
@@ -11,17 +12,29 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Executor } from '../../../sandbox/executor.js';
-import type { Core } from '../../core/invoke.js';
-import { NotFoundError } from '../../core/errors.js';
-import type { ApiKeyPrincipal } from '../../core/principal.js';
-import type { ChatMessage, ChatTool, ModelProvider } from '../../core/model-provider.js';
-import { localCaller, runExecute, type McpCaller } from '../../mcp/execute.js';
-import { createSearchIndex } from '../../mcp/search.js';
-import { searchAnswerer, toolDescriptions } from '../../mcp/server.js';
-import { resolveLimits } from '../../../sandbox/limits.js';
 import { runAnalyst } from './analyst.js';
-import type { AgentContext, AgentRunner, AgentRunResult, AgentToolCall, BudgetStage } from './contract.js';
+import type { AgentContext, AgentRunner, AgentRunResult, AgentState, AgentToolCall, BudgetStage } from './contract.js';
+import type { ChatMessage, ChatTool, ModelProvider } from './model.js';
+
+/** The agent's principal: API-key-shaped, bound to one project, holding only these scopes. */
+export interface AgentPrincipalSpec {
+  keyId: string;
+  projectId: string;
+  orgId: string;
+  scopes: string[];
+}
+
+/** One run's Code Mode tools, as the agent's principal (src/mcp/agent-tools.ts: the MCP implementation). */
+export interface CodeModeSession {
+  search(args: { query?: string; operationId?: string; limit?: number }): { out: unknown; isError: boolean };
+  /** Never throws (the MCP execute contract). */
+  execute(code: string): Promise<{ result: unknown; logs: string[]; calls: { operationId: string }[]; error: { message: string } | null; hint: string | null }>;
+}
+
+export interface CodeModeTools {
+  descriptions: { search: string; execute: string };
+  open(principal: AgentPrincipalSpec): CodeModeSession;
+}
 
 export const DETERMINISTIC = 'deterministic';
 
@@ -37,12 +50,16 @@ export interface AgentCaps {
 }
 
 export interface AgentRunnerDeps {
-  core: Core;
-  /** The sandbox for `execute` (a function, so the pool starts with the first run). */
-  executor: () => Executor;
+  tools: CodeModeTools;
   /** The model; null: the deterministic analyst answers. */
   provider: ModelProvider | null;
   caps: AgentCaps;
+  /** The organization of a project (null: no such project). */
+  orgOf(projectId: string): string | null;
+  /** The agent's state (settings, memory, skills, budget), when that part is running. */
+  state(): AgentState | undefined;
+  /** The newest `n` messages of a thread, oldest first. */
+  history(threadId: string, n: number): { role: 'user' | 'assistant' | 'system'; text: string }[];
   log?: Pick<Logger, 'warn' | 'error'>;
 }
 
@@ -58,12 +75,7 @@ interface Tools {
 }
 
 export function createAgentRunner(deps: AgentRunnerDeps): ConfiguredAgentRunner {
-  const { core } = deps;
-  const allOps = [...core.operations.values()];
-  let index: ReturnType<typeof createSearchIndex> | null = null;
-  let answer: ReturnType<typeof searchAnswerer> | null = null;
-  const hidden = allOps.filter((op) => op.sensitive).map((op) => op.operationId);
-  const descriptions = toolDescriptions(resolveLimits());
+  const descriptions = deps.tools.descriptions;
 
   const toolDefs: ChatTool[] = [
     {
@@ -91,23 +103,20 @@ export function createAgentRunner(deps: AgentRunnerDeps): ConfiguredAgentRunner 
     },
   ];
 
-  function toolsFor(caller: McpCaller, projectId: string): Tools {
-    index ??= createSearchIndex(allOps);
-    answer ??= searchAnswerer(index, allOps);
-    const ids = index.operations.map((op) => op.operationId);
+  function toolsFor(session: CodeModeSession): Tools {
     const calls: AgentToolCall[] = [];
     const record = (tool: 'search' | 'execute', raw: string, ok: boolean, operations: string[], text: string) =>
       calls.push({ tool, input: raw.slice(0, 2000), ok, operations, output_bytes: Buffer.byteLength(text) });
     return {
       calls,
       search(args, raw) {
-        const { out, isError } = answer!(caller, args);
+        const { out, isError } = session.search(args);
         const text = JSON.stringify(out);
         record('search', raw, !isError, [], text);
         return text;
       },
       async execute(code, raw) {
-        const out = await runExecute(deps.executor(), code, ids, caller.call, { credential: `agent:${projectId}`, hidden, log: deps.log });
+        const out = await session.execute(code);
         const text = JSON.stringify({ result: out.result, logs: out.logs, calls: out.calls, error: out.error, hint: out.hint });
         record('execute', raw, out.error === null, out.calls.map((c) => c.operationId), text);
         return { text, result: out.result, error: out.error };
@@ -118,19 +127,12 @@ export function createAgentRunner(deps: AgentRunnerDeps): ConfiguredAgentRunner 
   return {
     modelName: deps.provider?.name ?? DETERMINISTIC,
     async run(opts): Promise<AgentRunResult> {
-      const services = core.services;
-      const project = services.identity.projectById(opts.projectId);
-      if (!project) throw new NotFoundError('Project', 'project_id');
-      // The agent's own principal: bound to this project, holding only the narrowed scopes.
-      const principal: ApiKeyPrincipal = {
-        kind: 'api_key',
-        keyId: `agent:${opts.threadId ?? randomUUID()}`,
-        projectId: String(project.id),
-        orgId: String(project.org_id),
-        scopes: [...opts.scopes],
-      };
-      const tools = toolsFor(localCaller(core, principal, { log: deps.log }), principal.projectId);
-      const context = services.agentState?.context(opts.projectId, opts.now) ?? null;
+      const orgId = deps.orgOf(opts.projectId);
+      if (orgId === null) throw new Error(`agent: no project ${opts.projectId}`);
+      const state = deps.state();
+      // The agent's own principal: bound to this project, keyed by the thread, holding only the narrowed scopes.
+      const tools = toolsFor(deps.tools.open({ keyId: `agent:${opts.threadId ?? randomUUID()}`, projectId: opts.projectId, orgId, scopes: [...opts.scopes] }));
+      const context = state?.context(opts.projectId, opts.now) ?? null;
 
       let text = '';
       const emit = (s: string) => {
@@ -140,7 +142,7 @@ export function createAgentRunner(deps: AgentRunnerDeps): ConfiguredAgentRunner 
       };
 
       const deterministic = async (note?: string): Promise<AgentRunResult> => {
-        services.agentState?.recordWake(opts.projectId, opts.now, { units: 1 });
+        state?.recordWake(opts.projectId, opts.now, { units: 1 });
         if (note) emit(note + '\n\n');
         const parts = await runAnalyst(opts.prompt, opts.now, async (code) => tools.execute(code, code));
         parts.forEach((p, i) => emit((i ? '\n\n' : '') + p));
@@ -158,7 +160,7 @@ export function createAgentRunner(deps: AgentRunnerDeps): ConfiguredAgentRunner 
       let finished = false;
       try {
         for (let turn = 0; turn < deps.caps.maxTurns && !finished; turn++) {
-          services.agentState?.recordWake(opts.projectId, opts.now, { units: 1 });
+          state?.recordWake(opts.projectId, opts.now, { units: 1 });
           let turnStarted = false;
           const r = await provider.chat({
             messages,
@@ -209,7 +211,7 @@ export function createAgentRunner(deps: AgentRunnerDeps): ConfiguredAgentRunner 
   /** The thread so far (the question being answered is added separately). */
   function history(threadId: string | null, prompt: string): ChatMessage[] {
     if (!threadId) return [];
-    const rows = core.services.threads.lastMessages(threadId, HISTORY_MESSAGES + 1);
+    const rows = deps.history(threadId, HISTORY_MESSAGES + 1);
     const last = rows[rows.length - 1];
     if (last && last.role === 'user' && last.text === prompt) rows.pop();
     return rows.slice(-HISTORY_MESSAGES).map((m) => (m.role === 'assistant' ? { role: 'assistant' as const, content: m.text } : { role: 'user' as const, content: m.role === 'system' ? `[system note] ${m.text}` : m.text }));
