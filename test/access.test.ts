@@ -167,7 +167,8 @@ describe('the access matrix', () => {
       if (o === 'no_credential') continue; // the CLI refuses to send a request without one
       check(c, o, 'CLI');
     }
-  });
+    // Every case of the catalogue runs in turn through the CLI: the time grows with the catalogue.
+  }, 120_000);
 
   it('answers every case as the spec says through MCP execute (real SDK Client over HTTP)', async () => {
     const byCredential = new Map<string, { cred: MatrixCredential; cases: MatrixCase[] }>();
