@@ -110,13 +110,14 @@ describe('agent with an OpenAI-compatible model', () => {
     await api(t, 'PATCH', `${P()}/errors/${groupId}`, { key: t.keys.admin, body: { status: 'unresolved' } });
   });
 
-  it('a write is refused when settings forbid automatic fixes, and in stage conserve', async () => {
-    for (const [stage, autoFix] of [['normal', false], ['conserve', true]] as const) {
+  it('a write is refused when settings forbid automatic fixes, in stage conserve, and when exhausted (the question is still answered)', async () => {
+    for (const [stage, autoFix] of [['normal', false], ['conserve', true], ['exhausted', true]] as const) {
       state.stage = stage;
       state.autoFix = autoFix;
       llm.seen.length = 0;
       llm.script.push({ toolCalls: [{ name: 'execute', args: { code: resolveCode(groupId) } }] }, { text: 'Not allowed.' });
-      await api(t, 'POST', `${P()}/ask`, { key: t.keys.admin, body: { question: 'Resolve it.' } });
+      const r = await api(t, 'POST', `${P()}/ask`, { key: t.keys.admin, body: { question: 'Resolve it.' } });
+      expect(r.body.answer.text).toBe('Not allowed.');
       expect(toolResult(1).error).toMatchObject({ status: 403, code: 'insufficient_scope' });
       expect(await groupStatus()).toBe('unresolved');
     }

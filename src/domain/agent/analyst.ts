@@ -12,7 +12,7 @@ export type RunScript = (code: string) => Promise<{ result: unknown; error: { me
 type Section = 'summary' | 'errors' | 'new_errors' | 'slow' | 'deployments';
 
 const SECTION_WORDS: Record<Section, RegExp> = {
-  summary: /\b(summary|overview|status|health|how (is|are)|logs?)\b/i,
+  summary: /\b(summary|overview|status|health|how (is|are)|going on|logs?)\b/i,
   errors: /\b(errors?|exceptions?|issues?|crash\w*|failing|bugs?|top)\b/i,
   new_errors: /\b(new|recent|latest|regress\w*|since)\b/i,
   slow: /\b(slow\w*|latenc\w*|p95|performance|operations?|endpoints?|traces?)\b/i,
@@ -47,32 +47,42 @@ function failed(r: Read): string | null {
   return r && !r.ok ? `could not read it (${r.error.slice(0, 160)})` : null;
 }
 
+/** One paragraph: a bold title, then a sentence or a list. */
+function para(title: string, body: string | string[], empty: string): string {
+  if (typeof body === 'string') return `**${title}**: ${body}`;
+  return body.length ? `**${title}**:\n${body.map((l) => `- ${l}`).join('\n')}` : `**${title}**: ${empty}`;
+}
+
 /** The report, one paragraph per section, in the order sections were asked for. */
 export function formatReport(sections: Section[], out: Record<string, Read>, dayAgoMs: number): string[] {
   const parts: string[] = [];
   for (const s of sections) {
     const r = out[s];
     const err = failed(r);
+    const rows = (): any[] => (r?.ok ? (r.value.data ?? []) : []);
     if (s === 'summary') {
       const hl: string[] = r?.ok ? (r.value.highlights ?? []) : [];
-      parts.push(`**Summary (last 24 hours)**: ${err ?? (hl.length ? hl.slice(0, 4).join(' ') : 'no telemetry in the window.')}`);
+      parts.push(para('Summary (last 24 hours)', err ?? (hl.length ? hl.slice(0, 4).join(' ') : 'no telemetry in the window.'), ''));
     } else if (s === 'errors') {
-      const rows: any[] = r?.ok ? r.value.data : [];
-      parts.push(
-        `**Top unresolved error groups**: ${err ?? (rows.length ? '\n' + rows.map((g) => `- ${g.short_id} ${g.title} (${g.event_count} events, last seen ${g.last_seen ?? g.first_seen})`).join('\n') : 'none.')}`,
-      );
+      parts.push(para('Top unresolved error groups', err ?? rows().map((g) => `${g.short_id} ${g.title} (${g.event_count} events, last seen ${g.last_seen})`), 'none.'));
     } else if (s === 'new_errors') {
-      const rows: any[] = r?.ok ? r.value.data.filter((g: any) => Date.parse(g.first_seen) >= dayAgoMs) : [];
-      parts.push(`**New error groups (first seen in the last 24 hours)**: ${err ?? (rows.length ? '\n' + rows.map((g) => `- ${g.short_id} ${g.title} (first seen ${g.first_seen})`).join('\n') : 'none.')}`);
+      const fresh = rows().filter((g) => Date.parse(g.first_seen) >= dayAgoMs);
+      parts.push(para('New error groups (first seen in the last 24 hours)', err ?? fresh.map((g) => `${g.short_id} ${g.title} (first seen ${g.first_seen})`), 'none.'));
     } else if (s === 'slow') {
-      const rows: any[] = r?.ok ? r.value.data : [];
       parts.push(
-        `**Slowest operations (p95, last 24 hours)**: ${err ?? (rows.length ? '\n' + rows.map((o) => `- ${o.service_name} ${o.operation}: p95 ${o.p95_ms ?? '?'} ms over ${o.trace_count} requests, ${(o.error_rate * 100).toFixed(1)}% errors`).join('\n') : 'no traces in the window.')}`,
+        para(
+          'Slowest operations (p95, last 24 hours)',
+          err ?? rows().map((o) => `${o.service_name} ${o.operation}: p95 ${o.p95_ms ?? '?'} ms over ${o.trace_count} requests, ${(o.error_rate * 100).toFixed(1)}% errors`),
+          'no traces in the window.',
+        ),
       );
     } else if (s === 'deployments') {
-      const rows: any[] = r?.ok ? r.value.data : [];
       parts.push(
-        `**Latest deployments**: ${err ?? (rows.length ? '\n' + rows.map((d) => `- ${d.service ?? 'service'} ${d.version ?? d.deployment_id} to ${d.environment ?? 'unknown environment'}: ${d.status} (${d.started_at ?? d.created_at})`).join('\n') : 'none recorded.')}`,
+        para(
+          'Latest deployments',
+          err ?? rows().map((d) => `${d.service ?? 'service'} ${d.version ?? d.deployment_id} to ${d.environment ?? 'unknown environment'}: ${d.status} (${d.started_at ?? d.created_at})`),
+          'none recorded.',
+        ),
       );
     }
   }
@@ -84,5 +94,5 @@ export async function runAnalyst(question: string, now: number, runScript: RunSc
   const dayAgo = now - 24 * 3600_000;
   const r = await runScript(analystScript(sections, new Date(dayAgo).toISOString()));
   if (r.error || !r.result || typeof r.result !== 'object') return [`I could not read the project's data just now (${r.error?.message.slice(0, 200) ?? 'no result'}).`];
-  return formatReport(sections, r.result as Record<string, Read>, dayAgo);
+  return ['From the project\'s data (built-in analyst):', ...formatReport(sections, r.result as Record<string, Read>, dayAgo)];
 }
