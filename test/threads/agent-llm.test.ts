@@ -228,3 +228,26 @@ describe('agent with an OpenAI-compatible model', () => {
     expect(r.body.answer.text).toContain('PaymentDeclinedError');
   });
 });
+
+describe('agent time limit', () => {
+  it('stops a run that outlives SIGHTLINE_AGENT_TIME_LIMIT and stores what it had, saying so', async () => {
+    const slow = await startFakeLlm();
+    const t2 = await startTestServer({ config: { llm: { baseUrl: slow.url, apiKey: null, model: 'gpt-slow', maxTurns: 3, maxToolCalls: 3, timeLimitMs: 300 } } });
+    try {
+      // The model sends one chunk and then never finishes.
+      slow.script.push({ stream: ['Looking', ' into it'], hold: new Promise<void>(() => {}), holdAfter: 1 });
+      const res = await fetch(`${t2.url}/v1/projects/${t2.projectId}/ask/stream`, {
+        method: 'POST',
+        headers: { 'x-service-key': t2.keys.admin, 'content-type': 'application/json' },
+        body: JSON.stringify({ question: 'Anything wrong?' }),
+      });
+      const streamed = await res.text();
+      expect(streamed).toMatch(/^Looking\n\n\(I stopped: the answer took longer than the 0\.3-second limit/);
+      const msgs = await api(t2, 'GET', `/v1/projects/${t2.projectId}/threads/${res.headers.get('x-thread-id')}/messages`, { key: t2.keys.admin });
+      expect(msgs.body.data.at(-1)).toMatchObject({ role: 'assistant', text: streamed, answered_by: 'gpt-slow' });
+    } finally {
+      await t2.close();
+      await slow.close();
+    }
+  });
+});

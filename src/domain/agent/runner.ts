@@ -193,7 +193,7 @@ export function createAgentRunner(deps: AgentRunnerDeps): ConfiguredAgentRunner 
         return { text, answered_by: provider.name, tool_calls: tools.calls };
       } catch (err) {
         if (abort.signal.aborted) {
-          emit(`${text ? '\n\n' : ''}(I stopped: the answer took longer than the ${Math.round(deps.caps.timeLimitMs / 1000)}-second limit or was cancelled.)`);
+          emit(`${text ? '\n\n' : ''}(I stopped: the answer took longer than the ${deps.caps.timeLimitMs / 1000}-second limit or was cancelled.)`);
           return { text, answered_by: provider.name, tool_calls: tools.calls };
         }
         deps.log?.warn({ err }, 'agent: model endpoint failed');
