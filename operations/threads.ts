@@ -1,3 +1,8 @@
+/**
+ * Chat threads and messages (spec, "Chat thread and message" and "Chat threads"), and `ask`: a
+ * question to the in-project agent stored as a user message, answered by the agent
+ * (services.agentRunner) and stored as an assistant message attributed to the service.
+ */
 import { z } from 'zod';
 import { defineOperation, type HandlerContext } from './define.js';
 import { offsetPagination, projectId, queryInt, toIso, uuid } from './shared.js';
@@ -7,12 +12,6 @@ import { principalHolds } from '../src/core/principal.js';
 import { agentScopes, modelNameFor } from '../src/domain/agent/runner.js';
 import type { AgentRunResult } from '../src/domain/agent/contract.js';
 import { MESSAGE_ROLES, type MessageRow, type NewMessage, type ThreadRow } from '../src/storage/threads-repo.js';
-
-/*
- * Chat threads and messages (spec, "Chat thread and message" and "Chat threads"), and `ask`: a
- * question to the in-project agent stored as a user message, answered by the agent
- * (services.agentRunner) and stored as an assistant message attributed to the service.
- */
 
 const BASE = '/v1/projects/{project_id}';
 const SERVICE_AUTHOR = 'Sightline';
