@@ -21,7 +21,17 @@ export interface HandlerContext {
   now: () => number;
   requestId: string;
   /** A face that speaks HTTP honours these; others ignore them. */
-  response: { status?: number; headers: Record<string, string> };
+  response: {
+    status?: number;
+    headers: Record<string, string>;
+    /**
+     * A streamed answer (operations with `streams`, when `canStream`): the REST face sends these
+     * chunks as they come, with `streams.contentType`, instead of the JSON value.
+     */
+    stream?: AsyncIterable<string>;
+  };
+  /** The face can send a streamed answer (REST, for operations with `streams`); others get the JSON output. */
+  canStream: boolean;
 }
 
 export interface ProjectRef {
@@ -101,6 +111,12 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
   maxBodyBytes?: number;
   /** Answer CORS preflight and allow cross-origin calls without cookies (browser feedback widgets). */
   cors?: boolean;
+  /**
+   * Over REST the answer streams as this content type while the handler works (the handler sets
+   * `ctx.response.stream` when `ctx.canStream`); faces that cannot stream (MCP, CLI, client) get
+   * the JSON `output` once the work is done.
+   */
+  streams?: { contentType: string };
   /** A one-line example input for docs and MCP search (project_id omitted). */
   example?: Record<string, unknown>;
   /** How people see the answer (CLI tables and charts); data-only, so every face stays derived. */

@@ -42,12 +42,12 @@ function withTimeline(i: IncidentRow, ctx: HandlerContext): z.input<typeof incid
   return { ...incidentOut(i), updates: ctx.services.incidents.updates(i.id).map((u) => ({ id: u.id, at: toIso(u.at_ms)!, status: u.status, message: u.message, author: u.author })) };
 }
 
-const incidentIdParam = z
+export const incidentIdParam = z
   .string()
   .regex(/^(INC-\d{1,9}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/i, 'must be an incident id (UUID) or display id (INC-12)')
   .describe('Incident UUID or display id (INC-12).');
 
-function requireIncident(ctx: HandlerContext, id: string): IncidentRow {
+export function requireIncident(ctx: HandlerContext, id: string): IncidentRow {
   const m = /^INC-(\d+)$/i.exec(id);
   const row = m ? ctx.services.incidents.byNumber(ctx.project!.id, Number(m[1])) : ctx.services.incidents.get(ctx.project!.id, id.toLowerCase());
   if (!row) throw new NotFoundError('Incident', 'incident_id');

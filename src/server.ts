@@ -28,6 +28,11 @@ import { createRetentionRunner, type RetentionRunner } from './core/retention.js
 import { EXPIRY_TARGETS } from './storage/retention-repo.js';
 import type { TelemetryWriter } from './storage/telemetry-store.js';
 import { statusMount } from './status/mount.js';
+import { createQuickJsExecutor } from '../sandbox/quickjs-executor.js';
+import type { Executor } from '../sandbox/executor.js';
+import { createOpenAiCompatibleProvider } from './core/model-provider.js';
+import { createAgentRunner } from './domain/agent/runner.js';
+import { createAgentCodeMode } from './mcp/agent-tools.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -80,6 +85,21 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   services.scheduler.onError = (err, job) => log.warn({ err, job: job.kind, key: job.key, attempt: job.attempts }, 'job failed');
   const core = createCore(services, { now: opts.now, operations: opts.operations });
   core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
+  // The in-project agent's runner: its own small sandbox pool, started with the first run.
+  let agentExecutor: Executor | null = null;
+  const { llm } = config;
+  services.agentRunner = createAgentRunner({
+    tools: createAgentCodeMode(core, () => (agentExecutor ??= createQuickJsExecutor({ poolSize: Math.max(1, Math.min(2, config.sandboxPoolSize || 1)) })), log),
+    orgOf: (projectId) => {
+      const p = services.identity.projectById(projectId);
+      return p ? String(p.org_id) : null;
+    },
+    state: () => services.agentState,
+    history: (threadId, n) => services.threads.lastMessages(threadId, n),
+    provider: llm.baseUrl && llm.model ? createOpenAiCompatibleProvider({ baseUrl: llm.baseUrl, apiKey: llm.apiKey, model: llm.model }) : null,
+    caps: llm,
+    log,
+  });
 
   const readiness = new Map<string, ReadinessCheck>([
     ['database', () => services.system.probeWritable(core.now())],
@@ -173,7 +193,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     readiness,
     retention,
     authThrottle,
-    onClose: [() => services.scheduler.stop()],
+    onClose: [() => services.scheduler.stop(), async () => void (await agentExecutor?.close())],
     async listen() {
       services.scheduler.start(); // monitors, mail and other due jobs (state in the database)
       const server = http.createServer(app.callback());

@@ -76,6 +76,13 @@ export interface AppConfig {
   webhooks: { allowPrivate: string };
   /** The in-project agent: units of work per project per UTC day (SIGHTLINE_AGENT_DAILY_BUDGET, default 100). */
   agent: { dailyBudget: number };
+  /**
+   * The in-project agent's model: any OpenAI-compatible chat-completions endpoint with tool calling
+   * (SIGHTLINE_LLM_BASE_URL, e.g. https://api.openai.com/v1; SIGHTLINE_LLM_API_KEY; SIGHTLINE_LLM_MODEL).
+   * Without a base URL and model the built-in deterministic analyst answers. Caps per run:
+   * SIGHTLINE_AGENT_MAX_TURNS (model turns), SIGHTLINE_AGENT_MAX_TOOL_CALLS, SIGHTLINE_AGENT_TIME_LIMIT (seconds).
+   */
+  llm: { baseUrl: string | null; apiKey: string | null; model: string | null; maxTurns: number; maxToolCalls: number; timeLimitMs: number };
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -164,5 +171,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     },
     webhooks: overrides.webhooks ?? { allowPrivate: env.SIGHTLINE_WEBHOOK_ALLOW_PRIVATE ?? '' },
     agent: overrides.agent ?? { dailyBudget: Math.max(1, int(env.SIGHTLINE_AGENT_DAILY_BUDGET, 100)) },
+    llm: overrides.llm ?? {
+      baseUrl: env.SIGHTLINE_LLM_BASE_URL ? env.SIGHTLINE_LLM_BASE_URL.replace(/\/+$/, '') : null,
+      apiKey: env.SIGHTLINE_LLM_API_KEY || null,
+      model: env.SIGHTLINE_LLM_MODEL || null,
+      maxTurns: Math.max(1, int(env.SIGHTLINE_AGENT_MAX_TURNS, 8)),
+      maxToolCalls: Math.max(1, int(env.SIGHTLINE_AGENT_MAX_TOOL_CALLS, 12)),
+      timeLimitMs: Math.max(1, int(env.SIGHTLINE_AGENT_TIME_LIMIT, 120)) * 1000,
+    },
   };
 }

@@ -10,12 +10,16 @@ export interface InvokeOptions {
   requestId?: string;
   /** Faces that cannot reach hidden operations (the MCP sandbox) say so here. */
   allowSensitive?: boolean;
+  /** The face can send a streamed answer (REST): operations with `streams` may return one. */
+  acceptStream?: boolean;
 }
 
 export interface InvokeResult {
   value: unknown;
   status: number;
   headers: Record<string, string>;
+  /** A streamed answer (only when the face passed `acceptStream`); `value` is null then. */
+  stream?: AsyncIterable<string>;
 }
 
 export interface Core {
@@ -142,6 +146,7 @@ export function createCore(
         now,
         requestId: invokeOpts.requestId ?? randomUUID(),
         response: { headers: {} },
+        canStream: !!(invokeOpts.acceptStream && op.streams),
       };
       let value: unknown;
       try {
@@ -154,6 +159,7 @@ export function createCore(
         throw new InternalError();
       }
       const status = ctx.response.status ?? op.successStatus ?? 200;
+      if (ctx.canStream && ctx.response.stream) return { value: null, status, headers: ctx.response.headers, stream: ctx.response.stream };
       if (!checkOutput) return { value, status, headers: ctx.response.headers };
       const out = op.output.safeParse(value);
       if (!out.success) {

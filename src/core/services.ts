@@ -23,6 +23,7 @@ import { createMonitorsRepo, type MonitorsRepo } from '../storage/monitors-repo.
 import { createIncidentsRepo, type IncidentsRepo } from '../storage/incidents-repo.js';
 import { createStatusPagesRepo, type StatusPagesRepo } from '../storage/status-pages-repo.js';
 import { createOauthRepo } from '../storage/oauth-repo.js';
+import { createThreadsRepo, type ThreadsRepo } from '../storage/threads-repo.js';
 import { createScheduler, type Scheduler } from './scheduler.js';
 import { createEventBus, type EventBus } from './events.js';
 import { createMailer, registerMailJob, type Mailer } from './mail.js';
@@ -100,6 +101,8 @@ export interface Services {
   agent: AgentStateService;
   /** Outbound webhooks with the private-address policy (agent channels, automations). */
   webhooks: WebhookSender;
+  /** Chat threads and their append-only messages (operations/threads.ts). */
+  threads: ThreadsRepo;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -149,6 +152,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     atomic,
     config,
     identity: createIdentityRepo(db),
+    threads: createThreadsRepo(db),
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
@@ -200,6 +204,7 @@ function regressedReleases(services: Services, projectId: string, orgId: string,
     services,
     now: () => now,
     requestId: 'agent-release-watcher',
+    canStream: false,
     response: { headers: {} },
   };
   const out = listReleases.handler(listReleases.input.parse({ project_id: projectId, limit: '25', from: new Date(now - 2 * 86_400_000).toISOString() }), ctx) as {

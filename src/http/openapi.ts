@@ -84,7 +84,11 @@ function operationObject(op: AnyOperation): JsonSchema {
   const responses: JsonSchema = {
     [String(op.successStatus ?? 200)]: {
       description: 'Success',
-      content: { 'application/json': { schema: toJsonSchema(op.output, 'output') } },
+      content: {
+        // A streaming operation answers REST calls with chunks of this type; the JSON output is what other faces get.
+        ...(op.streams ? { [op.streams.contentType.split(';')[0]!]: { schema: { type: 'string' } } } : {}),
+        'application/json': { schema: toJsonSchema(op.output, 'output') },
+      },
     },
   };
   const declared = new Map<string, string[]>();

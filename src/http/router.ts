@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { AnyOperation } from '../../operations/define.js';
@@ -100,7 +101,19 @@ async function handle(
   }
   for (const p of where.path) input[p] = ctx.params[p];
 
-  const result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId });
+  // A client asking for JSON only (the typed client, the CLI) gets the final JSON answer instead.
+  const streamType = op.streams?.contentType.split(';')[0]!.trim();
+  const acceptStream = !!streamType && ctx.accepts(streamType, 'application/json') === streamType;
+  const result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId, acceptStream });
+  if (result.stream && op.streams) {
+    // A streamed answer: chunks go out as they come (no buffering proxies); the handler owns what
+    // happens if the client leaves (the stream is destroyed, the work it started goes on).
+    ctx.status = result.status;
+    ctx.set({ ...result.headers, 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
+    ctx.type = op.streams.contentType;
+    ctx.body = Readable.from(result.stream, { objectMode: false });
+    return;
+  }
   // Serialized once here, with the response size cap (one mechanism for every operation).
   const body = serializeCapped(op, result.value, core.services.config.maxResponseBytes);
   ctx.status = result.status;

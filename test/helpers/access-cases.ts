@@ -195,6 +195,8 @@ export function httpRequestFor(
   }
   if (credential) headers['x-service-key'] = credential;
   if (hasBody) headers['content-type'] = 'application/json';
+  // JSON answers only (a streaming operation such as threads.askStream answers JSON then).
+  headers.accept = 'application/json';
   const qs = query.toString();
   return { method: op.method, path: path + (qs ? `?${qs}` : ''), headers, body: hasBody ? JSON.stringify(body) : undefined };
 }
