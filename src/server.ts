@@ -28,6 +28,9 @@ import { createRetentionRunner, type RetentionRunner } from './core/retention.js
 import { EXPIRY_TARGETS } from './storage/retention-repo.js';
 import type { TelemetryWriter } from './storage/telemetry-store.js';
 import { statusMount } from './status/mount.js';
+import { createAutomationEngine } from './domain/automations/engine.js';
+import { createQuickJsExecutor } from '../sandbox/quickjs-executor.js';
+import type { Executor } from '../sandbox/executor.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -80,6 +83,10 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   services.scheduler.onError = (err, job) => log.warn({ err, job: job.kind, key: job.key, attempt: job.attempts }, 'job failed');
   const core = createCore(services, { now: opts.now, operations: opts.operations });
   core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
+  // Automations run scripts in a sandbox pool of their own, started on first use.
+  let automationExecutor: Executor | null = null;
+  services.automationEngine = createAutomationEngine(core, () => (automationExecutor ??= createQuickJsExecutor(config.sandboxPoolSize ? { poolSize: config.sandboxPoolSize } : {})));
+  services.automationEngine.register();
 
   const readiness = new Map<string, ReadinessCheck>([
     ['database', () => services.system.probeWritable(core.now())],
@@ -173,7 +180,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     readiness,
     retention,
     authThrottle,
-    onClose: [() => services.scheduler.stop()],
+    onClose: [() => automationExecutor?.close(), () => services.scheduler.stop()],
     async listen() {
       services.scheduler.start(); // monitors, mail and other due jobs (state in the database)
       const server = http.createServer(app.callback());

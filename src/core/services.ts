@@ -23,6 +23,8 @@ import { createMonitorsRepo, type MonitorsRepo } from '../storage/monitors-repo.
 import { createIncidentsRepo, type IncidentsRepo } from '../storage/incidents-repo.js';
 import { createStatusPagesRepo, type StatusPagesRepo } from '../storage/status-pages-repo.js';
 import { createOauthRepo } from '../storage/oauth-repo.js';
+import { createAutomationsRepo, type AutomationsRepo } from '../storage/automations-repo.js';
+import type { AutomationEngine } from '../domain/automations/engine.js';
 import { createScheduler, type Scheduler } from './scheduler.js';
 import { createEventBus, type EventBus } from './events.js';
 import { createMailer, registerMailJob, type Mailer } from './mail.js';
@@ -91,6 +93,10 @@ export interface Services {
    */
   agentState?: AgentState;
   agentRunner?: AgentRunner;
+  /** Automation configs, runs, outputs, approvals, capabilities and skills (issue 16). */
+  automations: AutomationsRepo;
+  /** The automation run engine; set by the server once the core exists (it runs operations). */
+  automationEngine?: AutomationEngine;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -128,6 +134,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     scheduler,
     events,
     mailer,
+    automations: createAutomationsRepo(db),
     monitors,
     incidents,
     statusPages,
