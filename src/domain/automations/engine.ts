@@ -89,6 +89,7 @@ export interface AutomationEngine {
   cancel(projectId: string, runId: string, now: number): boolean;
   capability(projectId: string, name: string): CapabilityManifest | null;
   capabilities(projectId: string): CapabilityManifest[];
+  operation(id: string): { operationId: string; sensitive: boolean; risk: string } | undefined;
   execute(a: { id: string; project_id: string; config: AutomationConfig }, run: { id: string; trigger: string; input: unknown }, mode: RunMode, signal?: AbortSignal): Promise<RunExecution>;
   /** Applies an approved output: a write is invoked, a message is sent. Returns the new status and detail. */
   apply(projectId: string, output: OutputRow, now: number): Promise<{ status: string; detail: Record<string, unknown> | null }>;
@@ -241,6 +242,7 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
 
   const engine: AutomationEngine = {
     capability,
+    operation: (id) => core.operations.get(id),
     capabilities(projectId) {
       const own = repo.capabilities(projectId).map((c) => ({ name: c.name, description: c.description, operations: c.operations, risk: c.risk, approval: c.approval, builtin: false }));
       return [...BUILTIN_CAPABILITIES.filter((b) => !own.some((o) => o.name === b.name)), ...own];
