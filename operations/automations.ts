@@ -651,7 +651,18 @@ export const listApprovals = defineOperation({
   errors: [notFound('run')],
   handler(input, ctx) {
     const r = requireRun(ctx, input.run_id);
-    return { data: ctx.services.automations.approvals(r.project_id, r.id).map((a) => ({ ...a, created_at: toIso(a.created_at)! })) };
+    return {
+      data: ctx.services.automations.approvals(r.project_id, r.id).map((a) => ({
+        id: a.id,
+        run_id: a.run_id,
+        output_id: a.output_id,
+        content_hash: a.content_hash,
+        decision: a.decision,
+        decided_by: a.decided_by,
+        note: a.note,
+        created_at: toIso(a.created_at)!,
+      })),
+    };
   },
 });
 
