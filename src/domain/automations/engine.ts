@@ -101,7 +101,10 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
   const services = core.services;
   const repo = services.automations;
   const now = () => core.now();
-  const controllers = new Map<string, AbortController>();
+  // Runs executing in this process (only the scheduler's leader runs jobs, so this is every live run):
+  // the per-project concurrency limit counts these, never a `running` row left by a killed process.
+  const controllers = new Map<string, { ac: AbortController; projectId: string }>();
+  const liveRuns = (projectId: string) => [...controllers.values()].filter((c) => c.projectId === projectId).length;
   const visible = [...core.operations.values()].filter((o) => !o.sensitive).map((o) => o.operationId);
 
   const capability = (projectId: string, name: string): CapabilityManifest | null => {
@@ -308,12 +311,12 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
         if (!run || (run.status !== 'queued' && run.status !== 'running')) return {};
         const a = repo.get(p.project_id, run.automation_id);
         if (!a) return {};
-        if (run.status === 'queued' && repo.runningCount(p.project_id) >= services.config.automations.concurrencyPerProject) {
+        if (liveRuns(p.project_id) >= services.config.automations.concurrencyPerProject) {
           return { nextRunAt: now() + 5000 }; // per-project concurrency limit: try again shortly
         }
         repo.startRun(run.id, now());
         const ac = new AbortController();
-        controllers.set(run.id, ac);
+        controllers.set(run.id, { ac, projectId: p.project_id });
         let r: RunExecution;
         try {
           r = await engine.execute(a, run, 'live', ac.signal);
@@ -373,7 +376,7 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
         if (ok) services.scheduler.cancel(RUN_JOB, runId);
         return ok;
       });
-      controllers.get(runId)?.abort();
+      controllers.get(runId)?.ac.abort();
       return done;
     },
 
