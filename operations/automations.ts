@@ -423,7 +423,6 @@ export const del = defineOperation({
     return { id: a.id, deleted: true as const };
   },
 });
-export { del as delete };
 
 // ---------- skills ----------
 const skillName = z
