@@ -785,8 +785,10 @@ export const createPr = defineOperation({
     const c = o.content as { diff: string; title: string; description: string };
     const requester = ctx.principal.kind === 'user' ? ctx.principal.email : ctx.principal.keyId;
     const dispatchedAt = ctx.now();
-    const record = (status: string) =>
-      ctx.services.ai.recordFixDispatch(run.project_id, { dispatch_id: o.id, source: 'automation', requester, status, webhook_status: repo.provider, dispatched_ms: dispatchedAt, completed_ms: ctx.now() });
+    // ai.fixStats / ai.fixTimeline count these: source `automation`, who asked, opened or failed, and
+    // whether the git provider took it (`webhook_status`: delivered or failed).
+    const record = (status: 'opened' | 'failed') =>
+      ctx.services.ai.recordFixDispatch(run.project_id, { dispatch_id: o.id, source: 'automation', requester, status, webhook_status: status === 'opened' ? 'delivered' : 'failed', dispatched_ms: dispatchedAt, completed_ms: ctx.now() });
     try {
       const pr = await provider.createDraftPr({ branch: input.branch ?? `sightline/automation-${run.id.slice(0, 8)}`, title: c.title, body: `${c.description}\n\nProposed by Sightline automation run ${run.id}.`, diff: c.diff, base: repo.base });
       ctx.services.atomic(() => {

@@ -201,9 +201,12 @@ describe('automations: approvals and draft pull requests', () => {
     // The checkout people work in is untouched.
     expect(execFileSync('git', ['-C', repo, 'rev-parse', '--abbrev-ref', 'HEAD']).toString().trim()).toBe('main');
 
-    const stats = await admin('GET', `/ai/fixes/stats?from=2026-03-01T00:00:00Z&to=2026-03-03T00:00:00Z`);
-    expect(stats.status).toBe(200);
-    expect(JSON.stringify(stats.body)).toContain('automation');
+    clock += 60_000;
+    const stats = await admin('GET', '/ai/fixes/stats');
+    expect(stats.status, JSON.stringify(stats.body)).toBe(200);
+    expect(stats.body).toMatchObject({ total: 1, by_source: [{ key: 'automation', count: 1 }], by_status: [{ key: 'opened', count: 1 }], by_requester: [{ key: expect.any(String), count: 1 }] });
+    const timeline = await admin('GET', '/ai/fixes/timeline');
+    expect(timeline.body.data.reduce((n: number, p: { dispatched: number }) => n + p.dispatched, 0)).toBe(1);
     expect(automation.id).toBeTruthy();
   });
 
