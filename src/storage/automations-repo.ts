@@ -113,6 +113,7 @@ export function createAutomationsRepo(db: Db) {
     running: db.prepare("SELECT count(*) FROM automation_runs WHERE project_id = ? AND status = 'running'").pluck(),
     runStart: db.prepare("UPDATE automation_runs SET status = 'running', started_at = ?, attempts = attempts + 1 WHERE id = ? AND status IN ('queued', 'running')"),
     runFinish: db.prepare("UPDATE automation_runs SET status = ?, steps = ?, error = ?, ended_at = ? WHERE id = ? AND status IN ('queued', 'running')"),
+    runSteps: db.prepare('UPDATE automation_runs SET steps = ? WHERE id = ?'),
     runCancel: db.prepare("UPDATE automation_runs SET status = 'cancelled', error = ?, ended_at = ? WHERE project_id = ? AND id = ? AND status IN ('queued', 'running')"),
     outInsert: db.prepare(
       'INSERT INTO automation_outputs (id, project_id, run_id, automation_id, kind, content, content_hash, needs_approval, status, detail, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
@@ -194,6 +195,9 @@ export function createAutomationsRepo(db: Db) {
     },
     finishRun(id: string, status: RunStatus, steps: unknown[], error: string | null, now: number): boolean {
       return st.runFinish.run(status, JSON.stringify(steps), error, now, id).changes > 0;
+    },
+    setRunSteps(id: string, steps: unknown[]): void {
+      st.runSteps.run(JSON.stringify(steps), id);
     },
     cancelRun(projectId: string, id: string, reason: string, now: number): boolean {
       return st.runCancel.run(reason, now, projectId, id).changes > 0;

@@ -84,7 +84,7 @@ describe('automations: templates and states', () => {
 });
 
 describe('automations: event triggers', () => {
-  it('the triage template, enabled, triages a new error group sent by @sentry/node (an automatic triage run)', async () => {
+  it('the triage template, enabled, triages a new error group sent by @sentry/node (an automatic triage run)', { timeout: 120_000 }, async () => {
     await createEnabled({ name: 'Triage', template_id: 'triage-new-errors' });
     const host = new URL(t.url).host;
     await run(process.execPath, [join(import.meta.dirname, 'fixtures/sentry-throw.mjs')], { env: { ...process.env, SIGHTLINE_DSN: `http://${t.keys.ingest}@${host}/ingest/${t.projectId}` }, timeout: 30_000 });
@@ -335,5 +335,35 @@ describe('automations.cancelRun', () => {
     const got = await admin('GET', `/automation-runs/${r.body.id}`);
     expect(got.body).toMatchObject({ status: 'cancelled', outputs: [] });
     expect((await admin('POST', `/automation-runs/${r.body.id}/cancel`)).status).toBe(409);
+  });
+});
+
+describe('automations: run limits and cancelling a running run', () => {
+  it('a run over its call limit fails with a clear error', async () => {
+    const { run: r } = await manualRun({
+      steps: [{ type: 'script', name: 'loop', code: 'for (let i = 0; i < 10; i++) await api.errors.list({ limit: 1 }); return "done"' }],
+      capability: 'read-only',
+      limits: { timeout_ms: 30_000, max_calls: 3 },
+    });
+    expect(r.status).toBe('failed');
+    expect(r.error).toMatch(/call/i);
+    expect(r.steps[0].calls.filter((c: { status: number }) => c.status === 200)).toHaveLength(3);
+  });
+
+  it('cancelRun stops a running script: later calls are refused and its outputs are dropped', async () => {
+    const c = await admin('POST', '/automations', {
+      name: 'long',
+      config: { trigger: { type: 'manual' }, steps: [{ type: 'script', name: 'loop', code: 'for (let i = 0; i < 900; i++) await api.errors.list({ limit: 1 }); return { summary: "finished" }' }], capability: 'read-only', limits: { timeout_ms: 60_000, max_calls: 1000 } },
+    });
+    const r = await admin('POST', `/automations/${c.body.id}/runs`, {});
+    const pass = t.s.services.scheduler.runDue();
+    for (let i = 0; i < 500 && t.s.services.automations.runAny(r.body.id)!.status !== 'running'; i++) await new Promise((res) => setTimeout(res, 10));
+    const x = await admin('POST', `/automation-runs/${r.body.id}/cancel`);
+    expect(x.status).toBe(200);
+    expect(x.body.status).toBe('cancelled');
+    await pass;
+    const got = await admin('GET', `/automation-runs/${r.body.id}`);
+    expect(got.body).toMatchObject({ status: 'cancelled', outputs: [] });
+    expect(got.body.steps[0].status).toBe('cancelled');
   });
 });

@@ -58,8 +58,8 @@ export const repositorySchema = z
   .describe('Where createPr opens draft pull requests: a local git repository or GitHub (token: SIGHTLINE_GITHUB_TOKEN).');
 
 export const limitsSchema = z.strictObject({
-  timeout_ms: z.number().int().min(100).max(300_000).default(30_000).describe('Wall-clock limit of one script step (default 30000).'),
-  max_calls: z.number().int().min(0).max(1000).default(100).describe('API calls one script step may make (default 100).'),
+  timeout_ms: z.number().int().min(100).max(300_000).default(30_000).describe('Wall-clock limit of the whole run, shared by its script steps (default 30000).'),
+  max_calls: z.number().int().min(0).max(1000).default(100).describe('API calls the whole run may make (default 100).'),
 });
 
 export const configFields = {

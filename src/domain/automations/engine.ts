@@ -10,7 +10,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Executor, HostCall, HostCallResult } from '../../../sandbox/executor.js';
 import type { Core } from '../../core/invoke.js';
-import type { ApiKeyPrincipal } from '../../core/principal.js';
+import { principalHolds, type ApiKeyPrincipal, type Principal } from '../../core/principal.js';
 import type { DomainEvent } from '../../core/events.js';
 import type { JobRow } from '../../core/scheduler.js';
 import { localCaller, runExecute } from '../../mcp/execute.js';
@@ -23,6 +23,12 @@ export const RUN_JOB = 'automation.run';
 const DAY = 86_400_000;
 
 export type RunMode = 'live' | 'preview';
+
+/** What is left of a run's limits (config.limits: time and calls for the whole run). */
+interface RunBudget {
+  deadline: number;
+  callsLeft: number;
+}
 
 /** An output before it is stored (a preview keeps it in memory only). */
 export interface PendingOutput {
@@ -90,7 +96,8 @@ export interface AutomationEngine {
   capability(projectId: string, name: string): CapabilityManifest | null;
   capabilities(projectId: string): CapabilityManifest[];
   operation(id: string): { operationId: string; sensitive: boolean; risk: string } | undefined;
-  execute(a: { id: string; project_id: string; config: AutomationConfig }, run: { id: string; trigger: string; input: unknown }, mode: RunMode, signal?: AbortSignal): Promise<RunExecution>;
+  /** Runs the steps; nothing is stored here. `caller`: a preview's caller, whose scopes bound the run's. */
+  execute(a: { id: string; project_id: string; config: AutomationConfig }, run: { id: string; trigger: string; input: unknown }, mode: RunMode, signal?: AbortSignal, caller?: Principal): Promise<RunExecution>;
   /** Applies an approved output: a write is invoked, a message is sent. Returns the new status and detail. */
   apply(projectId: string, output: OutputRow, now: number): Promise<{ status: string; detail: Record<string, unknown> | null }>;
   /** Events an automation would have been triggered by in [from, to]. */
@@ -186,7 +193,7 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
 
   async function runStep(
     step: Step,
-    ctx: { projectId: string; cap: CapabilityManifest; principal: ApiKeyPrincipal; config: AutomationConfig; mode: RunMode; automatic: boolean; input: Record<string, unknown>; outputs: PendingOutput[]; signal?: AbortSignal },
+    ctx: { projectId: string; cap: CapabilityManifest; principal: ApiKeyPrincipal; config: AutomationConfig; mode: RunMode; automatic: boolean; input: Record<string, unknown>; outputs: PendingOutput[]; signal?: AbortSignal; budget: RunBudget },
   ): Promise<StepRecord> {
     const t0 = now();
     const p0 = performance.now();
@@ -230,13 +237,15 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
     }
     const host = hostFor(ctx.principal, ctx.cap, ctx.mode, ctx.outputs, ctx.signal);
     const code = `const input = ${JSON.stringify(ctx.input)};\n${step.code}`;
-    const exec = runExecute(getExecutor(), code, visible, host.call, { limits: { wallClockMs: ctx.config.limits.timeout_ms, maxCalls: ctx.config.limits.max_calls } });
+    // The run's limits are shared by its steps: what earlier steps used is gone for later ones.
+    const exec = runExecute(getExecutor(), code, visible, host.call, { limits: { wallClockMs: Math.max(10, Math.round(ctx.budget.deadline - performance.now())), maxCalls: ctx.budget.callsLeft } });
     const aborted = new Promise<null>((resolve) => {
       if (ctx.signal?.aborted) resolve(null);
       ctx.signal?.addEventListener('abort', () => resolve(null), { once: true });
     });
     const r = await Promise.race([exec, aborted]);
     if (!r) return rec({ status: 'cancelled', error: 'The run was cancelled while this step ran; its pending calls were refused.' });
+    ctx.budget.callsLeft = Math.max(0, ctx.budget.callsLeft - r.calls.length);
     const calls = r.calls.map((c, i) => ({ operation_id: c.operationId, status: c.status, ms: Math.round(c.ms), ...(host.recorded.has(i) ? { recorded: true } : {}) }));
     if (r.error) return rec({ status: 'failed', logs: r.logs, calls, error: `${r.error.name}: ${r.error.message}` });
     ctx.outputs.push(...outputsFrom(r.result, ctx.cap, ctx.mode, ctx.automatic, ctx.projectId));
@@ -251,18 +260,24 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
       return [...BUILTIN_CAPABILITIES.filter((b) => !own.some((o) => o.name === b.name)), ...own];
     },
 
-    async execute(a, run, mode, signal) {
+    async execute(a, run, mode, signal, caller) {
       const cap = capability(a.project_id, a.config.capability);
       if (!cap) return { status: 'failed', steps: [], outputs: [], error: `The capability \`${a.config.capability}\` does not exist in this project.` };
       const principal = runPrincipal(core, a.project_id, run.id, cap);
+      // A preview runs for its caller: it can never read more than the caller could.
+      if (caller) principal.scopes = principal.scopes.filter((sc) => principalHolds(caller, principal.orgId, sc));
+      const budget: RunBudget = { deadline: performance.now() + a.config.limits.timeout_ms, callsLeft: a.config.limits.max_calls };
       const outputs: PendingOutput[] = [];
       const steps: StepRecord[] = [];
       const base = (run.input && typeof run.input === 'object' ? run.input : {}) as Record<string, unknown>;
       const automatic = run.trigger !== 'manual';
       let previous: unknown = null;
       for (const step of a.config.steps) {
+        if (performance.now() >= budget.deadline) {
+          return { status: 'failed', steps, outputs, error: `The run used its time limit of ${a.config.limits.timeout_ms} ms before step \`${step.name}\`.` };
+        }
         const input = { ...base, trigger: run.trigger, params: a.config.params, previous, now: new Date(now()).toISOString() };
-        const rec = await runStep(step, { projectId: a.project_id, cap, principal, config: a.config, mode, automatic, input, outputs, signal });
+        const rec = await runStep(step, { projectId: a.project_id, cap, principal, config: a.config, mode, automatic, input, outputs, signal, budget });
         steps.push(rec);
         if (rec.status === 'cancelled') return { status: 'cancelled', steps, outputs, error: rec.error };
         if (rec.status === 'failed') return { status: 'failed', steps, outputs, error: `Step \`${step.name}\` failed: ${rec.error}` };
@@ -327,7 +342,10 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
         const toDeliver: PendingOutput[] = [];
         return {
           commit: () => {
-            if (!repo.finishRun(run.id, r.status, r.steps, r.error, now())) return; // cancelled meanwhile
+            if (!repo.finishRun(run.id, r.status, r.steps, r.error, now())) {
+              repo.setRunSteps(run.id, r.steps); // cancelled meanwhile: keep what ran, drop its outputs
+              return;
+            }
             for (const o of r.outputs) {
               repo.addOutput({ ...o, project_id: a.project_id, run_id: run.id, automation_id: a.id, created_at: now(), updated_at: now() });
               if (o.status === 'to_deliver') toDeliver.push(o);
@@ -373,7 +391,8 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
     cancel(projectId, runId, at) {
       const done = services.atomic(() => {
         const ok = repo.cancelRun(projectId, runId, 'Cancelled by request.', at);
-        if (ok) services.scheduler.cancel(RUN_JOB, runId);
+        // A run executing here keeps its job: the job's commit records the cancelled steps.
+        if (ok && !controllers.has(runId)) services.scheduler.cancel(RUN_JOB, runId);
         return ok;
       });
       controllers.get(runId)?.ac.abort();
