@@ -286,7 +286,7 @@ export const preview = defineOperation({
   tag: 'automations',
   summary: 'Dry-run a candidate automation config on recent data',
   description:
-    'Nothing is stored, changed or sent. Body: `config` (same shape as automations.create; or `template_id` + `overrides`), `window_hours` (default 24, at most 720) and optional `input`. Returns `triggers`: the schedule fire times or the past events (new error groups, feedback) that would have started a run in the window, after conditions; and `run`: one run on the latest of them (or on `input`), where every write is replaced by a `write` output with status `dry_run` recording the operation and input it would have called, messages and patches are `dry_run` outputs, and agent tasks are described, not run.',
+    'Nothing is stored, changed or sent. Body: `config` (same shape as automations.create; or `template_id` + `overrides`), `window_hours` (default 24, at most 720) and optional `input`. Returns `triggers`: the schedule fire times or the past events (new error groups, feedback) that would have started a run in the window, after conditions; and `run`: one run on the latest of them (or on `input`), where every write is replaced by a `write` output with status `dry_run` recording the operation and input it would have called, messages and patches are `dry_run` outputs, and agent tasks are described, not run. Everything a preview reads is read with the caller\'s own scopes as well as the capability\'s.',
   method: 'POST',
   path: `${P}/automations/preview`,
   scopes: ['automations:read'],
@@ -323,7 +323,7 @@ export const preview = defineOperation({
     const to = ctx.now();
     const from = to - input.window_hours * 3_600_000;
     const e = engine(ctx);
-    const triggers = await e.pastTriggers(ctx.project!.id, config, from, to);
+    const triggers = await e.pastTriggers(ctx.project!.id, config, from, to, ctx.principal);
     const note =
       config.trigger.type === 'event' && config.trigger.event !== 'error.group.created' && config.trigger.event !== 'feedback.received'
         ? `Past \`${config.trigger.event}\` events are not kept, so the window cannot be replayed; the dry run uses \`input\`.`

@@ -262,6 +262,18 @@ describe('automations.preview', () => {
     expect((sched.value as any).run.outputs.find((o: any) => o.kind === 'message').status).toBe('dry_run');
     expect(snapshot()).toEqual(before);
   });
+
+  it('reads nothing the caller could not read itself', async () => {
+    const readOnly = t.mintKey(['automations:read']);
+    const r = await api(t, 'POST', `${P}/automations/preview`, {
+      key: readOnly,
+      body: { config: { trigger: { type: 'event', event: 'error.group.created' }, steps: [{ type: 'script', name: 's', code: 'return await api.errors.list({})' }], capability: 'read-only' }, window_hours: 48 },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.triggers).toEqual([]);
+    expect(r.body.run.status).toBe('failed');
+    expect(r.body.run.error).toContain('errors:read');
+  });
 });
 
 describe('automations: agent tasks and channels (agent contract)', () => {

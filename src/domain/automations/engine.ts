@@ -101,7 +101,7 @@ export interface AutomationEngine {
   /** Applies an approved output: a write is invoked, a message is sent. Returns the new status and detail. */
   apply(projectId: string, output: OutputRow, now: number): Promise<{ status: string; detail: Record<string, unknown> | null }>;
   /** Events an automation would have been triggered by in [from, to]. */
-  pastTriggers(projectId: string, config: AutomationConfig, from: number, to: number): Promise<{ at: string; key: string; event: Record<string, unknown> | null }[]>;
+  pastTriggers(projectId: string, config: AutomationConfig, from: number, to: number, caller: Principal): Promise<{ at: string; key: string; event: Record<string, unknown> | null }[]>;
 }
 
 export function createAutomationEngine(core: Core, getExecutor: () => Executor): AutomationEngine {
@@ -399,7 +399,7 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
       return done;
     },
 
-    async pastTriggers(projectId, config, from, to) {
+    async pastTriggers(projectId, config, from, to, caller) {
       const t = config.trigger;
       if (t.type === 'manual') return [];
       if (t.type === 'schedule') {
@@ -407,8 +407,8 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
         for (let x = nextFire(t, from - 1); x <= to && out.length < 100; x = nextFire(t, x)) out.push({ at: new Date(x).toISOString(), key: `schedule:${x}`, event: null });
         return out;
       }
-      const reader: ApiKeyPrincipal = { kind: 'api_key', keyId: 'automation:preview', projectId, orgId: services.identity.projectById(projectId)!.org_id, scopes: ['errors:read', 'read'] };
-      const call = localCaller(core, reader).call;
+      // Past events are read as the caller: a preview shows nothing the caller could not read.
+      const call = localCaller(core, caller).call;
       const events: DomainEvent[] = [];
       if (t.event === 'error.group.created') {
         const r = await call('errors.list', { project_id: projectId, from: new Date(from).toISOString(), to: new Date(to).toISOString(), status: 'all', sort: 'first_seen', limit: 100 });
