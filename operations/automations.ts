@@ -1,7 +1,7 @@
 /**
  * Automations (issue 16): a trigger (cron schedule in a time zone, a domain event, or manual), optional
  * conditions, and steps (Code Mode scripts or agent tasks) bounded by a capability manifest. Runs,
- * outputs, approvals and draft pull requests. The run engine is src/domain/automations/engine.ts.
+ * outputs, approvals and draft pull requests. The run engine is src/core/automations.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -10,7 +10,7 @@ import { offsetPagination, projectId, toIso, uuid } from './shared.js';
 import { ConflictError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../src/core/errors.js';
 import { AUTOMATION_STATES, checkTrigger, ConfigError, configFields, configSchema, type AutomationConfig } from '../src/domain/automations/config.js';
 import { TEMPLATES } from '../src/domain/automations/templates.js';
-import { contentHash, isAutomationPrincipal, type AutomationEngine } from '../src/domain/automations/engine.js';
+import { contentHash, isAutomationPrincipal, type AutomationEngine } from '../src/core/automations.js';
 import { githubProvider, GitProviderError, localGitProvider, type GitProvider } from '../src/domain/automations/git.js';
 import type { AutomationRow, OutputRow, RunRow } from '../src/storage/automations-repo.js';
 

@@ -28,7 +28,8 @@ import { createRetentionRunner, type RetentionRunner } from './core/retention.js
 import { EXPIRY_TARGETS } from './storage/retention-repo.js';
 import type { TelemetryWriter } from './storage/telemetry-store.js';
 import { statusMount } from './status/mount.js';
-import { createAutomationEngine } from './domain/automations/engine.js';
+import { createAutomationEngine } from './core/automations.js';
+import { localCaller, runExecute } from './mcp/execute.js';
 import { createQuickJsExecutor } from '../sandbox/quickjs-executor.js';
 import type { Executor } from '../sandbox/executor.js';
 
@@ -85,7 +86,11 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
   // Automations run scripts in a sandbox pool of their own, started on first use.
   let automationExecutor: Executor | null = null;
-  services.automationEngine = createAutomationEngine(core, () => (automationExecutor ??= createQuickJsExecutor(config.sandboxPoolSize ? { poolSize: config.sandboxPoolSize } : {})));
+  const getAutomationExecutor = () => (automationExecutor ??= createQuickJsExecutor(config.sandboxPoolSize ? { poolSize: config.sandboxPoolSize } : {}));
+  services.automationEngine = createAutomationEngine(core, {
+    caller: (principal) => localCaller(core, principal, { log }).call,
+    runScript: (code, operations, call, limits) => runExecute(getAutomationExecutor(), code, operations, call, { limits, log }),
+  });
   services.automationEngine.register();
 
   const readiness = new Map<string, ReadinessCheck>([

@@ -24,7 +24,7 @@ import { createIncidentsRepo, type IncidentsRepo } from '../storage/incidents-re
 import { createStatusPagesRepo, type StatusPagesRepo } from '../storage/status-pages-repo.js';
 import { createOauthRepo } from '../storage/oauth-repo.js';
 import { createAutomationsRepo, type AutomationsRepo } from '../storage/automations-repo.js';
-import type { AutomationEngine } from '../domain/automations/engine.js';
+import type { AutomationEngine } from './automations.js';
 import { createScheduler, type Scheduler } from './scheduler.js';
 import { createEventBus, type EventBus } from './events.js';
 import { createMailer, registerMailJob, type Mailer } from './mail.js';

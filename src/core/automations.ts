@@ -8,15 +8,34 @@
  * (or, in a preview, into records of what would have been done).
  */
 import { createHash, randomUUID } from 'node:crypto';
-import type { Executor, HostCall, HostCallResult } from '../../../sandbox/executor.js';
-import type { Core } from '../../core/invoke.js';
-import { principalHolds, type ApiKeyPrincipal, type Principal } from '../../core/principal.js';
-import type { DomainEvent } from '../../core/events.js';
-import type { JobRow } from '../../core/scheduler.js';
-import { localCaller, runExecute } from '../../mcp/execute.js';
-import type { AutomationRow, OutputRow, RunRow } from '../../storage/automations-repo.js';
-import { AUTOMATION_EVENTS, eventPayload, matches, nextFire, type AutomationConfig, type Step } from './config.js';
-import { BUILTIN_CAPABILITIES, type CapabilityManifest } from './templates.js';
+import type { Core } from './invoke.js';
+import { principalHolds, type ApiKeyPrincipal, type Principal } from './principal.js';
+import type { DomainEvent } from './events.js';
+import type { JobRow } from './scheduler.js';
+import type { AutomationRow, OutputRow, RunRow } from '../storage/automations-repo.js';
+import { AUTOMATION_EVENTS, eventPayload, matches, nextFire, type AutomationConfig, type Step } from '../domain/automations/config.js';
+import { BUILTIN_CAPABILITIES, type CapabilityManifest } from '../domain/automations/templates.js';
+
+/** One operation call's answer, as the sandbox bridge carries it (sandbox/executor.ts HostCallResult). */
+export type HostCallResult = { ok: true; value: unknown } | { ok: false; error: { status: number; code: string; message: string; param?: string } };
+export type HostCall = (operationId: string, input: unknown) => Promise<HostCallResult>;
+
+/** What a script step got back from the sandbox (src/mcp/execute.ts ExecuteOutput, the part used here). */
+export interface ScriptOutcome {
+  result: unknown;
+  logs: string[];
+  calls: { operationId: string; status: number; ms: number }[];
+  error: { name: string; message: string } | null;
+}
+
+/**
+ * The faces the engine runs through, handed in by the server (core may not import faces): the MCP
+ * sandbox runner and the in-process caller that goes through core.invoke without hidden operations.
+ */
+export interface AutomationDeps {
+  caller(principal: Principal): HostCall;
+  runScript(code: string, operations: string[], call: HostCall, limits: { wallClockMs: number; maxCalls: number }): Promise<ScriptOutcome>;
+}
 
 export const TICK_JOB = 'automation.tick';
 export const RUN_JOB = 'automation.run';
@@ -104,7 +123,7 @@ export interface AutomationEngine {
   pastTriggers(projectId: string, config: AutomationConfig, from: number, to: number, caller: Principal): Promise<{ at: string; key: string; event: Record<string, unknown> | null }[]>;
 }
 
-export function createAutomationEngine(core: Core, getExecutor: () => Executor): AutomationEngine {
+export function createAutomationEngine(core: Core, deps: AutomationDeps): AutomationEngine {
   const services = core.services;
   const repo = services.automations;
   const now = () => core.now();
@@ -140,7 +159,7 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
 
   /** The host function a run's sandbox calls: capability, hidden operations, approval and preview. */
   function hostFor(principal: ApiKeyPrincipal, cap: CapabilityManifest, mode: RunMode, outputs: PendingOutput[], signal?: AbortSignal): { call: HostCall; recorded: Set<number>; count: () => number } {
-    const inner = localCaller(core, principal);
+    const inner = deps.caller(principal);
     let n = 0;
     const recorded = new Set<number>();
     const call: HostCall = async (operationId, input): Promise<HostCallResult> => {
@@ -162,7 +181,7 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
         outputs.push(o);
         return { ok: true, value: mode === 'preview' ? { dry_run: true, output_id: o.id, operation_id: operationId } : { pending_approval: true, output_id: o.id, operation_id: operationId } };
       }
-      return inner.call(operationId, input);
+      return inner(operationId, input);
     };
     return { call, recorded, count: () => n };
   }
@@ -238,7 +257,7 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
     const host = hostFor(ctx.principal, ctx.cap, ctx.mode, ctx.outputs, ctx.signal);
     const code = `const input = ${JSON.stringify(ctx.input)};\n${step.code}`;
     // The run's limits are shared by its steps: what earlier steps used is gone for later ones.
-    const exec = runExecute(getExecutor(), code, visible, host.call, { limits: { wallClockMs: Math.max(10, Math.round(ctx.budget.deadline - performance.now())), maxCalls: ctx.budget.callsLeft } });
+    const exec = deps.runScript(code, visible, host.call, { wallClockMs: Math.max(10, Math.round(ctx.budget.deadline - performance.now())), maxCalls: ctx.budget.callsLeft });
     const aborted = new Promise<null>((resolve) => {
       if (ctx.signal?.aborted) resolve(null);
       ctx.signal?.addEventListener('abort', () => resolve(null), { once: true });
@@ -294,7 +313,7 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
         if (!run || !cap) return { status: 'failed', detail: { error: 'The automation or its capability no longer exists.' } };
         const c = o.content as { operation_id: string; input: Record<string, unknown> };
         if (!cap.operations.includes(c.operation_id)) return { status: 'failed', detail: { error: `${c.operation_id} is outside capability \`${cap.name}\`.` } };
-        const r = await localCaller(core, runPrincipal(core, projectId, run.id, cap)).call(c.operation_id, c.input);
+        const r = await deps.caller(runPrincipal(core, projectId, run.id, cap))(c.operation_id, c.input);
         return r.ok ? { status: 'applied', detail: { result: (r.value ?? null) as unknown, applied_at: new Date(at).toISOString() } } : { status: 'failed', detail: { error: r.error.message, code: r.error.code } };
       }
       if (o.kind === 'message') return deliver(projectId, o.content as { channel_id: string; title: string; text: string }, at);
@@ -408,7 +427,7 @@ export function createAutomationEngine(core: Core, getExecutor: () => Executor):
         return out;
       }
       // Past events are read as the caller: a preview shows nothing the caller could not read.
-      const call = localCaller(core, caller).call;
+      const call = deps.caller(caller);
       const events: DomainEvent[] = [];
       if (t.event === 'error.group.created') {
         const r = await call('errors.list', { project_id: projectId, from: new Date(from).toISOString(), to: new Date(to).toISOString(), status: 'all', sort: 'first_seen', limit: 100 });
