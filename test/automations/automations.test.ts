@@ -327,11 +327,34 @@ describe('automations: agent tasks and channels (agent contract)', () => {
     expect(ap2.body.detail.reason).toContain('no channel service configured');
   });
 
+  it('at budget stage conserve, automatic runs propose no patches (manual runs still do)', async () => {
+    t.s.services.agentState = { context: () => ({ usage: { stage: 'conserve' } }) } as unknown as AgentState;
+    try {
+      const step = { type: 'script', name: 'fix', code: `return { patch: { title: 'fix', diff: 'diff --git a/x b/x' } }` };
+      const a = await createEnabled({ name: 'auto fix', config: { trigger: { type: 'event', event: 'feedback.received' }, steps: [step], capability: 'read-only' } });
+      await api(t, 'POST', `${P}/feedback`, { key: t.keys.ingest, body: { message: 'please fix' } });
+      await drain();
+      const [r] = (await admin('GET', `/automations/${a.id}/runs`)).body.data;
+      const outs = (await admin('GET', `/automation-runs/${r.id}/outputs`)).body.data;
+      expect(outs).toEqual([expect.objectContaining({ kind: 'patch', status: 'blocked', needs_approval: false, detail: { reason: expect.stringContaining('conserve') } })]);
+      await admin('PATCH', `/automations/${a.id}`, { state: 'paused' });
+      const manual = await manualRun({ steps: [step], capability: 'read-only' });
+      expect(manual.run.outputs[0]).toMatchObject({ kind: 'patch', status: 'pending_approval' });
+    } finally {
+      t.s.services.agentState = undefined;
+    }
+  });
+
   it('skills follow the agent skill rules', async () => {
     expect((await admin('POST', '/automation-skills', { name: 'Bad Name', description: 'x', content: 'y' })).status).toBe(400);
     expect((await admin('POST', '/automation-skills', { name: 'ok', description: 'x', content: 'y'.repeat(12_001) })).status).toBe(400);
-    const s = await admin('GET', '/automation-skills/triage-checklist');
-    expect(s.body.content).toBe('Look at the release first.');
+    const first = await admin('POST', '/automation-skills', { name: 'release-notes', description: 'x', content: 'v1' });
+    const replaced = await admin('POST', '/automation-skills', { name: 'release-notes', description: 'x', content: 'v2' });
+    expect([first.status, replaced.status]).toEqual([201, 200]);
+    expect(replaced.body.id).toBe(first.body.id);
+    const s = await admin('GET', '/automation-skills/release-notes');
+    expect(s.body.content).toBe('v2');
+    expect((await admin('GET', '/automation-skills')).body.data.map((x: { name: string }) => x.name)).toContain('release-notes');
     expect((await admin('DELETE', `/automation-skills/${s.body.id}`)).status).toBe(200);
     expect((await admin('GET', `/automation-skills/${s.body.id}`)).status).toBe(404);
   });
