@@ -670,7 +670,9 @@ export const createTriage = defineOperation({
   errors: [notFound, { status: 400, code: 'unknown_field', when: 'a body field other than force' }],
   example: { error_group_id: '00000000-0000-4000-8000-000000000000', force: true },
   handler(input, ctx) {
-    const r = triageErrorGroup(ctx.services, ctx.project!.id, input.error_group_id, { trigger: 'manual', force: input.force === true, now: ctx.now() });
+    // A call from an automation run (its principal is `automation:<run id>`) is an automatic triage.
+    const automatic = ctx.principal.kind === 'api_key' && ctx.principal.keyId.startsWith('automation:');
+    const r = triageErrorGroup(ctx.services, ctx.project!.id, input.error_group_id, { trigger: automatic ? 'automatic' : 'manual', force: input.force === true, now: ctx.now() });
     if (!r) throw new NotFoundError('Error group', 'error_group_id');
     ctx.response.status = r.created ? 201 : 200;
     return triageRunOut(r.run);

@@ -23,12 +23,13 @@ import * as revenue from './revenue.js';
 import * as integrations from './integrations.js';
 import * as agent from './agent.js';
 import * as threads from './threads.js';
+import * as automations from './automations.js';
 
 // The REST router matches in catalogue order: /agent-observations/quality and /export before /{observation_id}.
 const agentObservations = { list: agentObservationsTag.list, quality: agentObservationsTag.quality, export: agentObservationsTag.export, get: agentObservationsTag.get };
 
 /** Every tag file, imported explicitly; the catalogue is the union of their operations. */
-const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system, retention, monitors, incidents, statusPages, agentObservations, agentScores, ai, releases, analytics, revenue, integrations, agent, threads };
+const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system, retention, monitors, incidents, statusPages, agentObservations, agentScores, ai, releases, analytics, revenue, integrations, agent, threads, automations };
 export const tagModules: Record<string, Record<string, unknown>> = modules;
 /** The tag modules with their types kept (tag → export → descriptor): the typed client (src/client) is derived from it. */
 export type TagModules = typeof modules;

@@ -33,6 +33,8 @@ import type { Executor } from '../sandbox/executor.js';
 import { createOpenAiCompatibleProvider } from './core/model-provider.js';
 import { createAgentRunner } from './domain/agent/runner.js';
 import { createAgentCodeMode } from './mcp/agent-tools.js';
+import { createAutomationEngine } from './core/automations.js';
+import { localCaller, runExecute } from './mcp/execute.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -85,11 +87,13 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   services.scheduler.onError = (err, job) => log.warn({ err, job: job.kind, key: job.key, attempt: job.attempts }, 'job failed');
   const core = createCore(services, { now: opts.now, operations: opts.operations });
   core.onInternalError = (err, operationId) => log.error({ err, operationId }, 'operation failed');
-  // The in-project agent's runner: its own small sandbox pool, started with the first run.
-  let agentExecutor: Executor | null = null;
+  // The in-project agent and automations run Code Mode scripts on one background sandbox pool of
+  // their own (MCP clients keep theirs), started with the first run.
+  let backgroundExecutor: Executor | null = null;
+  const getBackgroundExecutor = () => (backgroundExecutor ??= createQuickJsExecutor({ poolSize: Math.max(1, Math.min(2, config.sandboxPoolSize || 2)) }));
   const { llm } = config;
   services.agentRunner = createAgentRunner({
-    tools: createAgentCodeMode(core, () => (agentExecutor ??= createQuickJsExecutor({ poolSize: Math.max(1, Math.min(2, config.sandboxPoolSize || 1)) })), log),
+    tools: createAgentCodeMode(core, getBackgroundExecutor, log),
     orgOf: (projectId) => {
       const p = services.identity.projectById(projectId);
       return p ? String(p.org_id) : null;
@@ -100,6 +104,11 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     caps: llm,
     log,
   });
+  services.automationEngine = createAutomationEngine(core, {
+    caller: (principal) => localCaller(core, principal, { log }).call,
+    runScript: (code, operations, call, limits) => runExecute(getBackgroundExecutor(), code, operations, call, { limits, log }),
+  });
+  services.automationEngine.register();
 
   const readiness = new Map<string, ReadinessCheck>([
     ['database', () => services.system.probeWritable(core.now())],
@@ -193,7 +202,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     readiness,
     retention,
     authThrottle,
-    onClose: [() => services.scheduler.stop(), async () => void (await agentExecutor?.close())],
+    onClose: [() => services.scheduler.stop(), async () => void (await backgroundExecutor?.close())],
     async listen() {
       services.scheduler.start(); // monitors, mail and other due jobs (state in the database)
       const server = http.createServer(app.callback());

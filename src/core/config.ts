@@ -59,6 +59,8 @@ export interface AppConfig {
   maxResponseBytes: number;
   /** Uptime monitors: private ranges allowed (CIDRs, or `all`) and days of results kept. */
   monitors: { allowPrivate: string; retentionDays: number };
+  /** Automations: GitHub token for draft PRs (SIGHTLINE_GITHUB_TOKEN) and runs at once per project. */
+  automations: { githubToken: string | null; concurrencyPerProject: number };
   /** Outbound mail: SMTP URL (null: the outbox file), sender, outbox file. */
   mail: { smtpUrl: string | null; from: string; outboxFile: string };
   /**
@@ -154,6 +156,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       hops: Math.max(1, int(env.SIGHTLINE_TRUST_PROXY_HOPS, 1)),
     },
     maxResponseBytes: overrides.maxResponseBytes ?? int(env.SIGHTLINE_MAX_RESPONSE_BYTES, 8 * 1024 * 1024),
+    automations: overrides.automations ?? {
+      githubToken: env.SIGHTLINE_GITHUB_TOKEN || null,
+      concurrencyPerProject: int(env.SIGHTLINE_AUTOMATION_CONCURRENCY, 2),
+    },
     monitors: overrides.monitors ?? {
       allowPrivate: env.SIGHTLINE_MONITOR_ALLOW_PRIVATE ?? '',
       retentionDays: Math.max(1, int(env.SIGHTLINE_MONITOR_RETENTION_DAYS, 90)),

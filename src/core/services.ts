@@ -24,6 +24,8 @@ import { createIncidentsRepo, type IncidentsRepo } from '../storage/incidents-re
 import { createStatusPagesRepo, type StatusPagesRepo } from '../storage/status-pages-repo.js';
 import { createOauthRepo } from '../storage/oauth-repo.js';
 import { createThreadsRepo, type ThreadsRepo } from '../storage/threads-repo.js';
+import { createAutomationsRepo, type AutomationsRepo } from '../storage/automations-repo.js';
+import type { AutomationEngine } from './automations.js';
 import { createScheduler, type Scheduler } from './scheduler.js';
 import { createEventBus, type EventBus } from './events.js';
 import { createMailer, registerMailJob, type Mailer } from './mail.js';
@@ -103,6 +105,10 @@ export interface Services {
   webhooks: WebhookSender;
   /** Chat threads and their append-only messages (operations/threads.ts). */
   threads: ThreadsRepo;
+  /** Automation configs, runs, outputs, approvals, capabilities and skills (issue 16). */
+  automations: AutomationsRepo;
+  /** The automation run engine; set by the server once the core exists (it runs operations). */
+  automationEngine?: AutomationEngine;
   /** Cross-domain look-ups that later modules (error groups, replays) fill in. */
   lookups: {
     errorGroupExists(projectId: string, errorGroupId: string): boolean;
@@ -145,6 +151,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     scheduler,
     events,
     mailer,
+    automations: createAutomationsRepo(db),
     monitors,
     incidents,
     statusPages,
