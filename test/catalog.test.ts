@@ -180,6 +180,9 @@ const EXTRA_ROWS: Row[] = [
   ['ai.getSettings', 'GET', '/v1/projects/{project_id}/ai/settings', ['read'], 'read', false],
   ['ai.updateSettings', 'PATCH', '/v1/projects/{project_id}/ai/settings', ['project:write'], 'write', false],
   ['analytics.enable', 'POST', '/v1/projects/{project_id}/analytics/enable', ['project:write'], 'write', true], // owners/admins turn product analytics on
+  // People (issue 11): whom an agent is and whom it can assign an error to.
+  ['users.me', 'GET', '/v1/users/me', [], 'read', false], // any valid credential: who it is
+  ['projects.listMembers', 'GET', '/v1/projects/{project_id}/members', [], 'read', false], // a member's own token, or a key with project:write (checked in the handler)
 ];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */
@@ -236,8 +239,8 @@ describe.each(ops)('%s', (id, op) => {
     for (const s of op.scopes) expect(isKnownScope(s), s).toBe(true);
   });
 
-  it('is project-scoped unless it is projects.list or projects.get', () => {
-    expect(op.projectScoped).toBe(id !== 'projects.list' && id !== 'projects.get');
+  it('is project-scoped unless it is projects.list, projects.get or users.me', () => {
+    expect(op.projectScoped).toBe(id !== 'projects.list' && id !== 'projects.get' && id !== 'users.me');
     if (op.path.startsWith('/v1/projects/{project_id}')) expect(Object.keys(op.input.shape)).toContain('project_id');
   });
 
