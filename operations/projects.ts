@@ -123,7 +123,7 @@ export const listMembers = defineOperation({
   tag: 'projects',
   summary: 'List the members of a project (whom to assign an error to)',
   description:
-    'The people of the project\'s organization: user id, name, email and role (owner, admin, member), owners first. Use an id or email as `assigned_to` of errors.update. Open to any member\'s own user token; an API key needs `project:write` (a key is no member).',
+    'The people of the project\'s organization: user id, name, email and role (owner, admin, member), owners first. Use an id or email as `assigned_to` of errors.update. Open to any member\'s own user token; a project credential needs `project:write`.',
   method: 'GET',
   path: '/v1/projects/{project_id}/members',
   scopes: [],

@@ -11,9 +11,9 @@ const role = z.enum(['owner', 'admin', 'member']);
 export const me = defineOperation({
   operationId: 'users.me',
   tag: 'users',
-  summary: 'Who am I: the current user or API key, its organization, role, scopes and projects',
+  summary: 'Who am I: the signed-in user or the calling credential, its organization, role and projects',
   description:
-    'The credential making the call. `kind` is `user` (an OAuth user or signed-in session: `user` holds id, email and name; it can be an error assignee and may send `assigned_to: "me"`) or `api_key` (a project key: `api_key` holds id, label and prefix; it is no person and cannot say "me"). `organizations` lists the organizations with the role held in each (null for a key), `projects` the projects the credential reaches with that role, and `scopes` what the credential may do (a member\'s role still caps it).',
+    'Who is calling. `kind` is `user` (an OAuth user or signed-in session: `user` holds id, email and name; a person can be an error assignee and may send `assigned_to: "me"`) or `api_key` (a project credential: no person, so it cannot say "me"; `api_key` holds its id, label and prefix). `organizations` lists the organizations with the role held in each (null for a project credential), `projects` the projects reached with that role, and `scopes` what the caller may do (a member\'s role still caps it).',
   method: 'GET',
   path: '/v1/users/me',
   scopes: [],
