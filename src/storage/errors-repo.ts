@@ -70,8 +70,9 @@ export function createErrorsIngestRepo(db: Db) {
       level = CASE WHEN @rank > @current_rank THEN @level ELSE level END,
       status = CASE WHEN status = 'resolved' THEN 'unresolved' ELSE status END, updated_at = @now WHERE id = @id`),
     // Rollups kept beside the group in the same transaction (migration 034): reads never scan events.
-    dim: db.prepare(`INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen) VALUES (?, ?, ?, 1, ?, ?)
-      ON CONFLICT (group_id, kind, value) DO UPDATE SET event_count = event_count + 1, first_seen = MIN(first_seen, excluded.first_seen), last_seen = MAX(last_seen, excluded.last_seen)`),
+    dim: db.prepare(`INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT (group_id, kind, value) DO UPDATE SET event_count = event_count + excluded.event_count, first_seen = MIN(first_seen, excluded.first_seen),
+      last_seen = MAX(last_seen, excluded.last_seen)`),
     user: db.prepare('INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen) VALUES (?, ?, ?, ?)'),
     exists: db.prepare('SELECT 1 FROM error_groups WHERE project_id = ? AND id = ?'),
     groupOfEvent: db.prepare('SELECT group_id FROM error_events WHERE project_id = ? AND event_id = ?'),
@@ -84,6 +85,7 @@ export function createErrorsIngestRepo(db: Db) {
       const groups: string[] = [];
       const created: GroupChange[] = [];
       const reopened: GroupChange[] = [];
+      const dims = dimBatch(s.dim);
       for (const { event: e, key } of items) {
         let g = s.byFingerprint.get(pid, key.fingerprint) as any;
         if (!g) {
@@ -113,9 +115,9 @@ export function createErrorsIngestRepo(db: Db) {
             target.status = 'unresolved';
           }
           const ts = e.timestamp_ms;
-          if (e.environment) s.dim.run(effective, 'environment', e.environment, ts, ts);
-          if (e.service_name) s.dim.run(effective, 'service', e.service_name, ts, ts);
-          if (e.release) s.dim.run(effective, 'release', e.release, ts, ts);
+          if (e.environment) dims.add(effective, 'environment', e.environment, ts);
+          if (e.service_name) dims.add(effective, 'service', e.service_name, ts);
+          if (e.release) dims.add(effective, 'release', e.release, ts);
           const userKey = e.user ? userKeyOf(e.user) : null;
           const newUser = userKey !== null && s.user.run(effective, userKey, userField(e.user, 'id') || null, ts).changes > 0 ? 1 : 0;
           s.bump.run({
@@ -125,6 +127,7 @@ export function createErrorsIngestRepo(db: Db) {
         }
         groups.push(effective);
       }
+      dims.flush();
       return { inserted, groups, created, reopened };
     },
   );
@@ -140,6 +143,30 @@ export function createErrorsIngestRepo(db: Db) {
     },
     exists(projectId: string, groupId: string): boolean {
       return !!s.exists.get(Number(projectId), groupId);
+    },
+  };
+}
+
+/**
+ * Environment / service / release counts of one ingest batch, summed per (group, kind, value) and
+ * written once each at the end of the transaction: a batch from one service writes a few rows, not
+ * three per event.
+ */
+function dimBatch(upsert: { run(...args: unknown[]): unknown }) {
+  const acc = new Map<string, { group: string; kind: string; value: string; n: number; min: number; max: number }>();
+  return {
+    add(group: string, kind: string, value: string, ts: number) {
+      const k = `${group}\u0000${kind}\u0000${value}`;
+      const d = acc.get(k);
+      if (!d) acc.set(k, { group, kind, value, n: 1, min: ts, max: ts });
+      else {
+        d.n++;
+        if (ts < d.min) d.min = ts;
+        if (ts > d.max) d.max = ts;
+      }
+    },
+    flush() {
+      for (const d of acc.values()) upsert.run(d.group, d.kind, d.value, d.n, d.min, d.max);
     },
   };
 }
