@@ -55,7 +55,7 @@ export const create = defineOperation({
   tag: 'deployments',
   summary: 'Record a deployment (create or update by provider + deployment_id)',
   description:
-    'Records a deployment from any CI/CD system. Sending the same provider and deployment_id again updates that record (for example building → ready) instead of adding one. `service`/`service_name` and `version` should match the `service.name` and `service.version` your telemetry sends, so releases and suspect commits line up. 201 when created, 200 when updated.',
+    'Records a deployment from any CI/CD system. Sending the same provider and deployment_id again updates that record instead of adding one: only the fields sent change and the rest are kept, so a CI job can send just `{deployment_id, status: "ready"}` when the build finishes. `commit_sha` takes any commit identifier up to 64 characters (git SHA-1 or SHA-256, Mercurial, Perforce changelist…); hex ids are stored lowercase. `service`/`service_name` and `version` should match the `service.name` and `service.version` your telemetry sends, so releases and suspect commits line up. 201 when created, 200 when updated.',
   method: 'POST',
   path: '/v1/projects/{project_id}/deployments',
   scopes: ['deployments:write'],
@@ -74,7 +74,13 @@ export const create = defineOperation({
     status: z.enum(DEPLOYMENT_STATUSES).optional().describe('Default `unknown`.'),
     url: z.string().url().max(2048).optional(),
     deployment_url: z.string().url().max(2048).optional().describe('Alias of url.'),
-    commit_sha: z.string().trim().regex(/^[0-9a-fA-F]{7,64}$/, 'must be a commit hash (7 to 64 hex characters)').optional(),
+    commit_sha: z
+      .string()
+      .trim()
+      .min(1, 'must be a commit identifier (1 to 64 characters)')
+      .max(64, 'must be a commit identifier of at most 64 characters')
+      .optional()
+      .describe('Commit identifier: a git SHA (any length), a Mercurial id, a Perforce changelist number…'),
     branch: str(256).optional(),
     started_at: isoDateTime.optional(),
     finished_at: isoDateTime.optional(),
@@ -89,27 +95,28 @@ export const create = defineOperation({
     if (input.url && input.deployment_url && input.url !== input.deployment_url) {
       throw new ValidationError('`url` and `deployment_url` name the same thing; send one or equal values.', 'deployment_url');
     }
-    const started = parseIso(input.started_at) ?? null;
-    const finished = parseIso(input.finished_at) ?? null;
-    if (started !== null && finished !== null && finished < started) {
-      throw new ValidationError('`finished_at` is before `started_at`.', 'finished_at');
-    }
+    const sha = input.commit_sha;
     const { row, created } = ctx.services.deployments.upsert(
       ctx.project!.id,
       {
         provider: input.provider ?? 'generic',
         deployment_id: input.deployment_id,
-        service: input.service ?? input.service_name ?? null,
-        version: input.version ?? null,
-        environment: input.environment ?? null,
-        status: input.status ?? 'unknown',
-        url: input.url ?? input.deployment_url ?? null,
-        commit_sha: input.commit_sha?.toLowerCase() ?? null,
-        branch: input.branch ?? null,
-        started_at: started,
-        finished_at: finished,
+        service: input.service ?? input.service_name,
+        version: input.version,
+        environment: input.environment,
+        status: input.status,
+        url: input.url ?? input.deployment_url,
+        commit_sha: sha === undefined ? undefined : /^[0-9a-f]+$/i.test(sha) ? sha.toLowerCase() : sha,
+        branch: input.branch,
+        started_at: parseIso(input.started_at),
+        finished_at: parseIso(input.finished_at),
       },
       ctx.now(),
+      (merged) => {
+        if (merged.started_at !== null && merged.finished_at !== null && merged.finished_at < merged.started_at) {
+          throw new ValidationError('`finished_at` is before `started_at`.', 'finished_at');
+        }
+      },
     );
     ctx.response.status = created ? 201 : 200;
     return deploymentOut(row);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { eventSummaryOut } from './events.js';
+import { eventSummaryOut, eventUserOut, eventUserSchema } from './events.js';
 import { defineOperation, type HandlerContext } from './define.js';
 import { csvList, isoDateTime, offsetPagination, parseIso, projectId, queryBool, toIso } from './shared.js';
 import { ConflictError, ForbiddenError, NotFoundError, ValidationError } from '../src/core/errors.js';
@@ -8,10 +8,12 @@ import type { Services } from '../src/core/services.js';
 import { BUILTIN_TRIAGER, runBuiltinTriage, type TriageResult } from '../src/domain/errors/triage.js';
 import { rankSuspectCommits } from '../src/domain/errors/suspect-commits.js';
 import { trimPayload } from '../src/domain/errors/payload.js';
+import { compactStack } from '../src/domain/errors/stack.js';
 import {
   GROUP_PRIORITIES,
   GROUP_STATUSES,
   type ErrorEventFull,
+  type GroupPlaces,
   type GroupRef,
   type GroupWithState,
   type TriageRunRow,
@@ -24,7 +26,7 @@ import {
 const SORTS = ['last_seen', 'first_seen', 'event_count', 'priority'] as const;
 
 /** Path parameter. Anything that names no group of the project (including a non-UUID) is a 404. */
-const errorGroupId = z.string().min(1).max(128).describe('Error group id (UUID).');
+const errorGroupId = z.string().min(1).max(128).describe('Error group id (UUID) or its short id (e.g. `WEB-2`).');
 
 const groupSchema = z.object({
   id: z.string(),
@@ -41,7 +43,14 @@ const groupSchema = z.object({
   ai_assigned: z.boolean().describe('True with assigned_to null: the in-project agent owns the group. Setting assigned_to clears it.'),
   bookmarked: z.boolean().describe('State of the current user (always false for API keys).'),
   subscribed: z.boolean().describe('State of the current user (always false for API keys).'),
-  event_count: z.number().int(),
+  event_count: z.number().int().describe('Events over the group\'s lifetime.'),
+  user_count: z.number().int().describe('Distinct users (by id, else email, username or IP address) over the group\'s lifetime.'),
+  window_event_count: z.number().int().describe('Events inside the requested `from`/`to` (event time); the lifetime count without a window.'),
+  window_user_count: z.number().int().describe('Distinct users inside the requested `from`/`to`.'),
+  first_release: z.string().nullable().describe('Release of the earliest event that named one.'),
+  last_release: z.string().nullable().describe('Release of the latest event that named one.'),
+  environments: z.array(z.string()).describe('Every environment the group was seen in, most events first.'),
+  services: z.array(z.string()).describe('Every service the group was seen in, most events first.'),
   first_seen: z.string(),
   last_seen: z.string(),
 });
@@ -66,9 +75,31 @@ const latestEventSchema = z.object({
   trace_id: z.string().nullable(),
   span_id: z.string().nullable(),
   tags: z.record(z.string(), z.string()),
-  user: z.record(z.string(), z.unknown()).nullable(),
-  payload: z.unknown().describe('The event as received (Sentry event JSON, or the span and exception attributes for OTLP), trimmed to 64 KiB.'),
-  payload_truncated: z.boolean(),
+  user: eventUserSchema.nullable().describe('Who the event happened to (id, email, username, ip_address as the SDK sent them); null when it named nobody.'),
+  payload: z.unknown().optional().describe('With include_payload=true: the event as received (Sentry event JSON, or the span and exception attributes for OTLP), trimmed to 64 KiB.'),
+  payload_truncated: z.boolean().optional(),
+});
+
+const stackFrameSchema = z.object({
+  in_app: z.boolean(),
+  file: z.string().nullable(),
+  line: z.number().nullable(),
+  column: z.number().nullable(),
+  function: z.string().nullable(),
+  context_line: z.string().nullable().describe('The source line, when the SDK sent it.'),
+});
+
+const stackTraceSchema = z.object({
+  exceptions: z
+    .array(z.object({ type: z.string(), value: z.string(), frames: z.array(stackFrameSchema), omitted_frames: z.number().int() }))
+    .describe('The raised exception first, then the ones chained with it; in-app frames first, newest first, at most 25.'),
+  text: z.string().describe('The same, readable: `  at file:line function` per frame with the source line under it.'),
+});
+
+const tagFacetSchema = z.object({
+  key: z.string(),
+  total: z.number().int().describe('Events carrying the key.'),
+  values: z.array(z.object({ value: z.string(), count: z.number().int() })).describe('Most frequent values first, at most 10.'),
 });
 
 export const triageResultSchema = z.object({
@@ -119,6 +150,13 @@ const detailSchema = groupSchema.extend({
   culprit: z.string(),
   grouping_method: z.string().describe('sdk_fingerprint, exception_frames, exception_type or message.'),
   latest_event: latestEventSchema.nullable(),
+  stack_trace: stackTraceSchema.nullable().describe('Compact stack trace of the latest event; null when it has no exception.'),
+  tags: z
+    .array(tagFacetSchema)
+    .describe(
+      'Tag breakdown like Sentry\'s tag facets: environment, service and release over every event (in the window when `from`/`to` is given: over its latest 1,000 events), then event tags over the latest 1,000 events; at most 20 keys.',
+    ),
+  tags_sampled_events: z.number().int().describe('Events the event-tag counts were taken from.'),
   triage: triageResultSchema.extend({ run_id: z.string(), completed_at: z.string().nullable() }).nullable().describe('Result of the latest completed triage run, or null.'),
   merged_into: groupRefSchema.optional().describe('Present on an active duplicate: the canonical group its new events count on.'),
   merged_from: z.array(groupRefSchema).optional().describe('Present on a canonical group: its active merged duplicates.'),
@@ -130,7 +168,22 @@ type DetailOut = z.input<typeof detailSchema>;
 
 const userIdOf = (ctx: HandlerContext) => (ctx.principal.kind === 'user' ? ctx.principal.userId : null);
 
-function groupOut(g: GroupWithState): GroupOut {
+type Window = { fromMs?: number; toMs?: number };
+const hasWindow = (w: Window) => w.fromMs !== undefined || w.toMs !== undefined;
+
+/** Group rows with where they were seen and their counts in the window (lifetime counts without one). */
+function groupRows(ctx: HandlerContext, groups: GroupWithState[], w: Window): GroupOut[] {
+  const repo = ctx.services.errorGroups;
+  const ids = groups.map((g) => g.id);
+  const places = repo.places(ids);
+  const counts = hasWindow(w) ? repo.windowCounts(ctx.project!.id, ids, w.fromMs, w.toMs) : null;
+  return groups.map((g) => {
+    const c = counts?.get(g.id);
+    return groupOut(g, places.get(g.id)!, c ? { events: c.events, users: c.users } : { events: g.event_count, users: g.user_count });
+  });
+}
+
+function groupOut(g: GroupWithState, places: GroupPlaces, window: { events: number; users: number }): GroupOut {
   return {
     id: g.id,
     short_id: g.short_id,
@@ -147,6 +200,13 @@ function groupOut(g: GroupWithState): GroupOut {
     bookmarked: g.bookmarked,
     subscribed: g.subscribed,
     event_count: g.event_count,
+    user_count: g.user_count,
+    window_event_count: window.events,
+    window_user_count: window.users,
+    first_release: g.first_release || null,
+    last_release: g.last_release || null,
+    environments: places.environments,
+    services: places.services,
     first_seen: toIso(g.first_seen)!,
     last_seen: toIso(g.last_seen)!,
   };
@@ -154,19 +214,22 @@ function groupOut(g: GroupWithState): GroupOut {
 
 const refOut = (r: GroupRef) => ({ id: r.id, short_id: r.short_id, title: r.title, merged_at: toIso(r.merged_at) });
 
-function eventOut(e: ErrorEventFull): z.input<typeof latestEventSchema> {
-  const { payload, truncated } = trimPayload(e.payload);
-  return {
+function eventOut(e: ErrorEventFull, includePayload: boolean): z.input<typeof latestEventSchema> {
+  const out: z.input<typeof latestEventSchema> = {
     ...eventSummaryOut(e),
     platform: e.platform,
     transaction: e.transaction_name,
     server_name: e.server_name,
     span_id: e.span_id,
     tags: e.tags,
-    user: e.user,
-    payload,
-    payload_truncated: truncated,
+    user: eventUserOut(e.user),
   };
+  if (includePayload) {
+    const { payload, truncated } = trimPayload(e.payload);
+    out.payload = payload;
+    out.payload_truncated = truncated;
+  }
+  return out;
 }
 
 function triageResultOut(r: unknown): z.input<typeof triageResultSchema> | null {
@@ -204,18 +267,26 @@ function window(from: string | undefined, to: string | undefined): { fromMs?: nu
 }
 
 /** The detail response of one group (errors.get, and the answer of update, merge and unmerge). */
-function detail(ctx: HandlerContext, id: string, replay?: { fromMs?: number; toMs?: number }): DetailOut {
+function detail(ctx: HandlerContext, id: string, o: { replay?: Window; window?: Window; includePayload?: boolean } = {}): DetailOut {
   const pid = ctx.project!.id;
   const repo = ctx.services.errorGroups;
   const g = requireGroup(ctx, id);
+  const w = o.window ?? {};
   const latest = repo.latestEvent(pid, g.id);
   const run = repo.latestCompletedTriage(pid, g.id);
   const triageResult = run ? triageResultOut(run.result) : null;
+  // The canonical group's users include those of its merged duplicates, like its other history.
+  const users = repo.userCount(pid, g.id);
+  const counts = hasWindow(w) ? repo.windowCounts(pid, [g.id], w.fromMs, w.toMs).get(g.id)! : { events: g.event_count, users };
+  const tags = repo.tags(pid, g.id, { ...w, sample: 1000, maxKeys: 20, maxValues: 10 });
   const out: DetailOut = {
-    ...groupOut(g),
+    ...groupOut({ ...g, user_count: users }, repo.places([g.id]).get(g.id)!, counts),
     culprit: g.culprit,
     grouping_method: g.grouping_method,
-    latest_event: latest ? eventOut(latest) : null,
+    latest_event: latest ? eventOut(latest, o.includePayload === true) : null,
+    stack_trace: latest ? compactStack(latest.payload) : null,
+    tags: tags.tags,
+    tags_sampled_events: tags.sampled,
     triage: run && triageResult ? { ...triageResult, run_id: run.id, completed_at: toIso(run.completed_at) } : null,
   };
   if (g.merged_into) {
@@ -225,6 +296,7 @@ function detail(ctx: HandlerContext, id: string, replay?: { fromMs?: number; toM
     const from = repo.mergedFrom(pid, g.id);
     if (from.length) out.merged_from = from.map(refOut);
   }
+  const replay = o.replay;
   if (replay) {
     out.replays = repo
       .replays(pid, g.id, { fromMs: replay.fromMs ?? g.first_seen, toMs: replay.toMs ?? g.last_seen, environment: g.environment, limit: 20 })
@@ -244,6 +316,29 @@ function detail(ctx: HandlerContext, id: string, replay?: { fromMs?: number; toM
 
 const notFound = { status: 404, code: 'not_found', when: 'no such error group in this project' } as const;
 
+/** `assigned_to` as sent (a user id, a member's email, or "me") → the user id of a member of the project's organization. */
+function resolveAssignee(ctx: HandlerContext, value: string): string {
+  const identity = ctx.services.identity;
+  if (value.toLowerCase() === 'me') {
+    if (ctx.principal.kind !== 'user') {
+      throw new ValidationError(
+        '`assigned_to: "me"` needs an OAuth user session: an API key is no user. Send a member\'s user id or email (projects.listMembers lists them).',
+        'assigned_to',
+        'assignee_not_a_user',
+      );
+    }
+    return ctx.principal.userId;
+  }
+  const user = identity.userById(value) ?? (value.includes('@') ? identity.userByEmail(value) : undefined);
+  if (!user || !identity.rolesOfUser(user.id)[ctx.project!.orgId]) {
+    throw new ValidationError(
+      '`assigned_to` must name a member of this project\'s organization by user id or email, or be "me" or null (projects.listMembers lists the members).',
+      'assigned_to',
+    );
+  }
+  return user.id;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // operations
 
@@ -252,7 +347,7 @@ export const list = defineOperation({
   tag: 'errors',
   summary: 'List error groups with filters, facets and sorting',
   description:
-    'Error groups of the project. Filters: `status` (default `unresolved`; `all` for every status; comma-separated for several), `priority` and `level` (comma-separated), `service`, `environment`, `q` (case-insensitive substring of title, type, fingerprint, service or environment), and `from`/`to` on last_seen. Sort: `last_seen` (default), `first_seen`, `event_count` or `priority`, highest first. Merged duplicates are not listed (fetch them by id, or see `merged_from` on their canonical group). `facets` count groups per service, environment and level over the filtered set, each ignoring its own filter (empty values are not counted; at most 50 values per facet). Offset pagination: the next page uses offset + limit.',
+    'Error groups of the project. Filters: `status` (default `unresolved`; `all` for every status; comma-separated for several), `priority` and `level` (comma-separated), `service`, `environment` and `release` (groups seen there at any time: a group first seen in production and later in staging is found by `environment=staging`), `first_release` (the release the group first appeared in), `user_id` (groups that happened to this end user: the `user.id` the SDK sent), `q` (case-insensitive substring of title, type, fingerprint, service or environment), and `from`/`to` on last_seen. Each row has lifetime `event_count` and `user_count` (distinct users), `window_event_count` and `window_user_count` inside `from`/`to`, `first_release`, `last_release`, and the `environments` and `services` it was seen in. Sort: `last_seen` (default), `first_seen`, `event_count` or `priority`, highest first. Merged duplicates are not listed (fetch them by id, or see `merged_from` on their canonical group). `facets` count groups per service, environment (every one a group was seen in) and level over the filtered set, each ignoring its own filter (empty values are not counted; at most 50 values per facet). Offset pagination: the next page uses offset + limit.',
   method: 'GET',
   path: '/v1/projects/{project_id}/errors',
   scopes: ['errors:read'],
@@ -268,7 +363,10 @@ export const list = defineOperation({
     priority: csvList(z.enum(GROUP_PRIORITIES)).optional().describe('low, medium, high, critical (comma-separated).'),
     level: csvList(z.string().max(32)).optional().describe('fatal, error, warning, info, debug (comma-separated).'),
     service: z.string().max(256).optional().describe('Exact service name.'),
-    environment: z.string().max(128).optional().describe('Exact environment.'),
+    environment: z.string().max(128).optional().describe('Exact environment the group was seen in (at any time).'),
+    release: z.string().max(256).optional().describe('Exact release the group was seen in.'),
+    first_release: z.string().max(256).optional().describe('Exact release the group first appeared in.'),
+    user_id: z.string().max(256).optional().describe('End user id (the `user.id` the SDK sent): groups that happened to this user.'),
     q: z.string().max(256).optional().describe('Case-insensitive substring of title, type, fingerprint, service or environment.'),
     sort: z.enum(SORTS).default('last_seen').describe('last_seen (default), first_seen, event_count or priority; highest first.'),
     ...offsetPagination(50, 100),
@@ -296,22 +394,25 @@ export const list = defineOperation({
       levels: input.level,
       service: input.service,
       environment: input.environment,
+      release: input.release,
+      firstRelease: input.first_release,
+      endUserId: input.user_id,
       q: input.q?.trim() || undefined,
       sort: input.sort,
       limit: input.limit,
       offset: input.offset,
       userId: userIdOf(ctx),
     });
-    return { data: r.rows.map(groupOut), total: r.total, limit: input.limit, offset: input.offset, facets: r.facets };
+    return { data: groupRows(ctx, r.rows, w), total: r.total, limit: input.limit, offset: input.offset, facets: r.facets };
   },
 });
 
 export const get = defineOperation({
   operationId: 'errors.get',
   tag: 'errors',
-  summary: 'Get one error group with its latest event, triage and replays',
+  summary: 'Get one error group (by id or short id like WEB-2) with its stack trace, tags, releases, users, triage and replays',
   description:
-    'One error group: the list fields plus culprit, grouping method, the latest event (payload trimmed to 64 KiB), the current triage result (latest completed run) or null, `merged_into` on an active duplicate and `merged_from` on a canonical group. Unless `include_replay=false`, `replays` lists session replays that recorded one of the group\'s events, then replays of its environment overlapping `from`/`to` (default: the group\'s first to last seen), at most 20.',
+    'One error group, by UUID or short id (`WEB-2`): the list fields (lifetime and in-window event and user counts, first and last release, environments and services) plus culprit, grouping method, the latest event with its user, `stack_trace` (compact and readable: the raised exception first, in-app frames first, `file:line function` with the source line), `tags` (top values per tag with counts, like Sentry\'s tag facets), the current triage result (latest completed run) or null, `merged_into` on an active duplicate and `merged_from` on a canonical group. The raw event payload (trimmed to 64 KiB) only with `include_payload=true`. `from`/`to` bound the window counts and tags. Unless `include_replay=false`, `replays` lists session replays that recorded one of the group\'s events, then replays of its environment overlapping `from`/`to` (default: the group\'s first to last seen), at most 20.',
   method: 'GET',
   path: '/v1/projects/{project_id}/errors/{error_group_id}',
   scopes: ['errors:read'],
@@ -322,14 +423,16 @@ export const get = defineOperation({
     project_id: projectId,
     error_group_id: errorGroupId,
     include_replay: queryBool.optional().describe('false skips replay linkage (default true).'),
-    from: isoDateTime.optional().describe('Replay window start (default: first_seen).'),
-    to: isoDateTime.optional().describe('Replay window end (default: last_seen).'),
+    include_payload: queryBool.optional().describe('true adds the latest event\'s raw payload (default false: the compact stack_trace is usually enough).'),
+    from: isoDateTime.optional().describe('Window start for window counts, tags and replays (default: first_seen for replays; unbounded for counts).'),
+    to: isoDateTime.optional().describe('Window end (default: last_seen for replays; unbounded for counts).'),
   }),
   output: detailSchema,
-  errors: [notFound, { status: 400, code: 'invalid_parameter', when: 'bad include_replay or window' }],
+  errors: [notFound, { status: 400, code: 'invalid_parameter', when: 'bad include_replay, include_payload or window' }],
+  example: { error_group_id: 'WEB-2' },
   handler(input, ctx) {
     const w = window(input.from, input.to);
-    return detail(ctx, input.error_group_id, input.include_replay === false ? undefined : w);
+    return detail(ctx, input.error_group_id, { replay: input.include_replay === false ? undefined : w, window: w, includePayload: input.include_payload === true });
   },
 });
 
@@ -338,7 +441,7 @@ export const update = defineOperation({
   tag: 'errors',
   summary: 'Change status, priority, assignee, bookmark or subscription of an error group',
   description:
-    'Send at least one of `status`, `priority`, `assigned_to` (a user id of a member of the organization, or null), `bookmarked`, `subscribed`; unknown fields are rejected. Setting `assigned_to` (even to null) clears `ai_assigned`: a human has taken over from the in-project agent. `bookmarked` and `subscribed` are per-user state and need an OAuth user session; an API key sending them gets 403 `user_session_required` and nothing changes. Returns the updated group.',
+    'Send at least one of `status`, `priority`, `assigned_to` (a member of the organization by user id or email — see projects.listMembers — or `"me"` for the signed-in OAuth user, or null to unassign), `bookmarked`, `subscribed`; unknown fields are rejected. An API key has no user: `"me"` from a key is a 400 `assignee_not_a_user`. Setting `assigned_to` (even to null) clears `ai_assigned`: a human has taken over from the in-project agent. `bookmarked` and `subscribed` are per-user state and need an OAuth user session; an API key sending them gets 403 `user_session_required` and nothing changes. Returns the updated group.',
   method: 'PATCH',
   path: '/v1/projects/{project_id}/errors/{error_group_id}',
   scopes: ['errors:write'],
@@ -348,7 +451,14 @@ export const update = defineOperation({
   input: z.strictObject({
     project_id: projectId,
     error_group_id: errorGroupId,
-    assigned_to: z.string().trim().min(1, 'must be a user id, or null to unassign').max(128).nullable().optional().describe('User id, or null to unassign.'),
+    assigned_to: z
+      .string()
+      .trim()
+      .min(1, 'must be a member\'s user id or email, "me", or null to unassign')
+      .max(254)
+      .nullable()
+      .optional()
+      .describe('A member\'s user id or email, "me" (the OAuth user calling), or null to unassign.'),
     bookmarked: z.boolean().optional().describe('Per-user; needs an OAuth user session.'),
     priority: z.enum(GROUP_PRIORITIES).optional(),
     status: z.enum(GROUP_STATUSES).optional(),
@@ -357,6 +467,7 @@ export const update = defineOperation({
   output: detailSchema,
   errors: [
     { status: 400, code: 'invalid_parameter', when: 'a field breaks its rule; assigned_to is not a member of the organization' },
+    { status: 400, code: 'assignee_not_a_user', when: 'assigned_to is "me" from an API key (a key is no user)' },
     { status: 400, code: 'unknown_field', when: 'a field this operation does not take' },
     { status: 400, code: 'empty_update', when: 'none of the fields was sent' },
     { status: 403, code: 'user_session_required', when: 'bookmarked or subscribed sent with an API key' },
@@ -369,22 +480,20 @@ export const update = defineOperation({
       throw new ValidationError('Send at least one of `assigned_to`, `bookmarked`, `priority`, `status`, `subscribed`.', undefined, 'empty_update');
     }
     const pid = ctx.project!.id;
-    requireGroup(ctx, id);
+    const gid = requireGroup(ctx, id).id;
     if ((bookmarked !== undefined || subscribed !== undefined) && ctx.principal.kind !== 'user') {
       throw new ForbiddenError(
         'user_session_required',
         '`bookmarked` and `subscribed` are per-user state and need an OAuth user session; an API key has no user. Sign in through OAuth, or leave these fields out.',
       );
     }
-    if (assigned_to && !ctx.services.identity.rolesOfUser(assigned_to)[ctx.project!.orgId]) {
-      throw new ValidationError('`assigned_to` must be the user id of a member of this project\'s organization (or null to unassign).', 'assigned_to');
-    }
+    const assignee = assigned_to ? resolveAssignee(ctx, assigned_to) : assigned_to;
     const now = ctx.now();
-    if (assigned_to !== undefined || priority !== undefined || status !== undefined) ctx.services.errorGroups.update(pid, id, { assigned_to, priority, status }, now);
+    if (assigned_to !== undefined || priority !== undefined || status !== undefined) ctx.services.errorGroups.update(pid, gid, { assigned_to: assignee, priority, status }, now);
     if ((bookmarked !== undefined || subscribed !== undefined) && ctx.principal.kind === 'user') {
-      ctx.services.errorGroups.setUserState(pid, id, ctx.principal.userId, { bookmarked, subscribed });
+      ctx.services.errorGroups.setUserState(pid, gid, ctx.principal.userId, { bookmarked, subscribed });
     }
-    return detail(ctx, id);
+    return detail(ctx, gid);
   },
 });
 
@@ -420,7 +529,8 @@ export const merge = defineOperation({
   ],
   example: { error_group_id: '00000000-0000-4000-8000-000000000000', duplicate_error_group_ids: ['00000000-0000-4000-8000-000000000001'] },
   handler(input, ctx) {
-    const r = ctx.services.errorGroups.merge(ctx.project!.id, input.error_group_id, input.duplicate_error_group_ids, ctx.now());
+    const canonicalId = ctx.services.errorGroups.get(ctx.project!.id, input.error_group_id, null)?.id ?? input.error_group_id;
+    const r = ctx.services.errorGroups.merge(ctx.project!.id, canonicalId, input.duplicate_error_group_ids, ctx.now());
     if (!r.ok) {
       const P = 'duplicate_error_group_ids';
       switch (r.reason) {
@@ -438,7 +548,7 @@ export const merge = defineOperation({
           throw new ValidationError(`Group \`${r.id}\` has duplicates merged into it: merge those into this group directly, or unmerge them first (merges do not chain).`, P, 'has_duplicates');
       }
     }
-    return detail(ctx, input.error_group_id);
+    return detail(ctx, canonicalId);
   },
 });
 
@@ -458,12 +568,13 @@ export const unmerge = defineOperation({
   output: detailSchema,
   errors: [notFound, { status: 409, code: 'not_merged', when: 'the group is not merged into another' }],
   handler(input, ctx) {
-    const r = ctx.services.errorGroups.unmerge(ctx.project!.id, input.error_group_id, ctx.now());
+    const gid = ctx.services.errorGroups.get(ctx.project!.id, input.error_group_id, null)?.id ?? input.error_group_id;
+    const r = ctx.services.errorGroups.unmerge(ctx.project!.id, gid, ctx.now());
     if (!r.ok) {
       if (r.reason === 'missing') throw new NotFoundError('Error group', 'error_group_id');
       throw new ConflictError('not_merged', 'This error group is not merged into another group, so there is nothing to unmerge.', 'error_group_id');
     }
-    return detail(ctx, input.error_group_id);
+    return detail(ctx, gid);
   },
 });
 
@@ -672,7 +783,8 @@ export const createTriage = defineOperation({
   handler(input, ctx) {
     // A call from an automation run (its principal is `automation:<run id>`) is an automatic triage.
     const automatic = ctx.principal.kind === 'api_key' && ctx.principal.keyId.startsWith('automation:');
-    const r = triageErrorGroup(ctx.services, ctx.project!.id, input.error_group_id, { trigger: automatic ? 'automatic' : 'manual', force: input.force === true, now: ctx.now() });
+    const gid = ctx.services.errorGroups.get(ctx.project!.id, input.error_group_id, null)?.id ?? input.error_group_id;
+    const r = triageErrorGroup(ctx.services, ctx.project!.id, gid, { trigger: automatic ? 'automatic' : 'manual', force: input.force === true, now: ctx.now() });
     if (!r) throw new NotFoundError('Error group', 'error_group_id');
     ctx.response.status = r.created ? 201 : 200;
     return triageRunOut(r.run);

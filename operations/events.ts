@@ -3,6 +3,7 @@ import { defineOperation } from './define.js';
 import { isoDateTime, offsetPagination, parseIso, projectId, toIso } from './shared.js';
 import { ValidationError } from '../src/core/errors.js';
 import { EventQueryError, parseEventQuery } from '../src/domain/errors/event-query.js';
+import { userField } from '../src/domain/errors/users.js';
 
 /** The stored fields of an error event that every event row shows (events.search rows, errors.get's latest event). */
 export interface EventSummaryFields {
@@ -37,6 +38,20 @@ export function eventSummaryOut(e: EventSummaryFields) {
   };
 }
 
+/** The identity fields of an event's user (Sentry `user`, or OTel `enduser.id` / `user.id`), as sent. */
+export const eventUserSchema = z.object({
+  id: z.string().nullable(),
+  email: z.string().nullable(),
+  username: z.string().nullable(),
+  ip_address: z.string().nullable(),
+});
+
+export function eventUserOut(user: unknown): z.input<typeof eventUserSchema> | null {
+  const f = (k: 'id' | 'email' | 'username' | 'ip_address') => userField(user, k) || null;
+  const out = { id: f('id'), email: f('email'), username: f('username'), ip_address: f('ip_address') };
+  return out.id || out.email || out.username || out.ip_address ? out : null;
+}
+
 const DAY = 86_400_000;
 /** Without `from` and without a timestamp term, events.search looks back this far from `to` (or now). */
 const SEARCH_DEFAULT_WINDOW = 30 * DAY;
@@ -59,6 +74,7 @@ const eventRowSchema = z.object({
   release: z.string(),
   trace_id: z.string().nullable(),
   source: z.string().describe('sentry or otlp'),
+  user: eventUserSchema.nullable().describe('Who the event happened to, as the SDK sent it; null when it named nobody.'),
 });
 
 export const search = defineOperation({
@@ -71,8 +87,9 @@ export const search = defineOperation({
     '`key:value` and `key:"quoted value"`: field equals value (case-insensitive; `*` is a wildcard; `key:[a,b]` for any of several);',
     '`-term`: negation;',
     '`timestamp:>2026-01-01T00:00:00Z` with `>`, `<`, `>=`, `<=` on times (ISO 8601, a date for a whole UTC day, epoch ms, or `-24h` for the last 24 hours) and on numeric tags.',
-    'Keys: level, type, service, environment, release, transaction, server, trace, group, source (sentry, otlp), platform, message and title (substring), event_id, timestamp, received_at, tags.<key>.',
-    'Example: `level:error service:checkout -environment:staging "connection reset" tags.http.status_code:>=500`.',
+    'Keys: level, type, service, environment, release, transaction, server, trace, group, source (sentry, otlp), platform, message and title (substring), event_id, timestamp, received_at, tags.<key>,',
+    'user.id, user.email, user.username (the user the SDK sent with the event: Sentry `user`, or the OTel `enduser.id`/`user.id` attribute).',
+    'Example: `level:error service:checkout -environment:staging "connection reset" tags.http.status_code:>=500`; the events of one customer: `user.email:ana@example.com`.',
     '`from`/`to` bound event time; without `from` and without a timestamp term the search covers the 30 days before `to` (or now). Offset pagination.',
   ].join(' '),
   method: 'GET',
@@ -113,7 +130,7 @@ export const search = defineOperation({
     if (fromMs === undefined && !parsed.hasTimestamp) fromMs = (toMs ?? now) - SEARCH_DEFAULT_WINDOW;
     const r = ctx.services.errorGroups.searchEvents(ctx.project!.id, { terms: parsed.terms, fromMs, toMs, limit: input.limit, offset: input.offset });
     return {
-      data: r.rows.map((e) => ({ ...eventSummaryOut(e), group_id: e.group_id })),
+      data: r.rows.map((e) => ({ ...eventSummaryOut(e), group_id: e.group_id, user: eventUserOut(e.user) })),
       total: r.total,
       limit: input.limit,
       offset: input.offset,

@@ -1,5 +1,6 @@
 import type { AnyOperation } from './define.js';
 import * as projects from './projects.js';
+import * as users from './users.js';
 import * as apiKeys from './apiKeys.js';
 import * as feedback from './feedback.js';
 import * as deployments from './deployments.js';
@@ -29,7 +30,7 @@ import * as automations from './automations.js';
 const agentObservations = { list: agentObservationsTag.list, quality: agentObservationsTag.quality, export: agentObservationsTag.export, get: agentObservationsTag.get };
 
 /** Every tag file, imported explicitly; the catalogue is the union of their operations. */
-const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system, retention, monitors, incidents, statusPages, agentObservations, agentScores, ai, releases, analytics, revenue, integrations, agent, threads, automations };
+const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system, retention, monitors, incidents, statusPages, agentObservations, agentScores, ai, releases, analytics, revenue, integrations, agent, threads, automations, users };
 export const tagModules: Record<string, Record<string, unknown>> = modules;
 /** The tag modules with their types kept (tag → export → descriptor): the typed client (src/client) is derived from it. */
 export type TagModules = typeof modules;

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { defineOperation } from './define.js';
 import { projectId, toIso } from './shared.js';
-import { NotFoundError, ValidationError } from '../src/core/errors.js';
+import { InsufficientScopeError, NotFoundError, ValidationError } from '../src/core/errors.js';
+import { principalHolds } from '../src/core/principal.js';
 import type { ProjectRow } from '../src/storage/identity-repo.js';
 
 export const projectSchema = z.object({
@@ -114,5 +115,41 @@ export const updateSpikeProtection = defineOperation({
     }
     services.identity.setSpikeProtection(project!.id, input.enabled, threshold);
     return projectOut(services.identity.projectById(project!.id)!);
+  },
+});
+
+export const listMembers = defineOperation({
+  operationId: 'projects.listMembers',
+  tag: 'projects',
+  summary: 'List the members of a project (whom to assign an error to)',
+  description:
+    'The people of the project\'s organization: user id, name, email and role (owner, admin, member), owners first. Use an id or email as `assigned_to` of errors.update. Open to any member\'s own user token; a project credential needs `project:write`.',
+  method: 'GET',
+  path: '/v1/projects/{project_id}/members',
+  scopes: [],
+  risk: 'read',
+  sensitive: false,
+  projectScoped: true,
+  display: { columns: ['name', 'email', 'role', 'id'] },
+  input: z.strictObject({ project_id: projectId }),
+  output: z.object({
+    data: z.array(
+      z.object({
+        id: z.string().describe('User id (for errors.update assigned_to).'),
+        name: z.string(),
+        email: z.string(),
+        role: z.enum(['owner', 'admin', 'member']),
+        joined_at: z.string(),
+      }),
+    ),
+  }),
+  errors: [{ status: 403, code: 'insufficient_scope', when: 'an API key without project:write' }],
+  example: {},
+  handler(_input, { principal, project, services }) {
+    // A member reads the people of their own organization (invoke already checked membership); a key needs project:write.
+    if (principal.kind === 'api_key' && !principalHolds(principal, project!.orgId, 'project:write')) throw new InsufficientScopeError(['project:write']);
+    return {
+      data: services.identity.membersOfOrg(project!.orgId).map((m) => ({ id: m.id, name: m.name, email: m.email, role: m.role, joined_at: toIso(m.joined_at)! })),
+    };
   },
 });

@@ -37,7 +37,7 @@ describe('generated access checks', () => {
       const res = await run(c);
       expect(res.status, JSON.stringify(res.body)).toBe(c.expect.status);
       if (c.expect.notListedProjectId) {
-        const ids = (res.body.data as { id: string }[]).map((p) => p.id);
+        const ids = ((res.body.data ?? res.body.projects) as { id: string }[]).map((p) => p.id);
         expect(ids).not.toContain(c.expect.notListedProjectId);
         expect(ids).toContain(t.otherProject.projectId);
         return;
@@ -110,15 +110,15 @@ async function viaRest(c: MatrixCase): Promise<Outcome> {
   const text = await res.text();
   const body = text ? JSON.parse(text) : null;
   if (res.status >= 400) expect(body, `${c.title}: Shape A`).toMatchObject({ type: expect.any(String), code: expect.any(String), message: expect.any(String) });
-  return { status: res.status, code: body?.code, text, projectIds: body?.data?.map((p: { id: string }) => p.id) };
+  return { status: res.status, code: body?.code, text, projectIds: (body?.data ?? body?.projects)?.map((p: { id: string }) => p.id) };
 }
 
 async function viaClient(c: MatrixCase): Promise<Outcome> {
   const cred = c.credential.kind === 'token' ? { accessToken: c.credential.secret! } : c.credential.secret ? { apiKey: c.credential.secret } : {};
   const client = createClient({ baseUrl: t.url, projectId: t.projectId, maxRetries: 0, ...cred });
   try {
-    const value = (await client.request(c.operationId, c.input)) as { data?: { id: string }[] };
-    return { status: 200, text: JSON.stringify(value), projectIds: value?.data?.map((p) => p.id) };
+    const value = (await client.request(c.operationId, c.input)) as { data?: { id: string }[]; projects?: { id: string }[] };
+    return { status: 200, text: JSON.stringify(value), projectIds: (value?.data ?? value?.projects)?.map((p) => p.id) };
   } catch (err) {
     if (!(err instanceof SightlineError)) throw err;
     return { status: err.status, code: err.code, text: JSON.stringify(err.body ?? err.message) };
@@ -134,8 +134,8 @@ async function viaCli(c: MatrixCase): Promise<Outcome | 'no_credential'> {
   });
   if (c.credential.kind === 'none') return r.code === 2 && /No credential/.test(r.stderr) ? 'no_credential' : { status: -1, text: r.stderr };
   if (r.code === 0) {
-    const value = JSON.parse(r.stdout) as { data?: { id: string }[] };
-    return { status: 200, text: r.stdout, projectIds: value?.data?.map((p) => p.id) };
+    const value = JSON.parse(r.stdout) as { data?: { id: string }[]; projects?: { id: string }[] };
+    return { status: 200, text: r.stdout, projectIds: (value?.data ?? value?.projects)?.map((p) => p.id) };
   }
   const m = /error (\d{3}) (\S+):/.exec(r.stderr);
   return m ? { status: Number(m[1]), code: m[2], text: r.stderr } : { status: -1, text: r.stderr };
@@ -198,7 +198,7 @@ describe('the access matrix', () => {
           const chunk = cases.slice(i, i + 40);
           const code = `const out = [];
             for (const [id, input] of ${JSON.stringify(chunk.map((c) => [c.operationId, c.input]))}) {
-              try { const v = await api.call(id, input); out.push({ status: 200, text: JSON.stringify(v), projectIds: (v && v.data || []).map((p) => p.id) }); }
+              try { const v = await api.call(id, input); out.push({ status: 200, text: JSON.stringify(v), projectIds: (v && (v.data || v.projects) || []).map((p) => p.id) }); }
               catch (e) { out.push({ status: e.status, code: e.code, text: String(e.message) }); }
             }
             return out;`;

@@ -185,6 +185,9 @@ const EXTRA_ROWS: Row[] = [
   ['agent.createChannel', 'POST', '/v1/projects/{project_id}/agent/channels', ['project:write'], 'write', true], // answers the signing secret
   ['agent.deleteChannel', 'DELETE', '/v1/projects/{project_id}/agent/channels/{channel_id}', ['project:write'], 'write', true],
   ['agent.listDeliveries', 'GET', '/v1/projects/{project_id}/agent/deliveries', ['project:write'], 'read', false],
+  // People (issue 11): whom an agent is and whom it can assign an error to.
+  ['users.me', 'GET', '/v1/users/me', [], 'read', false], // any valid credential: who it is
+  ['projects.listMembers', 'GET', '/v1/projects/{project_id}/members', [], 'read', false], // a member's own token, or a key with project:write (checked in the handler)
 ];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */
@@ -241,8 +244,8 @@ describe.each(ops)('%s', (id, op) => {
     for (const s of op.scopes) expect(isKnownScope(s), s).toBe(true);
   });
 
-  it('is project-scoped unless it is projects.list or projects.get', () => {
-    expect(op.projectScoped).toBe(id !== 'projects.list' && id !== 'projects.get');
+  it('is project-scoped unless it is projects.list, projects.get or users.me', () => {
+    expect(op.projectScoped).toBe(id !== 'projects.list' && id !== 'projects.get' && id !== 'users.me');
     if (op.path.startsWith('/v1/projects/{project_id}')) expect(Object.keys(op.input.shape)).toContain('project_id');
   });
 

@@ -53,7 +53,7 @@ describe('GET /openapi.json', () => {
       expect(method).toBe(op.method.toLowerCase());
       expect(path).toBe(op.path);
       expect(o.tags).toEqual([op.tag]);
-      const scoped = !['projects.list', 'projects.get'].includes(op.operationId);
+      const scoped = !['projects.list', 'projects.get', 'users.me'].includes(op.operationId);
       expect(o['x-project-scoped'], op.operationId).toBe(scoped);
       expect(o['x-sensitive'], op.operationId).toBe(op.sensitive);
       expect(o['x-risk'], op.operationId).toBe(op.risk);

@@ -16,6 +16,8 @@ import type { IngestHead, IngestJob } from './process.js';
 import { mountAiIngest } from './ai-mount.js';
 import { mountPosthogCapture } from './posthog.js';
 import { mountStripeWebhook } from './stripe-webhook.js';
+import { feedbackUserFields } from './sentry/normalize.js';
+import { userField } from '../domain/errors/users.js';
 
 const SENTRY_CORS = {
   'Access-Control-Allow-Origin': '*',
@@ -252,8 +254,8 @@ export function buildIngestRouter(s: Sightline): Router {
       project_id: id.project.id,
       idempotency_key: `sentry:${fb.event_id}`,
       message: fb.message,
-      ...(fb.name ? { name: fb.name.slice(0, 128) } : {}),
-      ...(fb.email ? { contact_email: fb.email } : {}),
+      ...(fb.name || userField(fb.user, 'username') ? { name: (fb.name || userField(fb.user, 'username')).slice(0, 128) } : {}),
+      ...(fb.email || userField(fb.user, 'email') ? { contact_email: fb.email || userField(fb.user, 'email') } : {}),
       ...(fb.url ? { url: fb.url } : {}),
       ...(fb.environment ? { environment: fb.environment.slice(0, 128) } : {}),
       ...(fb.release ? { release: fb.release.slice(0, 256) } : {}),
@@ -261,7 +263,7 @@ export function buildIngestRouter(s: Sightline): Router {
       ...(fb.trace_id ? { trace_id: fb.trace_id } : {}),
       ...(typeof replayId === 'string' ? { replay_id: replayId.replace(/-/g, '').toLowerCase().slice(0, 128) } : {}),
       ...(groupId ? { error_group_id: groupId } : {}),
-      ...(fb.source ? { metadata: { source: fb.source.slice(0, 2048) } } : {}),
+      ...feedbackUserFields(fb),
     };
     const count = (reason: string) => services.writeBatch(() => services.ingestMisc.recordOutcome(id.project.id, t, 'feedback', reason, 1));
     for (let attempt = 0; attempt < 3; attempt++) {

@@ -6,6 +6,7 @@ import { environmentOf, serviceVersionOf } from '../storage/sqlite-telemetry-sto
 import type { Services } from '../core/services.js';
 import type { ProjectRow } from '../storage/identity-repo.js';
 import type { GroupChange } from '../storage/errors-repo.js';
+import { userFromOtelAttributes } from '../domain/errors/users.js';
 
 /** Span `exception` events (OTel semantic conventions) become error events. */
 export function errorEventsFromSpans(spans: SpanRecord[], receivedMs: number): ErrorEventRecord[] {
@@ -34,7 +35,7 @@ export function errorEventsFromSpans(spans: SpanRecord[], receivedMs: number): E
         server_name: typeof sp.resource['host.name'] === 'string' ? (sp.resource['host.name'] as string) : '',
         transaction: sp.name,
         tags: {},
-        user: null,
+        user: userFromOtelAttributes(a, sp.attributes, sp.resource),
         trace_id: sp.trace_id,
         span_id: sp.span_id,
         payload: { span: { trace_id: sp.trace_id, span_id: sp.span_id, name: sp.name, attributes: sp.attributes }, exception: a },

@@ -22,6 +22,14 @@ export interface DeploymentRow {
 
 export type DeploymentUpsert = Omit<DeploymentRow, 'id' | 'project_id' | 'created_at' | 'updated_at'>;
 
+/** A re-sent deployment: fields left undefined keep their stored value (a CI job sending only the new status). */
+export type DeploymentPatch = Pick<DeploymentUpsert, 'provider' | 'deployment_id'> & Partial<Omit<DeploymentUpsert, 'provider' | 'deployment_id'>>;
+
+/** Values of a new record for the fields a first send left out. */
+const NEW_DEFAULTS: Omit<DeploymentUpsert, 'provider' | 'deployment_id'> = {
+  service: null, version: null, environment: null, status: 'unknown', url: null, commit_sha: null, branch: null, started_at: null, finished_at: null,
+};
+
 export interface DeploymentFilter {
   provider?: string;
   environment?: string;
@@ -83,15 +91,24 @@ export function createDeploymentsRepo(db: Db) {
   }
 
   return {
-    /** Create or update by provider + deployment_id. Returns the row and whether it was created. */
-    upsert(projectId: string, d: DeploymentUpsert, now: number): { row: DeploymentRow; created: boolean } {
+    /**
+     * Create or update by provider + deployment_id. On update, only the fields sent (not undefined)
+     * change; `check` sees the merged record before it is written (and may throw). Returns the row and
+     * whether it was created.
+     */
+    upsert(projectId: string, d: DeploymentPatch, now: number, check?: (merged: DeploymentUpsert) => void): { row: DeploymentRow; created: boolean } {
+      const sent = Object.fromEntries(Object.entries(d).filter(([, v]) => v !== undefined)) as DeploymentPatch;
       return db.transaction(() => {
         const existing = s.byKey.get(Number(projectId), d.provider, d.deployment_id) as any;
         if (existing) {
-          s.update.run({ ...d, id: existing.id, now });
+          const merged: DeploymentUpsert = { ...fromRow(existing), ...sent };
+          check?.(merged);
+          s.update.run({ ...merged, id: existing.id, now });
           return { row: fromRow(s.byKey.get(Number(projectId), d.provider, d.deployment_id)), created: false };
         }
-        s.insert.run({ ...d, id: randomUUID(), project_id: Number(projectId), now });
+        const fresh: DeploymentUpsert = { ...NEW_DEFAULTS, ...sent };
+        check?.(fresh);
+        s.insert.run({ ...fresh, id: randomUUID(), project_id: Number(projectId), now });
         return { row: fromRow(s.byKey.get(Number(projectId), d.provider, d.deployment_id)), created: true };
       })();
     },

@@ -3,6 +3,7 @@ import { groupFromRow, type ErrorGroupRow } from './errors-repo.js';
 import { createTraceSpans } from './trace-spans.js';
 import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
+import { userFieldSql, userKeySql } from '../domain/errors/users.js';
 
 /**
  * The read and workflow side of error groups (the write side, grouping at ingest, is errors-repo.ts):
@@ -33,8 +34,14 @@ export interface GroupListFilter {
   statuses?: GroupStatus[];
   priorities?: GroupPriority[];
   levels?: string[];
+  /** Groups seen in this service / environment / release (any of their events, not only the first). */
   service?: string;
   environment?: string;
+  release?: string;
+  /** Groups whose first release (the release of their earliest event naming one) is this. */
+  firstRelease?: string;
+  /** Groups with an event of this end user (the `user.id` the SDK sent). */
+  endUserId?: string;
   q?: string;
   sort: GroupSort;
   limit: number;
@@ -46,6 +53,25 @@ export interface GroupListFilter {
 export interface FacetValue {
   value: string;
   count: number;
+}
+
+/** Where a group was seen: environments and services (most events first). */
+export interface GroupPlaces {
+  environments: string[];
+  services: string[];
+}
+
+/** A value of a group's environment, service or release, or of a tag, with its event count. */
+export interface TagValueCount {
+  value: string;
+  count: number;
+}
+
+export interface TagBreakdown {
+  key: string;
+  /** Events carrying the tag (within what was counted). */
+  total: number;
+  values: TagValueCount[];
 }
 
 export interface GroupRef {
@@ -211,6 +237,9 @@ const EXACT_COLUMN: Record<string, string> = {
   source: 'source',
   platform: 'platform',
   event_id: 'event_id',
+  'user.id': userFieldSql('user_json', 'id'),
+  'user.email': userFieldSql('user_json', 'email'),
+  'user.username': userFieldSql('user_json', 'username'),
 };
 const TIME_COLUMN: Record<string, string> = { timestamp: 'timestamp_ms', received_at: 'received_ms' };
 
@@ -360,6 +389,18 @@ export function createErrorGroupsRepo(db: Db) {
   }
 
   const inList = (ids: readonly string[]) => ids.map(() => '?').join(', ');
+  const USER_KEY = userKeySql('user_json');
+  const bySeq = db.prepare(`SELECT g.*, ${STATE_COLS} FROM error_groups g ${STATE_JOIN} WHERE g.project_id = ? AND g.seq = ?`);
+
+  /** A group by its short id (`WEB-2A`, any case): the base-36 sequence after the last dash, checked against the whole id. */
+  function byShortId(projectId: string, shortId: string, userId: string | null): unknown {
+    const m = /^.+-([0-9a-z]{1,12})$/i.exec(shortId);
+    if (!m) return undefined;
+    const seq = parseInt(m[1]!, 36);
+    if (!Number.isSafeInteger(seq)) return undefined;
+    const r = bySeq.get(userId, Number(projectId), seq) as { short_id: string } | undefined;
+    return r && r.short_id.toUpperCase() === shortId.toUpperCase() ? r : undefined;
+  }
 
   function listWhere(f: GroupListFilter, skip?: 'service' | 'environment' | 'level'): { sql: string; args: unknown[] } {
     const where = ['g.project_id = ?', 'g.merged_into IS NULL'];
@@ -384,13 +425,20 @@ export function createErrorGroupsRepo(db: Db) {
       where.push(`lower(g.level) IN (${inList(f.levels)})`);
       args.push(...f.levels.map((l) => l.toLowerCase()));
     }
-    if (f.service !== undefined && skip !== 'service') {
-      where.push('g.service_name = ?');
-      args.push(f.service);
+    const seenIn = (kind: 'environment' | 'service' | 'release', value: string) => {
+      where.push('EXISTS (SELECT 1 FROM error_group_dims d WHERE d.group_id = g.id AND d.kind = ? AND d.value = ?)');
+      args.push(kind, value);
+    };
+    if (f.service !== undefined && skip !== 'service') seenIn('service', f.service);
+    if (f.environment !== undefined && skip !== 'environment') seenIn('environment', f.environment);
+    if (f.release !== undefined) seenIn('release', f.release);
+    if (f.firstRelease !== undefined) {
+      where.push('g.first_release = ?');
+      args.push(f.firstRelease);
     }
-    if (f.environment !== undefined && skip !== 'environment') {
-      where.push('g.environment = ?');
-      args.push(f.environment);
+    if (f.endUserId !== undefined) {
+      where.push('g.id IN (SELECT group_id FROM error_group_users WHERE user_id = ?)');
+      args.push(f.endUserId);
     }
     if (f.q) {
       const q = f.q.toLowerCase();
@@ -403,8 +451,17 @@ export function createErrorGroupsRepo(db: Db) {
   }
 
   function facet(projectId: string, f: GroupListFilter, facetName: 'service' | 'environment' | 'level'): FacetValue[] {
-    const col = facetName === 'service' ? 'g.service_name' : facetName === 'environment' ? 'g.environment' : 'g.level';
     const w = listWhere(f, facetName);
+    if (facetName !== 'level') {
+      // A group counts once under every environment / service it was seen in.
+      return db
+        .prepare(
+          `SELECT d.value AS value, COUNT(*) AS count FROM error_groups g JOIN error_group_dims d ON d.group_id = g.id AND d.kind = ?
+           WHERE ${w.sql} AND d.value <> '' GROUP BY d.value ORDER BY count DESC, value LIMIT 50`,
+        )
+        .all(facetName, Number(projectId), ...w.args) as FacetValue[];
+    }
+    const col = 'g.level';
     return db
       .prepare(`SELECT ${col} AS value, COUNT(*) AS count FROM error_groups g WHERE ${w.sql} AND ${col} <> '' GROUP BY ${col} ORDER BY count DESC, value LIMIT 50`)
       .all(Number(projectId), ...w.args) as FacetValue[];
@@ -428,8 +485,107 @@ export function createErrorGroupsRepo(db: Db) {
     },
 
     get(projectId: string, groupId: string, userId: string | null): GroupWithState | undefined {
-      const r = s.get.get(userId, Number(projectId), groupId);
+      const r = s.get.get(userId, Number(projectId), groupId) ?? byShortId(projectId, groupId, userId);
       return r ? withState(r) : undefined;
+    },
+
+    /** Environments and services each group was seen in, most events first. */
+    places(groupIds: readonly string[]): Map<string, GroupPlaces> {
+      const out = new Map<string, GroupPlaces>(groupIds.map((id) => [id, { environments: [], services: [] }]));
+      if (!groupIds.length) return out;
+      const rows = db
+        .prepare(
+          `SELECT group_id, kind, value FROM error_group_dims WHERE group_id IN (${inList(groupIds)}) AND kind IN ('environment', 'service')
+           ORDER BY group_id, kind, event_count DESC, value`,
+        )
+        .all(...groupIds) as { group_id: string; kind: string; value: string }[];
+      for (const r of rows) {
+        const p = out.get(r.group_id)!;
+        (r.kind === 'environment' ? p.environments : p.services).push(r.value);
+      }
+      return out;
+    },
+
+    /**
+     * Events and distinct users of each group's history (with its merged duplicates) in [fromMs, toMs]
+     * (event time): an index range per group, reading only the window.
+     */
+    windowCounts(projectId: string, groupIds: readonly string[], fromMs?: number, toMs?: number): Map<string, { events: number; users: number }> {
+      const pid = Number(projectId);
+      const out = new Map<string, { events: number; users: number }>();
+      for (const id of groupIds) {
+        const ids = eventGroupIds(projectId, id);
+        const r = db
+          .prepare(
+            `SELECT COUNT(*) AS events, COUNT(DISTINCT ${USER_KEY}) AS users FROM error_events
+             WHERE project_id = ? AND group_id IN (${inList(ids)}) AND timestamp_ms >= ? AND timestamp_ms <= ?`,
+          )
+          .get(pid, ...ids, fromMs ?? MIN_MS, toMs ?? MAX_MS) as { events: number; users: number };
+        out.set(id, r);
+      }
+      return out;
+    },
+
+    /** Distinct users of the group's history (with its merged duplicates), from the rollup. */
+    userCount(projectId: string, groupId: string): number {
+      const ids = eventGroupIds(projectId, groupId);
+      return (db.prepare(`SELECT COUNT(DISTINCT user_key) AS n FROM error_group_users WHERE group_id IN (${inList(ids)})`).get(...ids) as { n: number }).n;
+    },
+
+    /**
+     * Tag facets of a group, like Sentry's: environment, service and release from the rollup (every
+     * event counted), then the event tags of the group's latest `sample` events (in the window when one
+     * is given), each key with its most frequent values. Keys by events carrying them, at most `maxKeys`.
+     */
+    tags(projectId: string, groupId: string, o: { fromMs?: number; toMs?: number; sample: number; maxKeys: number; maxValues: number }): { tags: TagBreakdown[]; sampled: number } {
+      const ids = eventGroupIds(projectId, groupId);
+      const pid = Number(projectId);
+      const out: TagBreakdown[] = [];
+      const windowed = o.fromMs !== undefined || o.toMs !== undefined;
+      const top = (rows: TagValueCount[]): TagBreakdown | null => {
+        if (!rows.length) return null;
+        return { key: '', total: rows.reduce((a, r) => a + r.count, 0), values: rows.slice(0, o.maxValues) };
+      };
+      if (!windowed) {
+        for (const kind of ['environment', 'service', 'release'] as const) {
+          const rows = db
+            .prepare(`SELECT value, SUM(event_count) AS count FROM error_group_dims WHERE group_id IN (${inList(ids)}) AND kind = ? GROUP BY value ORDER BY count DESC, value`)
+            .all(...ids, kind) as TagValueCount[];
+          const b = top(rows);
+          if (b) out.push({ ...b, key: kind });
+        }
+      }
+      const recent = `SELECT environment, service_name, release, tags FROM error_events WHERE project_id = ? AND group_id IN (${inList(ids)})
+        AND timestamp_ms >= ? AND timestamp_ms <= ? ORDER BY timestamp_ms DESC LIMIT ?`;
+      const args = [pid, ...ids, o.fromMs ?? MIN_MS, o.toMs ?? MAX_MS, o.sample];
+      const sampled = (db.prepare(`SELECT COUNT(*) AS n FROM (${recent})`).get(...args) as { n: number }).n;
+      if (windowed) {
+        for (const [key, col] of [['environment', 'environment'], ['service', 'service_name'], ['release', 'release']] as const) {
+          const rows = db
+            .prepare(`SELECT ${col} AS value, COUNT(*) AS count FROM (${recent}) WHERE ${col} <> '' GROUP BY ${col} ORDER BY count DESC, value`)
+            .all(...args) as TagValueCount[];
+          const b = top(rows);
+          if (b) out.push({ ...b, key });
+        }
+      }
+      const tagRows = db
+        .prepare(
+          `SELECT t.key AS key, CAST(t.value AS TEXT) AS value, COUNT(*) AS count FROM (${recent}) e, json_each(e.tags) t
+           GROUP BY t.key, t.value ORDER BY t.key, count DESC, value`,
+        )
+        .all(...args) as { key: string; value: string; count: number }[];
+      const byKey = new Map<string, TagValueCount[]>();
+      for (const r of tagRows) {
+        if (['environment', 'service', 'release'].includes(r.key)) continue;
+        let l = byKey.get(r.key);
+        if (!l) byKey.set(r.key, (l = []));
+        l.push({ value: r.value, count: r.count });
+      }
+      const eventTags = [...byKey.entries()]
+        .map(([key, rows]) => ({ ...top(rows)!, key }))
+        .sort((a, b) => b.total - a.total || a.key.localeCompare(b.key))
+        .slice(0, Math.max(0, o.maxKeys - out.length));
+      return { tags: [...out, ...eventTags], sampled };
     },
 
     ref(projectId: string, groupId: string): GroupRef | undefined {

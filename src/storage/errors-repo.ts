@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
 import type { ErrorEventRecord } from '../domain/telemetry-types.js';
 import type { GroupKey } from '../domain/grouping/fingerprint.js';
+import { userField, userKeyOf } from '../domain/errors/users.js';
 
 export interface ErrorGroupRow {
   id: string;
@@ -23,6 +24,11 @@ export interface ErrorGroupRow {
   first_seen: number;
   last_seen: number;
   event_count: number;
+  /** Distinct users (error_group_users) of the events counted on the group. */
+  user_count: number;
+  /** Release of the group's earliest / latest event that named one ('' when none did). */
+  first_release: string;
+  last_release: string;
   merged_into: string | null;
   merged_at: number | null;
   updated_at: number;
@@ -58,8 +64,16 @@ export function createErrorsIngestRepo(db: Db) {
       level, type, message, title, service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json, payload)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     bump: db.prepare(`UPDATE error_groups SET event_count = event_count + 1, last_seen = MAX(last_seen, @ts), first_seen = MIN(first_seen, @ts),
+      first_release = CASE WHEN @release <> '' AND (first_release = '' OR @ts < first_seen) THEN @release ELSE first_release END,
+      last_release = CASE WHEN @release <> '' AND (last_release = '' OR @ts >= last_seen) THEN @release ELSE last_release END,
+      user_count = user_count + @new_user,
       level = CASE WHEN @rank > @current_rank THEN @level ELSE level END,
       status = CASE WHEN status = 'resolved' THEN 'unresolved' ELSE status END, updated_at = @now WHERE id = @id`),
+    // Rollups kept beside the group in the same transaction (migration 034): reads never scan events.
+    dim: db.prepare(`INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT (group_id, kind, value) DO UPDATE SET event_count = event_count + excluded.event_count, first_seen = MIN(first_seen, excluded.first_seen),
+      last_seen = MAX(last_seen, excluded.last_seen)`),
+    user: db.prepare('INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen) VALUES (?, ?, ?, ?)'),
     exists: db.prepare('SELECT 1 FROM error_groups WHERE project_id = ? AND id = ?'),
     groupOfEvent: db.prepare('SELECT group_id FROM error_events WHERE project_id = ? AND event_id = ?'),
   };
@@ -71,6 +85,7 @@ export function createErrorsIngestRepo(db: Db) {
       const groups: string[] = [];
       const created: GroupChange[] = [];
       const reopened: GroupChange[] = [];
+      const dims = dimBatch(s.dim);
       for (const { event: e, key } of items) {
         let g = s.byFingerprint.get(pid, key.fingerprint) as any;
         if (!g) {
@@ -99,10 +114,20 @@ export function createErrorsIngestRepo(db: Db) {
             reopened.push(groupChange(target));
             target.status = 'unresolved';
           }
-          s.bump.run({ id: effective, ts: e.timestamp_ms, now, level: e.level, rank: LEVEL_RANK[e.level] ?? 3, current_rank: LEVEL_RANK[target?.level] ?? 3 });
+          const ts = e.timestamp_ms;
+          if (e.environment) dims.add(effective, 'environment', e.environment, ts);
+          if (e.service_name) dims.add(effective, 'service', e.service_name, ts);
+          if (e.release) dims.add(effective, 'release', e.release, ts);
+          const userKey = e.user ? userKeyOf(e.user) : null;
+          const newUser = userKey !== null && s.user.run(effective, userKey, userField(e.user, 'id') || null, ts).changes > 0 ? 1 : 0;
+          s.bump.run({
+            id: effective, ts, now, level: e.level, rank: LEVEL_RANK[e.level] ?? 3, current_rank: LEVEL_RANK[target?.level] ?? 3,
+            release: e.release, new_user: newUser,
+          });
         }
         groups.push(effective);
       }
+      dims.flush();
       return { inserted, groups, created, reopened };
     },
   );
@@ -118,6 +143,30 @@ export function createErrorsIngestRepo(db: Db) {
     },
     exists(projectId: string, groupId: string): boolean {
       return !!s.exists.get(Number(projectId), groupId);
+    },
+  };
+}
+
+/**
+ * Environment / service / release counts of one ingest batch, summed per (group, kind, value) and
+ * written once each at the end of the transaction: a batch from one service writes a few rows, not
+ * three per event.
+ */
+function dimBatch(upsert: { run(...args: unknown[]): unknown }) {
+  const acc = new Map<string, { group: string; kind: string; value: string; n: number; min: number; max: number }>();
+  return {
+    add(group: string, kind: string, value: string, ts: number) {
+      const k = `${group}\u0000${kind}\u0000${value}`;
+      const d = acc.get(k);
+      if (!d) acc.set(k, { group, kind, value, n: 1, min: ts, max: ts });
+      else {
+        d.n++;
+        if (ts < d.min) d.min = ts;
+        if (ts > d.max) d.max = ts;
+      }
+    },
+    flush() {
+      for (const d of acc.values()) upsert.run(d.group, d.kind, d.value, d.n, d.min, d.max);
     },
   };
 }

@@ -4,6 +4,7 @@ import type { Role } from '../domain/identity/roles.js';
 
 export interface OrganizationRow { id: string; name: string; created_at: number }
 export interface UserRow { id: string; email: string; name: string; password_hash: string; created_at: number }
+export interface MemberRow { id: string; name: string; email: string; role: Role; joined_at: number }
 export interface ProjectRow {
   id: string;
   org_id: string;
@@ -71,6 +72,9 @@ export function createIdentityRepo(db: Db) {
     userById: db.prepare('SELECT * FROM users WHERE id = ?'),
     insertMembership: db.prepare('INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)'),
     membershipsOfUser: db.prepare('SELECT org_id, role FROM memberships WHERE user_id = ?'),
+    membersOfOrg: db.prepare(`SELECT u.id, u.name, u.email, m.role, m.created_at AS joined_at FROM memberships m JOIN users u ON u.id = m.user_id
+      WHERE m.org_id = ? ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'admin' THEN 1 ELSE 2 END, u.email COLLATE NOCASE, u.id`),
+    orgsByIds: db.prepare('SELECT * FROM organizations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY name, id'),
     insertProject: db.prepare('INSERT INTO projects (org_id, name, slug, created_at) VALUES (?, ?, ?, ?)'),
     projectById: db.prepare('SELECT * FROM projects WHERE id = ?'),
     projectsOfOrgs: db.prepare('SELECT * FROM projects WHERE org_id IN (SELECT value FROM json_each(?)) ORDER BY id'),
@@ -112,6 +116,13 @@ export function createIdentityRepo(db: Db) {
       const out: Record<string, Role> = {};
       for (const r of s.membershipsOfUser.all(userId) as { org_id: string; role: Role }[]) out[r.org_id] = r.role;
       return out;
+    },
+    /** Members of an organization (its projects' members), owners first, then admins, then by email. */
+    membersOfOrg(orgId: string): MemberRow[] {
+      return s.membersOfOrg.all(orgId) as MemberRow[];
+    },
+    organizations(orgIds: string[]): OrganizationRow[] {
+      return s.orgsByIds.all(JSON.stringify(orgIds)) as OrganizationRow[];
     },
     createProject(orgId: string, name: string, now: number): ProjectRow {
       const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '') || 'project';

@@ -167,11 +167,12 @@ describe('exit codes', () => {
   });
 
   it('exits 1 with the field named on a validation error from the server', async () => {
-    const r = await cli(['deployments', 'create', '--deployment-id', 'bad', '--commit-sha', 'zzz']);
+    const tooLong = 'z'.repeat(65); // a commit id is at most 64 characters
+    const r = await cli(['deployments', 'create', '--deployment-id', 'bad', '--commit-sha', tooLong]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^error 400 invalid_parameter: `commit_sha`: .*\n  flag: +--commit-sha \(field commit_sha\)$/m);
     // --debug adds the request id and the time the call took.
-    const d = await cli(['deployments', 'create', '--deployment-id', 'bad', '--commit-sha', 'zzz', '--debug']);
+    const d = await cli(['deployments', 'create', '--deployment-id', 'bad', '--commit-sha', tooLong, '--debug']);
     expect(d.code).toBe(1);
     expect(d.stderr).toMatch(/^  request: +\S+$/m);
     expect(d.stderr).toMatch(/^  took: +\d+ ms$/m);

@@ -152,7 +152,7 @@ describe('errors', () => {
   });
 
   it('carries the param of a validation error', async () => {
-    const err = await client.deployments.create({ deployment_id: 'x', commit_sha: 'not-a-sha' }).catch((e) => e);
+    const err = await client.deployments.create({ deployment_id: 'x', commit_sha: 'a'.repeat(65) }).catch((e) => e);
     expect(err).toMatchObject({ status: 400, code: 'invalid_parameter', param: 'commit_sha' });
   });
 

@@ -127,11 +127,12 @@ export async function accessCases(env: AccessEnv, operations: readonly AnyOperat
     const base = { operationId: op.operationId, op };
     cases.push({ ...base, check: 'no_credential', title: `${op.operationId} answers 401 without a credential`, input, credential: null, expect: { status: 401, code: 'unauthenticated' } });
 
-    if (op.operationId === 'projects.list') {
+    if (!('project_id' in op.input.shape)) {
+      // Not bound to a project (projects.list, users.me): answered for the key's own project only.
       cases.push({
         ...base,
         check: 'other_project',
-        title: 'projects.list with another project\'s key does not list this project',
+        title: `${op.operationId} with another project\'s key does not list this project`,
         input,
         credential: env.otherProject.adminKey,
         expect: { status: 200, notListedProjectId: env.projectId },

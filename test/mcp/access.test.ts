@@ -46,7 +46,7 @@ describe('generated access checks through execute', () => {
       const r = await run(c);
       if (c.expect.notListedProjectId) {
         expect(r.ok).toBe(true);
-        const ids = (r.value.data as { id: string }[]).map((p) => p.id);
+        const ids = ((r.value.data ?? r.value.projects) as { id: string }[]).map((p) => p.id);
         expect(ids).not.toContain(c.expect.notListedProjectId);
         expect(ids).toContain(t.otherProject.projectId);
         return;

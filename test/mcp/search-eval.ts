@@ -19,6 +19,12 @@ export const SEARCH_EVAL: readonly SearchTask[] = [
   { task: 'show the current spike protection settings of the project', operationId: 'projects.get' },
   { task: 'set the spike protection threshold to 500 error events per minute', operationId: 'projects.updateSpikeProtection' },
   { task: 'turn off spike protection', operationId: 'projects.updateSpikeProtection' },
+  { task: 'who are the members of this project, to assign an error to', operationId: 'projects.listMembers' },
+  { task: 'list the people on my team with their emails and roles', operationId: 'projects.listMembers' },
+
+  // users
+  { task: 'who am I: am I a user or an API key, and what is my role', operationId: 'users.me' },
+  { task: 'which organization and projects does my current credential belong to', operationId: 'users.me' },
   { task: 'stop a flood of errors from eating our quota: drop events above a rate limit', operationId: 'projects.updateSpikeProtection' },
 
   // feedback
@@ -38,6 +44,7 @@ export const SEARCH_EVAL: readonly SearchTask[] = [
 
   // deployments
   { task: 'record a deployment from our CI pipeline', operationId: 'deployments.create' },
+  { task: 'mark deployment gh-run-42 as ready now that the build finished', operationId: 'deployments.create' },
   { task: 'we just shipped version 1.4.2 of the api service to production', operationId: 'deployments.create' },
   { task: 'mark the deployment gh-run-4312 as ready', operationId: 'deployments.create' },
   { task: 'list recent deployments', operationId: 'deployments.list' },
@@ -58,6 +65,9 @@ export const SEARCH_EVAL: readonly SearchTask[] = [
   { task: 'resolve an error group', operationId: 'errors.update' },
   { task: 'assign this bug to a teammate and set priority high', operationId: 'errors.update' },
   { task: 'ignore the noisy exception', operationId: 'errors.update' },
+  { task: 'errors that first appeared in release 2.4.0', operationId: 'errors.list' },
+  { task: 'which error groups affected user 42', operationId: 'errors.list' },
+  { task: 'tag breakdown of an error group: which browsers and releases it hits', operationId: 'errors.get' },
   { task: 'merge duplicate error groups into one', operationId: 'errors.merge' },
   { task: 'unmerge a group that was merged by mistake', operationId: 'errors.unmerge' },
   { task: 'which traces did this error occur in', operationId: 'errors.listRelatedTraces' },
@@ -69,6 +79,7 @@ export const SEARCH_EVAL: readonly SearchTask[] = [
   // events
   { task: 'search error events with a field query like level:error release:1.2', operationId: 'events.search' },
   { task: 'find events whose message mentions timeout', operationId: 'events.search' },
+  { task: 'error events of the customer with user.email ana@example.com', operationId: 'events.search' },
   { task: 'how long do error events take to arrive, ingestion latency by source', operationId: 'events.latency' },
 
   // logs

@@ -63,7 +63,7 @@ async function fetchStoreRaw(body: Record<string, unknown>) {
 
 describe('errors.get', () => {
   it('returns the list fields plus culprit, grouping method and the latest event', async () => {
-    const r = await rest(t, 'GET', `/errors/${group}?include_replay=false`);
+    const r = await rest(t, 'GET', `/errors/${group}?include_replay=false&include_payload=true`);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({
       id: group,
@@ -94,7 +94,7 @@ describe('errors.get', () => {
   });
 
   it('trims a huge event payload to at most 64 KiB and says so', async () => {
-    const r = await rest(t, 'GET', `/errors/${bigGroup}`);
+    const r = await rest(t, 'GET', `/errors/${bigGroup}?include_payload=true`);
     expect(r.status).toBe(200);
     expect(r.body.latest_event.payload_truncated).toBe(true);
     expect(Buffer.byteLength(JSON.stringify(r.body.latest_event.payload))).toBeLessThanOrEqual(64 * 1024);

@@ -78,6 +78,13 @@ describe('errors.list', () => {
       bookmarked: false,
       subscribed: false,
       event_count: 3,
+      user_count: expect.any(Number),
+      window_event_count: 3,
+      window_user_count: expect.any(Number),
+      first_release: expect.toBeOneOf([null, expect.any(String)]),
+      last_release: expect.toBeOneOf([null, expect.any(String)]),
+      environments: ['production'],
+      services: ['checkout'],
       first_seen: new Date(T0 - 5 * H).toISOString(),
       last_seen: new Date(T0 - H).toISOString(),
     });

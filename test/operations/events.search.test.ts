@@ -69,6 +69,7 @@ describe('events.search', () => {
       release: '1.2.3',
       trace_id: TRACE,
       source: 'sentry',
+      user: null,
     });
   });
 

@@ -17,10 +17,14 @@
  *
  * Keys: level, type, service (service_name), environment (env), release, transaction, server
  * (server_name), trace (trace_id), group (group_id), source, platform, message, title, event_id,
- * timestamp, received_at, tags.<key>.
+ * timestamp, received_at, tags.<key>, user.id, user.email, user.username (the event's user as the SDK
+ * sent it, or the OTel enduser.id / user.id attribute).
  */
 
-export const EXACT_FIELDS = ['level', 'type', 'service', 'environment', 'release', 'transaction', 'server', 'trace', 'group', 'source', 'platform', 'event_id'] as const;
+export const EXACT_FIELDS = [
+  'level', 'type', 'service', 'environment', 'release', 'transaction', 'server', 'trace', 'group', 'source', 'platform', 'event_id',
+  'user.id', 'user.email', 'user.username',
+] as const;
 export const TEXT_FIELDS = ['message', 'title'] as const;
 export const TIME_FIELDS = ['timestamp', 'received_at'] as const;
 
@@ -40,6 +44,8 @@ const ALIASES: Record<string, string> = {
   id: 'event_id',
   time: 'timestamp',
   received: 'received_at',
+  'user.name': 'user.username',
+  'enduser.id': 'user.id',
 };
 
 export const KNOWN_KEYS: readonly string[] = [...EXACT_FIELDS, ...TEXT_FIELDS, ...TIME_FIELDS, 'tags.<key>'];

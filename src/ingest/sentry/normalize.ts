@@ -17,6 +17,7 @@
  * deployment.environment ← environment, host.name ← server_name / `server.address`, telemetry.sdk.name /
  * telemetry.sdk.version ← the SDK. The instrumentation scope is the SDK (name/version).
  */
+import { userField } from '../../domain/errors/users.js';
 import { randomUUID } from 'node:crypto';
 import type {
   AttrValue,
@@ -563,6 +564,8 @@ export interface FeedbackRecord {
   service_name: string;
   tags: Record<string, string>;
   trace_id: string | null;
+  /** The scope's user (Sentry `user`: id, email, username), as sent; null when the SDK sent none. */
+  user: Record<string, unknown> | null;
   payload: unknown;
 }
 
@@ -593,6 +596,7 @@ export function feedbackFromSentry(payload: any, receivedMs: number): FeedbackRe
       service_name: sentryServiceName({ tags, contexts }),
       tags,
       trace_id: hexId(trace.trace_id, HEX32),
+      user: isObj(p.user) ? p.user : null,
       payload,
     };
   }
@@ -612,8 +616,25 @@ export function feedbackFromSentry(payload: any, receivedMs: number): FeedbackRe
     service_name: '',
     tags,
     trace_id: null,
+    user: null,
     payload,
   };
+}
+
+/**
+ * feedback.create fields for the scope's user of a Sentry feedback: `user_id` from user.id, and the
+ * user's email and username in metadata (`user.email`, `user.username`) beside the feedback source.
+ * (Name and contact email fall back to the user's username and email in the caller.)
+ */
+export function feedbackUserFields(fb: FeedbackRecord): { user_id?: string; metadata?: Record<string, string> } {
+  const id = userField(fb.user, 'id');
+  const email = userField(fb.user, 'email');
+  const username = userField(fb.user, 'username');
+  const metadata: Record<string, string> = {};
+  if (fb.source) metadata.source = fb.source.slice(0, 2048);
+  if (email) metadata['user.email'] = email.slice(0, 2048);
+  if (username) metadata['user.username'] = username.slice(0, 2048);
+  return { ...(id ? { user_id: id.slice(0, 256) } : {}), ...(Object.keys(metadata).length ? { metadata } : {}) };
 }
 
 export type { SessionRecord } from '../../domain/telemetry-types.js';
