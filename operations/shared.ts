@@ -64,3 +64,21 @@ export function csvList<T extends z.ZodType<string>>(item: T) {
 export const isoOut = z.string().describe('ISO 8601 date-time');
 export const toIso = (ms: number | null | undefined): string | null => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
 export const parseIso = (s: string | undefined): number | undefined => (s === undefined ? undefined : Date.parse(s));
+
+/**
+ * `key:value` attribute conditions: comma-separated in a query string (`http.route:/api/orders,db.system:postgresql`)
+ * or an array from JSON callers; the key runs to the first `:`.
+ */
+export function keyValueList(describe: string, max = 5) {
+  return z
+    .preprocess(
+      (v) => (typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter(Boolean) : v),
+      z
+        .array(z.string().max(512).regex(/^[^:\s][^:]{0,127}:.+$/, 'must be key:value, e.g. http.route:/api/orders/{id}'))
+        .min(1)
+        .max(max),
+    )
+    .optional()
+    .transform((a) => a?.map((x) => ({ key: x.slice(0, x.indexOf(':')).trim(), value: x.slice(x.indexOf(':') + 1).trim() })))
+    .describe(describe);
+}

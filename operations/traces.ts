@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineOperation } from './define.js';
-import { offsetPagination, projectId, queryInt, toIso } from './shared.js';
+import { keyValueList, offsetPagination, projectId, queryInt, toIso } from './shared.js';
 import { NotFoundError, ValidationError } from '../src/core/errors.js';
 import { resolveWindow, WindowError, type ResolvedWindow } from '../src/domain/metrics/window.js';
 import { normalizeOperation } from '../src/domain/traces/operations.js';
@@ -35,18 +35,9 @@ const windowParams = {
   to: optText(64, 'Window end (exclusive), ISO 8601 with a timezone or relative (now, -5m). Default: now.'),
 };
 
-/** `key:value` span attribute conditions: comma-separated in a query string, or an array. */
-const spanAttributesParam = z
-  .preprocess(
-    (v) => (typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter(Boolean) : v),
-    z
-      .array(z.string().max(512).regex(/^[^:\s][^:]{0,127}:.+$/, 'must be key:value, e.g. http.route:/api/orders/{id}'))
-      .min(1)
-      .max(5),
-  )
-  .optional()
-  .transform((a) => a?.map((x) => ({ key: x.slice(0, x.indexOf(':')).trim(), value: x.slice(x.indexOf(':') + 1).trim() })))
-  .describe('Span attribute conditions `key:value` (comma-separated, at most 5; any key, e.g. http.route:/api/orders/{id}, db.system:postgresql): a trace is listed when one of its spans carries all of them.');
+const spanAttributesParam = keyValueList(
+  'Span attribute conditions `key:value` (comma-separated, at most 5; any key, e.g. http.route:/api/orders/{id}, db.system:postgresql): a trace is listed when one of its spans carries all of them.',
+);
 const serviceParam = optText(256, 'Service name (resource `service.name`).');
 const minDurationParam = z.coerce
   .number()
