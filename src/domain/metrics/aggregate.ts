@@ -448,7 +448,7 @@ export function deltaHistTimeline(points: readonly MetricPointInput[], opts: Tim
     for (let k = lo; k < hi; k++) samples += sel[k]!.count as number;
     buckets[b] = {
       time: new Date(start).toISOString(),
-      value: hi === lo ? null : deltaHistValue(sel, lo, hi, aggregation, samples),
+      value: hi === lo ? null : deltaHistValue(sel, lo, hi, aggregation, samples, granularityMs),
       point_count: hi - lo,
       sample_count: samples,
     };
@@ -457,10 +457,26 @@ export function deltaHistTimeline(points: readonly MetricPointInput[], opts: Tim
 }
 
 /** aggregateBucket for the delta explicit-histogram points `sel[lo..hi)` (non-empty). */
-function deltaHistValue(sel: readonly MetricPointInput[], lo: number, hi: number, aggregation: Aggregation, totalCount: number): number | null {
+function deltaHistValue(sel: readonly MetricPointInput[], lo: number, hi: number, aggregation: Aggregation, totalCount: number, bucketMs: number): number | null {
   switch (aggregation) {
     case 'count':
       return totalCount;
+    case 'rate':
+      return totalCount / (bucketMs / 1000);
+    case 'min':
+    case 'max': {
+      let any = false;
+      let v = aggregation === 'min' ? Infinity : -Infinity;
+      for (let k = lo; k < hi; k++) {
+        const p = sel[k]!;
+        if (!((p.count as number) > 0)) continue;
+        const x = aggregation === 'min' ? p.min : p.max;
+        if (typeof x !== 'number') continue;
+        any = true;
+        v = aggregation === 'min' ? Math.min(v, x) : Math.max(v, x);
+      }
+      return any ? v : null;
+    }
     case 'sum':
     case 'avg': {
       let any = false;
@@ -497,7 +513,7 @@ function deltaHistValue(sel: readonly MetricPointInput[], lo: number, hi: number
         }
       }
       if (live === 0) return null;
-      const q = QUANTILE[aggregation as PercentileAggregation];
+      const q = QUANTILE[aggregation];
       const bounds0 = sel[lo]!.explicit_bounds ?? EMPTY;
       let same = true;
       for (let k = lo + 1; k < hi && same; k++) same = sameBoundValues(sel[k]!.explicit_bounds ?? EMPTY, bounds0);
@@ -538,7 +554,7 @@ function sameBoundValues(a: readonly number[], b: readonly number[]): boolean {
  */
 export function timeline(points: readonly MetricPointInput[], opts: TimelineOptions): Timeline {
   checkAggregationSupported(opts.type, opts.temporality, opts.aggregation);
-  if (opts.type === 'hist' && !['min', 'max', 'rate'].includes(opts.aggregation)) {
+  if (opts.type === 'hist') {
     const fast = deltaHistTimeline(points, opts);
     if (fast) return fast;
   }
