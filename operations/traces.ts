@@ -259,7 +259,7 @@ export const operations = defineOperation({
   tag: 'traces',
   summary: 'Trace operations: one row per service and normalized operation',
   description:
-    'Summaries of entry spans (server and consumer spans, and root spans) grouped by service and normalized operation, in the window (`from` default 24 hours before `to`, `to` default now): count, errors, error rate, p50/p95 duration, last seen and a 60-bucket sparkline. ' +
+    'Summaries of entry spans (server and consumer spans, and root spans) grouped by service and normalized operation, in the window (`from` default 24 hours before `to`, `to` default now; at most 30 days; ISO 8601 or relative such as -1h): count, errors, error rate, p50/p95 duration, last seen and a 60-bucket sparkline. ' +
     'Filters narrow the entry spans: `service_name`, `environment`, `min_duration` (ms), `status` (`ok`/`error` of the entry span) and `operation`. ' +
     'Sorted by `sort` (`last_seen` default, `count`, `p95`, `error_rate`; all descending), at most `limit` rows (1 to 100, default 50); `high_cardinality_truncated` is true when more operations matched. ' +
     'Drill down with traces.list using the row\'s `service_name` and `operation`.',

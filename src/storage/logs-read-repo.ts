@@ -42,7 +42,7 @@ export interface LogFilter {
   release?: string;
   service?: string;
   source?: string;
-  /** Only logs of this trace (read through the `logs_trace` index, migration 035). */
+  /** Only logs of this trace (found through the full-text index: the writer adds the trace id to `attrs`). */
   traceId?: string;
   spanId?: string;
   /** The part of a parsed `q` that full text alone cannot answer (`key:value` terms, OR across them). */
@@ -204,8 +204,16 @@ function rowWhere(f: LogFilter, pid: number): Where {
   return { sql, args };
 }
 
-/** The log table, through the trace index when one trace is asked for. */
-const logsTable = (f: LogFilter) => (f.traceId !== undefined ? 'logs l INDEXED BY logs_trace' : 'logs l');
+/**
+ * A trace filter as a full-text term too: the writer adds each log's trace id to its full-text row
+ * (`attrs`), so one trace's logs come from the full-text index (by id, with an exact total), never
+ * from a walk through a time window. The `l.trace_id = ?` condition still applies on the rows.
+ */
+function withTraceMatch(f: LogFilter): LogFilter {
+  if (f.traceId === undefined || !/^[0-9a-f]{32}$/.test(f.traceId)) return f;
+  const term = `attrs : "${f.traceId}"`;
+  return { ...f, match: f.match ? `(${f.match}) AND ${term}` : term };
+}
 
 const hasDimFilter = (f: LogFilter) =>
   f.connectorKey !== undefined || f.environment !== undefined || f.release !== undefined || f.service !== undefined || f.source !== undefined || !!f.levels?.length;
@@ -259,7 +267,7 @@ export function createLogsReadRepo(db: Db) {
   function rowsIn(pid: number, f: LogFilter, fromMs: number, toMs: number, extra: Where, limit: number, offset = 0): LogRow[] {
     const w = rowWhere(f, pid);
     return stmt(
-      `SELECT ${COLS} FROM ${logsTable(f)} WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${extra.sql}${w.sql} ${ORDER} LIMIT ? OFFSET ?`,
+      `SELECT ${COLS} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${extra.sql}${w.sql} ${ORDER} LIMIT ? OFFSET ?`,
     ).all(pid, fromMs, toMs, ...extra.args, ...w.args, limit, offset) as LogRow[];
   }
 
@@ -340,7 +348,7 @@ export function createLogsReadRepo(db: Db) {
     const bucket = step ? 'CAST((l.time_ms - ?) / ? AS INTEGER)' : '0';
     // With free text: from the matches to their rows by id (CROSS JOIN keeps that order), so the cost
     // follows the number of matches rather than the size of the window.
-    const source = f.match ? '(SELECT rowid AS id FROM logs_fts WHERE logs_fts MATCH ?) f CROSS JOIN logs l ON l.id = f.id' : logsTable(f);
+    const source = f.match ? '(SELECT rowid AS id FROM logs_fts WHERE logs_fts MATCH ?) f CROSS JOIN logs l ON l.id = f.id' : 'logs l';
     const group = ['1', ...cols.map((_, i) => String(i + 2))].join(', ');
     return stmt(
       `SELECT ${bucket} AS b${cols.map((c, i) => `, ${c} AS k${i}`).join('')}, count(*) AS n FROM ${source}
@@ -369,8 +377,9 @@ export function createLogsReadRepo(db: Db) {
    * callers add them up. Ask for the dimensions you need together only: every extra one multiplies
    * the rows read.
    */
-  function counts(projectId: string, f: LogFilter, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }): LogCount[] {
+  function counts(projectId: string, f0: LogFilter, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }): LogCount[] {
     const pid = Number(projectId);
+    const f = withTraceMatch(f0);
     const parts: unknown[][][] = [];
     if (f.match || rowOnly(f)) parts.push(rawCounts(pid, f, f.fromMs, f.toMs, dims, step));
     else {
@@ -414,16 +423,17 @@ export function createLogsReadRepo(db: Db) {
      * when cheap: always without free text (from the rollups), and with free text when the text
      * matches few rows.
      */
-    search(projectId: string, f: LogFilter, page: { limit: number; offset: number; withTotal?: boolean }): LogSearchResult {
+    search(projectId: string, f0: LogFilter, page: { limit: number; offset: number; withTotal?: boolean }): LogSearchResult {
       const pid = Number(projectId);
+      const f = withTraceMatch(f0);
       const need = page.offset + page.limit + 1;
       if (f.match) {
         const r = matchRows(pid, f, need);
         const rows = withResources(r.rows.slice(page.offset, page.offset + page.limit));
         return { rows, hasMore: r.rows.length > page.offset + page.limit, total: r.total };
       }
-      // With `key:value` terms an exact total would scan the window: given only for one trace (indexed).
-      const cheapTotal = !rowOnly(f) || f.traceId !== undefined;
+      // With `key:value` terms an exact total would scan the window (a trace filter takes the full-text path above).
+      const cheapTotal = !rowOnly(f);
       const exact = page.withTotal === false || !cheapTotal ? null : total(projectId, f);
       if (exact === 0) return { rows: [], hasMore: false, total: 0 };
       const from = hasDimFilter(f) && !rowOnly(f) ? narrowFrom(pid, f, need) : f.fromMs;
@@ -435,13 +445,14 @@ export function createLogsReadRepo(db: Db) {
      * Body, level and (with `attributes`) the attribute JSON of the newest `n` rows of the window
      * matching the filter: a sample for pattern mining and attribute distributions.
      */
-    newest(projectId: string, f: LogFilter, n: number, opts: { attributes?: boolean } = {}): LogSample[] {
+    newest(projectId: string, f0: LogFilter, n: number, opts: { attributes?: boolean } = {}): LogSample[] {
       const pid = Number(projectId);
+      const f = withTraceMatch(f0);
       if (f.match) return matchRows(pid, f, n).rows;
       const from = hasDimFilter(f) && !rowOnly(f) ? narrowFrom(pid, f, n) : f.fromMs;
       const w = rowWhere(f, pid);
       return stmt(
-        `SELECT l.body, l.level${opts.attributes ? ', l.attributes' : ''} FROM ${logsTable(f)} WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
+        `SELECT l.body, l.level${opts.attributes ? ', l.attributes' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
       ).all(pid, from, f.toMs, ...w.args, n) as LogSample[];
     },
   };

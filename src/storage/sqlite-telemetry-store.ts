@@ -246,7 +246,10 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
           body, attrs, l.trace_id, l.span_id, l.service_name, res.environment, res.serviceVersion,
           logSource, connectorKey, res.id, l.scope.name, receivedMs,
         );
-        fts.push(0, body, attrsText(l.attributes));
+        // The trace id is a token of the full-text row: a trace's logs are found through this index
+        // (logs.search trace_id, traces.get) without a B-tree index of random keys on logs.
+        const at = attrsText(l.attributes);
+        fts.push(0, body, l.trace_id ? (at ? `${at} ${l.trace_id}` : l.trace_id) : at);
         if (++rows === ROWS_PER_INSERT) flush();
       }
       if (rows) flush();
