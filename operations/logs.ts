@@ -5,7 +5,8 @@ import { domainCall, textFilter, windowFields, windowOf, windowOut } from './met
 import { ValidationError } from '../src/core/errors.js';
 import { GRANULARITIES, bucketStart, checkBucketCount, defaultGranularity, granularityMs, type ResolvedWindow } from '../src/domain/metrics/window.js';
 import { distribution, minePatterns, truncateValue } from '../src/domain/logs/patterns.js';
-import { LOG_LEVELS, ftsQuery, type LogDim, type LogFilter, type LogRow, type LogSample } from '../src/storage/logs-read-repo.js';
+import { parseLogQuery, splitLogQuery } from '../src/domain/logs/query.js';
+import { LOG_LEVELS, type LogDim, type LogFilter, type LogRow, type LogSample } from '../src/storage/logs-read-repo.js';
 
 // ---------------------------------------------------------------------------------------------
 // Filters
@@ -46,8 +47,20 @@ export const logFilterFields = {
   ...windowFields,
   q: textFilter(
     512,
-    'Free text matched against the log body and attribute values: every word must occur (whole words; `word*` for a prefix); "quoted words" must occur as a phrase.',
+    'Log query: free text over the body and attribute values (every word must occur, whole words; `word*` prefix; "quoted words" a phrase); `key:value` (or `key:"a value"`, `key:val*`) matches a log attribute or a resource attribute such as host.name, k8s.pod.name, service.instance.id (also level, service, environment, release, trace_id, span_id); terms side by side must all match, `OR` between terms, parentheses group: `(timeout OR refused) host.name:web-1`.',
   ),
+  trace_id: z
+    .string()
+    .regex(/^[0-9a-fA-F]{32}$/, 'must be a trace id: 32 hexadecimal characters')
+    .transform((v) => v.toLowerCase())
+    .optional()
+    .describe('Only logs of this trace (32 hex characters).'),
+  span_id: z
+    .string()
+    .regex(/^[0-9a-fA-F]{16}$/, 'must be a span id: 16 hexadecimal characters')
+    .transform((v) => v.toLowerCase())
+    .optional()
+    .describe('Only logs of this span (16 hex characters).'),
   connector_key: textFilter(256, 'Only logs received through this connector.'),
   environment: textFilter(128, 'Only logs of this deployment environment (resource deployment.environment[.name]).'),
   level: levelParam,
@@ -58,6 +71,8 @@ export const logFilterFields = {
 
 type FilterInput = {
   q?: string;
+  trace_id?: string;
+  span_id?: string;
   connector_key?: string;
   environment?: string;
   level?: string[];
@@ -69,14 +84,18 @@ type FilterInput = {
 /** The repository filter for a window and the common inputs (400 for text with nothing searchable). */
 export function logFilter(w: ResolvedWindow, input: FilterInput): LogFilter {
   let match: string | undefined;
+  let where: LogFilter['where'];
   if (input.q !== undefined) {
-    const m = ftsQuery(input.q);
-    if (m === null) throw new ValidationError('`q` holds no word to search for (letters or digits).', 'q');
-    match = m;
+    const parsed = parseLogQuery(input.q);
+    if (parsed === null) throw new ValidationError('`q` holds no word to search for (letters or digits) and no `key:value`.', 'q');
+    ({ match, rest: where } = splitLogQuery(parsed));
   }
   return {
     ...w,
     match,
+    where,
+    traceId: input.trace_id,
+    spanId: input.span_id,
     connectorKey: input.connector_key,
     environment: input.environment,
     levels: input.level?.length ? input.level : undefined,
@@ -106,6 +125,7 @@ export const logRowSchema = z.object({
   severity_text: z.string(),
   body: z.string().describe('Message; structured bodies are given as JSON text.'),
   attributes: z.record(z.string(), z.unknown()).describe('Log record attributes.'),
+  resource: z.record(z.string(), z.unknown()).describe('Resource attributes of the sender (service.name, host.name, k8s.pod.name, service.instance.id, …).'),
   trace_id: z.string().nullable(),
   span_id: z.string().nullable(),
   service: z.string().nullable(),
@@ -126,6 +146,7 @@ export function logRowOut(r: LogRow): z.input<typeof logRowSchema> {
     severity_text: r.severity_text,
     body: r.body,
     attributes: parseAttributes(r.attributes),
+    resource: parseAttributes(r.resource ?? '{}'),
     trace_id: r.trace_id,
     span_id: r.span_id,
     service: blankToNull(r.service_name),
@@ -149,7 +170,7 @@ export const search = defineOperation({
   tag: 'logs',
   summary: 'Search logs, newest first',
   description:
-    'Log records of the window (default the 24 hours before `to`; `to` defaults to now), newest first. Filters: `q` (free text over body and attribute values: all words must match, "quoted" for a phrase, `word*` for a prefix), `level` (comma-separated), `service`, `environment`, `release`, `source`, `connector_key`. Offset pagination: `has_more` says whether another page exists; `total` is the exact number of matches when it is cheap to know, else null. The response repeats the effective `from` and `to`: send them unchanged with the next offset so pages do not drift.',
+    'Log records of the window (default the 24 hours before `to`; `to` defaults to now; no length limit; `from`/`to` take ISO 8601 or relative forms such as -1h, -15m, now), newest first, each with its attributes and its resource attributes. Filters: `q` (free text over body and attribute values: all words must match, "quoted" for a phrase, `word*` for a prefix; `key:value` for a log or resource attribute such as host.name:web-1 or k8s.pod.name:api-7f; `OR` and parentheses), `trace_id`, `span_id`, `level` (comma-separated), `service`, `environment`, `release`, `source`, `connector_key`. Offset pagination: `has_more` says whether another page exists; `total` is the exact number of matches when it is cheap to know, else null. The response repeats the effective `from` and `to`: send them unchanged with the next offset so pages do not drift.',
   method: 'GET',
   path: '/v1/projects/{project_id}/logs',
   scopes: ['read'],
@@ -202,7 +223,7 @@ export const histogram = defineOperation({
   tag: 'logs',
   summary: 'Log counts over time by severity',
   description:
-    'Counts of the logs matching the same filters as logs.search, per time bucket and severity, with every bucket of the window present (buckets are aligned to the step since the epoch, UTC). `step`: 1m, 5m, 15m, 1h, 6h or 1d (default: about 300 buckets or fewer); at most 2,000 buckets. `group_by` adds per-bucket counts by service, http_method (attribute http.request.method or http.method), service_version, environment, level or source; logs without a value count under "(none)".',
+    'Counts of the logs matching the same filters as logs.search (`q` with `key:value`, OR, parentheses; `trace_id`, `span_id`), per time bucket and severity (no window length limit of its own), with every bucket of the window present (buckets are aligned to the step since the epoch, UTC). `step`: 1m, 5m, 15m, 1h, 6h or 1d (default: about 300 buckets or fewer); at most 2,000 buckets. `group_by` adds per-bucket counts by service, http_method (attribute http.request.method or http.method), service_version, environment, level or source; logs without a value count under "(none)".',
   method: 'GET',
   path: '/v1/projects/{project_id}/logs/histogram',
   scopes: ['read'],
@@ -363,7 +384,7 @@ export const insights = defineOperation({
   tag: 'logs',
   summary: 'Recurring log patterns and value distributions',
   description:
-    'For the logs matching the same filters as logs.search in a window (default the 24 hours before `to`; ordered and at most 30 days): recurring message patterns (at most 50, mined from the newest 10,000 logs), exact service, level, environment and source distributions for the window and for the equal-length window just before it, exact total counts, and — for up to five attribute paths in `dimensions` — value distributions counted on the newest 10,000 logs of each window (rows marked `sampled: true`; `custom_distribution_sample_limit` gives the bound). Values are cut to 256 characters; at most 12 values per distribution.',
+    'For the logs matching the same filters as logs.search (including `q` with `key:value`, OR and parentheses, `trace_id`, `span_id`) in a window (default the 24 hours before `to`; ordered and at most 30 days): recurring message patterns (at most 50, mined from the newest 10,000 logs), exact service, level, environment and source distributions for the window and for the equal-length window just before it, exact total counts, and — for up to five attribute paths in `dimensions` — value distributions counted on the newest 10,000 logs of each window (rows marked `sampled: true`; `custom_distribution_sample_limit` gives the bound). Values are cut to 256 characters; at most 12 values per distribution.',
   method: 'GET',
   path: '/v1/projects/{project_id}/logs/insights',
   scopes: ['read'],

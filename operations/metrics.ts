@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineOperation } from './define.js';
-import { projectId, queryInt, toIso } from './shared.js';
+import { keyValueList, projectId, queryInt, toIso } from './shared.js';
+import { attributeKeys, exemplarsByBucket, groupPoints, MAX_GROUP_BY } from '../src/domain/metrics/attributes.js';
 import { UnprocessableError, ValidationError } from '../src/core/errors.js';
 import {
   GRANULARITIES,
@@ -29,8 +30,8 @@ export const METRIC_TYPES = ['gauge', 'sum', 'hist', 'exponential_histogram'] as
 
 /** `from`/`to` as text: the domain parser gives the precise message (and accepts a `+` decoded to a space). */
 export const windowFields = {
-  from: z.string().max(64).optional().describe('Window start, ISO 8601 with a timezone (default: 24 hours before `to`).'),
-  to: z.string().max(64).optional().describe('Window end, ISO 8601 with a timezone (default: now).'),
+  from: z.string().max(64).optional().describe('Window start, ISO 8601 with a timezone or relative (-1h, -15m, now-7d); default 24 hours before `to`.'),
+  to: z.string().max(64).optional().describe('Window end, ISO 8601 with a timezone or relative (now, -5m); default now.'),
 };
 
 /** No C0 control characters or DEL (tab included: filters are one line). */
@@ -78,13 +79,25 @@ const metricSelector = {
   metric_type: metricTypeParam,
   service_name: textFilter(256, 'Only points from this service (resource service.name).'),
   environment: textFilter(128, 'Only points from this deployment environment.'),
+  attributes: keyValueList(
+    'Attribute conditions `key:value` (comma-separated, at most 5): a point attribute, or else a resource attribute (host.name, k8s.pod.name, …), equal to the value.',
+  ),
 };
+
+const exemplarSchema = z.object({
+  time: z.string().describe('When the measurement was taken (ISO 8601).'),
+  value: z.number(),
+  trace_id: z.string().nullable().describe('Trace it was recorded in: open it with traces.get.'),
+  span_id: z.string().nullable(),
+  attributes: z.record(z.string(), z.unknown()).describe('Filtered attributes of the measurement.'),
+});
 
 const bucketSchema = z.object({
   time: z.string().describe('Bucket start, ISO 8601 UTC (buckets are aligned to the granularity since the epoch).'),
   value: z.number().nullable().describe('Aggregated value; null when the bucket has no points.'),
   point_count: z.number().int().describe('Stored points in the bucket.'),
   sample_count: z.number().describe('Measurements represented: 1 per gauge/sum point, the (delta) count for histograms.'),
+  exemplars: z.array(exemplarSchema).optional().describe('Exemplars sent with the points of the bucket (at most 5, highest value first), each leading to a trace.'),
 });
 
 const seriesSchema = z.object({
@@ -157,7 +170,7 @@ export const timeline = defineOperation({
   tag: 'metrics',
   summary: 'Timeline of one metric',
   description:
-    'Buckets of one metric over the window (default the last 24 hours; at most 30 days and 2,000 buckets — choose a coarser `granularity` otherwise). `aggregation`: avg (default), count, sum, p50, p90, p95, p99. Delta points count as received; cumulative points are differenced per series and scope (a new start time is a reset, a same-start decrease a new baseline), with the latest point of the hour before the window as baseline. Histogram percentiles come from merged bucket distributions. A percentile of a cumulative exponential histogram is refused with 422 UNSUPPORTED_METRIC_TEMPORALITY (use avg, count or sum, or export delta). Empty buckets have value null.',
+    'Buckets of one metric over the window (default the last 24 hours; at most 30 days and 2,000 buckets — choose a coarser `granularity` otherwise; `from`/`to` ISO 8601 or relative: -1h, -15m, now). `aggregation`: avg (default), count, sum, min, max, rate (per second: gauge values, sum increase, histogram measurements), p50, p90, p95, p99 (histogram percentiles from merged buckets). `attributes` filters by point or resource attributes (`key:value`); `group_by` (up to 3 attribute keys) splits the metric into one timeline per value combination in `series`, the busiest first, at most `series_limit` (`truncated` and `series_total` say when more exist). Buckets carry the exemplars sent with their points (trace and span ids: a spike leads to a trace). Delta points count as received; cumulative points are differenced per series and scope (a new start time is a reset, a same-start decrease a new baseline), with the latest point of the hour before the window as baseline. Histogram percentiles come from merged bucket distributions. A percentile of a cumulative exponential histogram is refused with 422 UNSUPPORTED_METRIC_TEMPORALITY (use avg, count or sum, or export delta). Empty buckets have value null.',
   method: 'GET',
   path: '/v1/projects/{project_id}/metrics/timeline',
   scopes: ['read'],
@@ -170,7 +183,12 @@ export const timeline = defineOperation({
     ...metricSelector,
     ...windowFields,
     granularity: z.enum(GRANULARITIES).optional().describe('Bucket size: 1m, 5m, 15m, 1h, 6h or 1d (default: about 300 buckets or fewer for the window).'),
-    aggregation: z.enum(AGGREGATIONS).default('avg').describe('avg (default), count, p50, p90, p95, p99 or sum.'),
+    aggregation: z.enum(AGGREGATIONS).default('avg').describe('avg (default), count, sum, min, max, rate (per second), p50, p90, p95 or p99.'),
+    group_by: z
+      .preprocess((v) => (typeof v === 'string' ? v.split(',').map((x) => x.trim()).filter(Boolean) : v), z.array(z.string().min(1).max(128)).min(1).max(MAX_GROUP_BY))
+      .optional()
+      .describe(`Up to ${MAX_GROUP_BY} attribute keys, comma-separated (point attributes, else resource attributes, e.g. http.route,host.name).`),
+    series_limit: queryInt({ min: 1, max: 50, default: 10, describe: 'With group_by: most series returned, 1 to 50 (default 10), busiest first.' }),
   }),
   output: z.object({
     metric_name: z.string(),
@@ -180,7 +198,14 @@ export const timeline = defineOperation({
     granularity: z.enum(GRANULARITIES),
     from: z.string(),
     to: z.string(),
-    buckets: z.array(bucketSchema),
+    buckets: z.array(bucketSchema).describe('All matching points together.'),
+    group_by: z.array(z.string()).nullable(),
+    series: z
+      .array(z.object({ group: z.record(z.string(), z.string().nullable()).describe('Value of each group_by key (null: absent).'), sample_count: z.number(), buckets: z.array(bucketSchema) }))
+      .optional()
+      .describe('With group_by: one timeline per value combination, most samples first.'),
+    series_total: z.number().int().optional().describe('With group_by: value combinations found.'),
+    truncated: z.boolean().optional().describe('With group_by: more series exist than series_limit.'),
   }),
   errors: [
     ...WINDOW_ERRORS,
@@ -193,25 +218,41 @@ export const timeline = defineOperation({
     const granularity = input.granularity ?? defaultGranularity(w.fromMs, w.toMs);
     const gMs = domainCall(() => granularityMs(granularity));
     domainCall(() => checkBucketCount(w.fromMs, w.toMs, gMs));
-    const sel = { metricName: input.metric_name, type: input.metric_type, service: input.service_name, environment: input.environment };
+    const sel = { metricName: input.metric_name, type: input.metric_type, service: input.service_name, environment: input.environment, attributes: input.attributes };
     const repo = ctx.services.metricsRead;
     const meta = repo.meta(ctx.project!.id, sel, w.toMs);
     domainCall(() => checkAggregationSupported(input.metric_type, meta?.temporality, input.aggregation));
-    const points = repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS);
-    const t = domainCall(() =>
-      metricTimeline(points, { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, aggregation: input.aggregation }),
-    );
-    return {
+    const groupBy = input.group_by ? [...new Set(input.group_by)] : undefined;
+    const points = repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS, { groupBy });
+    const opts = { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, aggregation: input.aggregation };
+    const withExemplars = (pts: typeof points, buckets: ReturnType<typeof metricTimeline>['buckets']) => {
+      const ex = exemplarsByBucket(pts, { ...w, granularityMs: gMs });
+      return buckets.map((b, i) => (ex[i] ? { ...b, exemplars: ex[i] } : b));
+    };
+    const t = domainCall(() => metricTimeline(points, opts));
+    const out = {
       metric_name: input.metric_name,
       metric_type: input.metric_type,
       unit: meta?.unit ?? null,
       aggregation: input.aggregation,
       granularity,
       ...windowOut(w),
-      buckets: t.buckets,
+      buckets: withExemplars(points, t.buckets),
+      group_by: groupBy ?? null,
     };
+    if (!groupBy) return out;
+    const groups = groupPoints(points, groupBy);
+    const series = groups.slice(0, input.series_limit).map((g) => {
+      const tl = domainCall(() => metricTimeline(g.points, opts));
+      return { group: g.group, sample_count: tl.buckets.reduce((s, b) => s + b.sample_count, 0), buckets: withExemplars(g.points, tl.buckets) };
+    });
+    return { ...out, series, series_total: groups.length, truncated: groups.length > input.series_limit };
   },
 });
+
+/** Points metrics.inspect reads for attribute keys and values, and values listed per key. */
+const INSPECT_ATTR_SAMPLE = 5_000;
+const INSPECT_TOP_VALUES = 10;
 
 const snapshotSchema = z.object({
   aggregation: z.enum(['avg', 'p50', 'p90', 'p99']),
@@ -227,7 +268,7 @@ export const inspect = defineOperation({
   tag: 'metrics',
   summary: 'Compact takeaways about one metric',
   description:
-    'Highlights (short sentences: points and buckets seen, latest change of avg and p99, peak) and one snapshot per aggregation avg, p50, p90, p99 with latest and previous bucket values, change percent, recent points and top points, over the window (default the last 24 hours; at most 30 days) at an automatic granularity. Temporality rules as in metrics.timeline; for cumulative exponential histograms only the avg snapshot is given (percentiles are not available for them).',
+    'Highlights (short sentences: points and buckets seen, latest change of avg and p99, peak), one snapshot per aggregation avg, p50, p90, p99 with latest and previous bucket values, change percent, recent points and top points, and the attribute keys (point and resource) with their top values, over the window (default the last 24 hours; at most 30 days; ISO 8601 or relative from/to) at an automatic granularity. Temporality rules as in metrics.timeline; for cumulative exponential histograms only the avg snapshot is given (percentiles are not available for them).',
   method: 'GET',
   path: '/v1/projects/{project_id}/metrics/inspect',
   scopes: ['read'],
@@ -244,6 +285,16 @@ export const inspect = defineOperation({
     to: z.string(),
     highlights: z.array(z.string()),
     snapshots: z.array(snapshotSchema),
+    attributes: z
+      .array(
+        z.object({
+          key: z.string(),
+          source: z.enum(['point', 'resource']).describe('A point attribute or a resource attribute.'),
+          distinct_values: z.number().int().describe('Distinct values among the sampled points.'),
+          top_values: z.array(z.object({ value: z.string(), count: z.number().int() })).describe(`Most frequent values, at most ${INSPECT_TOP_VALUES}.`),
+        }),
+      )
+      .describe(`Attribute keys of the newest ${INSPECT_ATTR_SAMPLE.toLocaleString('en')} points of the window, with their top values: what attributes and group_by of metrics.timeline can name.`),
   }),
   errors: [...WINDOW_ERRORS],
   example: { metric_name: 'http.server.request.duration', metric_type: 'hist' },
@@ -251,10 +302,11 @@ export const inspect = defineOperation({
     const w = windowOf(input, ctx.now());
     const granularity = defaultGranularity(w.fromMs, w.toMs);
     const gMs = granularityMs(granularity);
-    const sel = { metricName: input.metric_name, type: input.metric_type, service: input.service_name, environment: input.environment };
+    const sel = { metricName: input.metric_name, type: input.metric_type, service: input.service_name, environment: input.environment, attributes: input.attributes };
     const repo = ctx.services.metricsRead;
     const meta = repo.meta(ctx.project!.id, sel, w.toMs);
     const points = repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS);
+    const sample = repo.attributeValues(ctx.project!.id, sel, w.fromMs, w.toMs, INSPECT_ATTR_SAMPLE);
     const r = domainCall(() =>
       inspectMetric(points, { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, metricName: input.metric_name, unit: meta?.unit }),
     );
@@ -266,6 +318,7 @@ export const inspect = defineOperation({
       ...windowOut(w),
       highlights: r.highlights,
       snapshots: r.snapshots,
+      attributes: attributeKeys(sample.points, INSPECT_TOP_VALUES),
     };
   },
 });

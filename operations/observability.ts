@@ -9,6 +9,15 @@ import { formatNumber, timelineFromContributions, UnsupportedTemporalityError, t
 import { truncateValue } from '../src/domain/logs/patterns.js';
 import type { MetricType, Temporality } from '../src/domain/telemetry-types.js';
 import { LOG_LEVELS } from '../src/storage/logs-read-repo.js';
+import { roundMs, selectPercentile } from '../src/domain/traces/operation-stats.js';
+
+/** Error groups, operations and deployments listed per summary section. */
+const SECTION = 5;
+/** Entry-span groups (service, operation) read at most for the slowest operations. */
+const MAX_OPERATION_GROUPS = 200;
+/** Recently active groups examined for regressions. */
+const REGRESSION_CANDIDATES = 50;
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 const NOTABLE_LEVELS = ['warn', 'error', 'fatal'];
 const CANDIDATES = 10;
@@ -41,14 +50,41 @@ function summarize(points: MetricPointInput[], w: ResolvedWindow, type: MetricTy
 }
 
 const countRow = z.object({ value: z.string(), count: z.number().int() });
+const groupRow = z.object({
+  id: z.string().describe('Error group id (errors.get).'),
+  short_id: z.string(),
+  title: z.string(),
+  level: z.string(),
+  status: z.string(),
+  service_name: z.string(),
+  environment: z.string(),
+  event_count: z.number().int().describe('Events of the group, all time.'),
+  first_seen: z.string(),
+  last_seen: z.string(),
+});
+type GroupLike = { id: string; short_id: string; title: string; level: string; status: string; service_name: string; environment: string; event_count: number; first_seen: number; last_seen: number };
+const groupOut = (g: GroupLike): z.input<typeof groupRow> => ({
+  id: g.id,
+  short_id: g.short_id,
+  title: g.title,
+  level: g.level,
+  status: g.status,
+  service_name: g.service_name,
+  environment: g.environment,
+  event_count: g.event_count,
+  first_seen: iso(g.first_seen)!,
+  last_seen: iso(g.last_seen)!,
+});
 const nullableNum = z.number().nullable();
 
 export const summary = defineOperation({
   operationId: 'observability.summary',
   tag: 'observability',
-  summary: 'One-call overview of logs and metrics',
+  summary: 'How is the project right now: logs, metrics, errors, slow operations, deployments',
   description:
-    'A compact overview of a window (default the 24 hours before `to`; at most 30 days), optionally for one `service_name` and `environment`: highlight sentences; log counts by severity, top sources and releases, and the newest warn/error/fatal logs (`log_limit`, default 8, max 20); candidate metrics (names containing `metric_query`, else the busiest) and up to `metric_limit` (default 3, max 5) of them summarized with avg, p50, p90 and p99 over the window.',
+    'A compact overview of a window (default the 24 hours before `to`; at most 30 days; `from`/`to` ISO 8601 or relative: -1h, -15m, now), optionally for one `service_name` and `environment`: highlight sentences; log counts by severity, top sources and releases, and the newest warn/error/fatal logs (`log_limit`, default 8, max 20); candidate metrics (names containing `metric_query`, else the busiest) and up to `metric_limit` (default 3, max 5) of them summarized with avg, p50, p90 and p99 over the window; ' +
+    `errors: the newest error groups (first seen in the window) and the regressed ones (seen before the preceding window of equal length, silent during it, back in this one), ${SECTION} each; ` +
+    `the ${SECTION} slowest operations (entry spans by p95 duration, as traces.operations) and the ${SECTION} latest deployments up to \`to\`.`,
   method: 'GET',
   path: '/v1/projects/{project_id}/observability-summary',
   scopes: ['read'],
@@ -103,6 +139,37 @@ export const summary = defineOperation({
         )
         .describe('The first metric_limit candidates, summarized over the window.'),
     }),
+    errors: z.object({
+      newest_groups: z.array(groupRow).describe('Error groups first seen in the window, newest first.'),
+      regressed_groups: z.array(groupRow).describe('Unresolved groups seen before the preceding window, without events during it, and back in this window; latest first.'),
+    }),
+    slowest_operations: z
+      .array(
+        z.object({
+          service_name: z.string(),
+          operation: z.string(),
+          trace_count: z.number().int(),
+          error_count: z.number().int(),
+          p50_ms: z.number().nullable(),
+          p95_ms: z.number().nullable(),
+        }),
+      )
+      .describe('Entry-span operations with the highest p95 duration in the window (drill down with traces.list service_name + operation).'),
+    latest_deployments: z
+      .array(
+        z.object({
+          id: z.string(),
+          provider: z.string(),
+          service: z.string().nullable(),
+          version: z.string().nullable(),
+          environment: z.string().nullable(),
+          status: z.string(),
+          commit_sha: z.string().nullable(),
+          started_at: z.string().nullable(),
+          finished_at: z.string().nullable(),
+        }),
+      )
+      .describe('The newest deployments that started by `to`.'),
   }),
   errors: [{ status: 400, code: 'invalid_parameter', when: 'window invalid, reversed or above 30 days; metric_limit above 5; log_limit above 20' }],
   example: { service_name: 'checkout', metric_query: 'duration' },
@@ -139,6 +206,42 @@ export const summary = defineOperation({
       return { metric_name: m.metric_name, type: m.type, unit: m.unit, ...s };
     });
 
+    // Errors: new in the window, and regressed (back after a silent preceding window).
+    const errorGroups = ctx.services.errorGroups;
+    const base = { service: input.service_name, environment: input.environment, offset: 0, userId: null };
+    const newest = errorGroups
+      .list(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, sort: 'first_seen', limit: SECTION })
+      .rows.filter((g) => g.first_seen >= w.fromMs && g.first_seen < w.toMs);
+    const prevFrom = w.fromMs - (w.toMs - w.fromMs);
+    const regressed = errorGroups
+      .list(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, statuses: ['unresolved'], sort: 'last_seen', limit: REGRESSION_CANDIDATES })
+      .rows.filter((g) => g.first_seen < prevFrom && errorGroups.firstEventIn(pid, g.id, prevFrom, w.fromMs - 0.001) === null)
+      .slice(0, SECTION);
+
+    // Slowest operations: entry-span p95 per (service, operation), as traces.operations computes it.
+    const traces = ctx.services.tracesRead;
+    const entryFilter = { fromMs: w.fromMs, toMs: w.toMs, environment: input.environment };
+    const slowest = traces
+      .entryGroups(pid, { service: input.service_name, max: MAX_OPERATION_GROUPS })
+      .groups.map((g) => ({ g, d: traces.groupDetail(pid, g, entryFilter, false) }))
+      .filter((x) => x.d.count > 0)
+      .map(({ g, d }) => ({ service_name: g.service_name, operation: g.operation, trace_count: d.count, error_count: d.errors, p50: selectPercentile(d.durations, 0.5), p95: selectPercentile(d.durations, 0.95) }))
+      .sort((a, b) => (b.p95 ?? -1) - (a.p95 ?? -1) || (a.operation < b.operation ? -1 : 1))
+      .slice(0, SECTION)
+      .map(({ p50, p95, ...r }) => ({ ...r, p50_ms: p50 === null ? null : roundMs(p50), p95_ms: p95 === null ? null : roundMs(p95) }));
+
+    const deployments = ctx.services.deployments.before(pid, input.service_name ?? null, input.environment ?? null, w.toMs, SECTION).map((d) => ({
+      id: d.id,
+      provider: d.provider,
+      service: d.service,
+      version: d.version,
+      environment: d.environment,
+      status: d.status,
+      commit_sha: d.commit_sha,
+      started_at: iso(d.started_at),
+      finished_at: iso(d.finished_at),
+    }));
+
     const highlights: string[] = [];
     const scope = [input.service_name && `service ${input.service_name}`, input.environment && `environment ${input.environment}`].filter(Boolean).join(', ');
     if (total === 0) highlights.push(`No logs in the window${scope ? ` for ${scope}` : ''}.`);
@@ -167,9 +270,19 @@ export const summary = defineOperation({
       );
     }
 
+    if (newest.length) highlights.push(`New error group${newest.length === 1 ? '' : 's'}: ${newest.map((g) => `${g.short_id} "${truncateValue(g.title, 80)}"`).join(', ')}.`);
+    if (regressed.length) highlights.push(`Regressed: ${regressed.map((g) => `${g.short_id} "${truncateValue(g.title, 80)}"`).join(', ')}.`);
+    const slow = slowest[0];
+    if (slow && slow.p95_ms !== null) highlights.push(`Slowest operation: ${slow.operation} (${slow.service_name}), p95 ${formatNumber(slow.p95_ms)} ms over ${formatNumber(slow.trace_count)} requests.`);
+    const dep = deployments[0];
+    if (dep) highlights.push(`Latest deployment: ${[dep.service, dep.version].filter(Boolean).join(' ') || dep.id} (${dep.status}${dep.environment ? `, ${dep.environment}` : ''}) at ${dep.started_at ?? 'an unknown time'}.`);
+
     return {
       ...windowOut(w),
       highlights,
+      errors: { newest_groups: newest.map(groupOut), regressed_groups: regressed.map(groupOut) },
+      slowest_operations: slowest,
+      latest_deployments: deployments,
       logs: { total, levels, top_sources: top(sources), top_releases: top(releases), recent_notable: notable.map(logRowOut) },
       metrics: {
         candidate_metrics: candidates.map((c) => ({ metric_name: c.metric_name, type: c.type, unit: c.unit, point_count: c.point_count, services: c.services })),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineOperation } from './define.js';
-import { offsetPagination, projectId, queryInt, toIso } from './shared.js';
+import { keyValueList, offsetPagination, projectId, queryInt, toIso } from './shared.js';
 import { NotFoundError, ValidationError } from '../src/core/errors.js';
 import { resolveWindow, WindowError, type ResolvedWindow } from '../src/domain/metrics/window.js';
 import { normalizeOperation } from '../src/domain/traces/operations.js';
@@ -17,6 +17,7 @@ import { isEntrySpan, orderSpans, spanKindName, SPAN_KIND_NAMES, spanStatusName,
 import { TracePager } from '../src/domain/traces/trace-pager.js';
 import { buildServiceMap, planSlices, type MapSpan } from '../src/domain/traces/service-map.js';
 import type { EntryFilter, ListStream, SpanLiteRow } from '../src/storage/traces-read-repo.js';
+import { logRowOut, logRowSchema } from './logs.js';
 
 // ---- shared parameters ----------------------------------------------------------------------
 
@@ -30,9 +31,13 @@ const optText = (max: number, describe: string) =>
     .describe(describe);
 
 const windowParams = {
-  from: optText(64, 'Window start, ISO 8601 with a timezone (e.g. 2026-01-31T12:00:00Z). Default: 24 hours before `to`.'),
-  to: optText(64, 'Window end (exclusive), ISO 8601 with a timezone. Default: now.'),
+  from: optText(64, 'Window start, ISO 8601 with a timezone (e.g. 2026-01-31T12:00:00Z) or relative (-1h, -15m, now-7d). Default: 24 hours before `to`.'),
+  to: optText(64, 'Window end (exclusive), ISO 8601 with a timezone or relative (now, -5m). Default: now.'),
 };
+
+const spanAttributesParam = keyValueList(
+  'Span attribute conditions `key:value` (comma-separated, at most 5; any key, e.g. http.route:/api/orders/{id}, db.system:postgresql): a trace is listed when one of its spans carries all of them.',
+);
 const serviceParam = optText(256, 'Service name (resource `service.name`).');
 const minDurationParam = z.coerce
   .number()
@@ -83,12 +88,19 @@ const traceRowSchema = z.object({
   error_count: z.number().int().describe('Spans with error status.'),
   services: z.array(z.string()).describe('Distinct services with spans in the trace, sorted.'),
   status: z.enum(['ok', 'error']).describe('`error` when any span has error status.'),
+  root_duration_ms: z.number().describe("Duration of the root span itself (the trace's `duration_ms` spans from the earliest start to the latest end)."),
+  slowest_span: z
+    .object({ span_id: z.string(), name: z.string(), service_name: z.string(), duration_ms: z.number() })
+    .nullable()
+    .describe('The longest span other than the root (null for a one-span trace).'),
 });
 type TraceRow = z.input<typeof traceRowSchema>;
 
 function traceRow(traceId: string, spans: SpanLiteRow[]): { row: TraceRow; started_ms: number } | null {
   const t = summarizeTrace(spans);
   if (!t) return null;
+  let slowest: SpanLiteRow | null = null;
+  for (const sp of spans) if (sp !== t.root && (slowest === null || sp.duration_ms > slowest.duration_ms)) slowest = sp;
   return {
     started_ms: t.started_ms,
     row: {
@@ -105,9 +117,16 @@ function traceRow(traceId: string, spans: SpanLiteRow[]): { row: TraceRow; start
       error_count: t.error_count,
       services: t.services,
       status: t.status,
+      root_duration_ms: roundMs(t.root.duration_ms),
+      slowest_span: slowest
+        ? { span_id: slowest.span_id, name: slowest.name, service_name: slowest.service_name, duration_ms: roundMs(slowest.duration_ms) }
+        : null,
     },
   };
 }
+
+/** Traces examined at most for `sort=duration` (the longest among the newest this many matching traces). */
+const DURATION_SORT_SCAN = 5_000;
 
 export const list = defineOperation({
   operationId: 'traces.list',
@@ -117,7 +136,9 @@ export const list = defineOperation({
     'One row per trace that starts in the window (`from`/`to`, default the last 24 hours), newest first: root span name, normalized operation and service, start, duration, span and error counts, services and status. ' +
     'The root is the span without a parent (when it was not received, the earliest span whose parent is missing; `has_root` is then false). ' +
     '`service_name`, `operation` and `min_duration` select traces through their entry spans (server, consumer and root spans): a trace is listed when one entry span matches all three — the same spans traces.operations counts, so an operation row drills down here with its `service_name` and `operation`. ' +
-    '`status`: `error` = some span of the trace has error status, `ok` = none has. Offset pagination: the next page uses offset + limit while `has_more` is true.',
+    '`status`: `error` = some span of the trace has error status, `ok` = none has. `environment`: a span of the trace is in this environment. `attributes`: `key:value` span attribute conditions (any key: http.route, db.system, …) that one span of the trace must all carry. ' +
+    `\`sort\`: \`start\` (default, newest first) or \`duration\` (longest first, among the newest ${DURATION_SORT_SCAN.toLocaleString('en')} matching traces of the window; \`scan_truncated\` says when more matched). ` +
+    'Each row gives the root span\'s own duration next to the trace\'s, and its slowest other span. Window at most 30 days (`from`/`to` ISO 8601 or relative: -1h, -15m, now). Offset pagination: the next page uses offset + limit while `has_more` is true.',
   method: 'GET',
   path: '/v1/projects/{project_id}/traces',
   scopes: ['read'],
@@ -132,6 +153,9 @@ export const list = defineOperation({
     min_duration: minDurationParam,
     status: statusParam.describe('`error`: a span of the trace failed; `ok`: none did.'),
     operation: operationParam,
+    environment: optText(256, 'Only traces with a span in this environment (resource `deployment.environment.name`).'),
+    attributes: spanAttributesParam,
+    sort: z.enum(['start', 'duration']).default('start').describe('`start` (newest first, default) or `duration` (longest first).'),
     ...offsetPagination(50, 100),
   }),
   output: z.object({
@@ -139,6 +163,8 @@ export const list = defineOperation({
     limit: z.number().int(),
     offset: z.number().int(),
     has_more: z.boolean().describe('Another page exists (send offset + limit).'),
+    sort: z.enum(['start', 'duration']),
+    scan_truncated: z.boolean().describe(`sort=duration only: more than ${DURATION_SORT_SCAN.toLocaleString('en')} traces matched; the rows are the longest among the newest of them.`),
     ...windowSchema,
   }),
   errors: [windowError],
@@ -151,13 +177,18 @@ export const list = defineOperation({
     const service = input.service_name;
     const minDuration = input.min_duration;
     const entryFiltered = service !== undefined || operation !== undefined || minDuration !== undefined;
-    // Error spans are few: when errors are asked for, read them and check the entry filters on each trace.
-    const stream: ListStream =
-      input.status === 'error'
+    // Span attribute conditions are checked in SQL on the spans the time index walks: only traces
+    // holding such a span are loaded. Otherwise error spans are few: when errors are asked for, read
+    // them and check the entry filters on each trace.
+    const stream: ListStream = input.attributes
+      ? { kind: 'all', where: { attributes: input.attributes, environment: input.environment } }
+      : input.status === 'error'
         ? { kind: 'errors' }
         : entryFiltered
           ? { kind: 'entry', groups: repo.entryGroups(pid, { service, operation }).groups, minDurationMs: minDuration }
-          : { kind: 'all' };
+          : { kind: 'all', where: input.environment !== undefined ? { environment: input.environment } : undefined };
+    const postEntryCheck = entryFiltered && stream.kind !== 'entry';
+    const byDuration = input.sort === 'duration';
     const entryMatches = (spans: SpanLiteRow[]) =>
       spans.some(
         (sp) =>
@@ -169,19 +200,43 @@ export const list = defineOperation({
           sp.start_ms < w.toMs,
       );
 
-    const pager = new TracePager<{ trace_id: string; started_ms: number; row: TraceRow }>(input.offset + input.limit + 1);
+    const envMatches = (spans: SpanLiteRow[]) => input.environment === undefined || spans.some((sp) => sp.environment === input.environment);
+
+    // sort=duration reads up to DURATION_SORT_SCAN matching traces (newest first), then orders them.
+    const pager = new TracePager<{ trace_id: string; started_ms: number; row: TraceRow }>(byDuration ? DURATION_SORT_SCAN : input.offset + input.limit + 1);
+    let accepted = 0;
+    let scanTruncated = false;
     for (const span of repo.spanStream(pid, stream, w.fromMs, w.toMs)) {
-      if (pager.complete(span.start_ms)) break;
+      if (pager.complete(span.start_ms)) {
+        scanTruncated = byDuration;
+        break;
+      }
       if (!pager.firstSight(span.trace_id)) continue;
       const spans = repo.traceSpansLite(pid, span.trace_id);
       const t = traceRow(span.trace_id, spans);
       if (!t || t.started_ms < w.fromMs || t.started_ms >= w.toMs) continue;
       if (input.status !== undefined && t.row.status !== input.status) continue;
-      if (stream.kind === 'errors' && entryFiltered && !entryMatches(spans)) continue;
+      if (postEntryCheck && !entryMatches(spans)) continue;
+      if (!envMatches(spans)) continue;
       pager.accept({ trace_id: span.trace_id, started_ms: t.started_ms, row: t.row });
+      accepted++;
     }
-    const { rows, hasMore } = pager.page(input.offset, input.limit);
-    return { data: rows.map((r) => r.row), limit: input.limit, offset: input.offset, has_more: hasMore, ...windowOut(w) };
+    let page: { rows: { row: TraceRow }[]; hasMore: boolean };
+    if (byDuration) {
+      const all = pager.page(0, DURATION_SORT_SCAN).rows.slice(0, DURATION_SORT_SCAN);
+      all.sort((a, b) => b.row.duration_ms - a.row.duration_ms || (a.trace_id < b.trace_id ? -1 : 1));
+      page = { rows: all.slice(input.offset, input.offset + input.limit), hasMore: all.length > input.offset + input.limit };
+      scanTruncated ||= accepted > DURATION_SORT_SCAN;
+    } else page = pager.page(input.offset, input.limit);
+    return {
+      data: page.rows.map((r) => r.row),
+      limit: input.limit,
+      offset: input.offset,
+      has_more: page.hasMore,
+      sort: input.sort,
+      scan_truncated: scanTruncated,
+      ...windowOut(w),
+    };
   },
 });
 
@@ -204,7 +259,7 @@ export const operations = defineOperation({
   tag: 'traces',
   summary: 'Trace operations: one row per service and normalized operation',
   description:
-    'Summaries of entry spans (server and consumer spans, and root spans) grouped by service and normalized operation, in the window (`from` default 24 hours before `to`, `to` default now): count, errors, error rate, p50/p95 duration, last seen and a 60-bucket sparkline. ' +
+    'Summaries of entry spans (server and consumer spans, and root spans) grouped by service and normalized operation, in the window (`from` default 24 hours before `to`, `to` default now; at most 30 days; ISO 8601 or relative such as -1h): count, errors, error rate, p50/p95 duration, last seen and a 60-bucket sparkline. ' +
     'Filters narrow the entry spans: `service_name`, `environment`, `min_duration` (ms), `status` (`ok`/`error` of the entry span) and `operation`. ' +
     'Sorted by `sort` (`last_seen` default, `count`, `p95`, `error_rate`; all descending), at most `limit` rows (1 to 100, default 50); `high_cardinality_truncated` is true when more operations matched. ' +
     'Drill down with traces.list using the row\'s `service_name` and `operation`.',
@@ -281,6 +336,8 @@ export const operations = defineOperation({
 
 /** Spans returned by traces.get at most; the summary still counts every span. */
 const MAX_SPANS = 10_000;
+/** Log records of the trace returned by traces.get (the rest through logs.search trace_id=…). */
+const TRACE_LOGS = 50;
 
 const attrsSchema = z.record(z.string(), z.unknown()).describe('OTLP attributes as a JSON object.');
 const spanSchema = z.object({
@@ -313,7 +370,8 @@ export const get = defineOperation({
   summary: 'Get a trace with its spans',
   description:
     'The trace summary (root span, services, start, end, duration, span and error counts, status) and its spans ordered by start time, parents before children at equal start, each with its parent id, depth and child count, kind, status, attributes, events and links. ' +
-    `At most ${MAX_SPANS.toLocaleString('en')} spans are returned (\`spans_truncated\`); the counts cover all of them.`,
+    `At most ${MAX_SPANS.toLocaleString('en')} spans are returned (\`spans_truncated\`); the counts cover all of them. ` +
+    `Also the root span's own duration, the slowest other span, and the trace's log records: their count and the first ${TRACE_LOGS} by time (more through logs.search with \`trace_id\`).`,
   method: 'GET',
   path: '/v1/projects/{project_id}/traces/{trace_id}',
   scopes: ['read'],
@@ -327,6 +385,13 @@ export const get = defineOperation({
     duration_ms: z.number(),
     spans_truncated: z.boolean(),
     spans: z.array(spanSchema),
+    logs: z
+      .object({
+        total: z.number().int().describe('Log records carrying this trace id.'),
+        data: z.array(logRowSchema).describe(`The first ${TRACE_LOGS} by time, oldest first.`),
+        has_more: z.boolean().describe('More records exist: page through them with logs.search trace_id=….'),
+      })
+      .describe("The trace's log records (any time)."),
   }),
   errors: [
     { status: 400, code: 'invalid_parameter', when: 'trace_id is not 32 hexadecimal characters' },
@@ -343,7 +408,17 @@ export const get = defineOperation({
     const started = agg.started_ms ?? t.started_ms;
     const ended = agg.ended_ms ?? t.ended_ms;
     const tree = spanTree(spans);
+    const lite = traceRow(input.trace_id, spans)!.row;
+    // Newest first from the index, so the oldest TRACE_LOGS are the tail of the newest `total`.
+    const logF = { fromMs: 0, toMs: Number.MAX_SAFE_INTEGER, traceId: input.trace_id };
+    const logTotal = ctx.services.logsRead.total(pid, logF);
+    const firstLogs = logTotal
+      ? ctx.services.logsRead.search(pid, logF, { limit: TRACE_LOGS, offset: Math.max(0, logTotal - TRACE_LOGS), withTotal: false }).rows.reverse()
+      : [];
     return {
+      root_duration_ms: lite.root_duration_ms,
+      slowest_span: lite.slowest_span,
+      logs: { total: logTotal, data: firstLogs.map(logRowOut), has_more: logTotal > TRACE_LOGS },
       trace_id: input.trace_id,
       root_span_id: t.root.span_id,
       root_name: t.root.name,
@@ -491,7 +566,7 @@ export const serviceMap = defineOperation({
   tag: 'traces',
   summary: 'Service map: services, their callees and the calls between them',
   description:
-    'Nodes: services with their entry spans (server, consumer and root spans: request and error counts, error rate, p50/p95 duration, throughput per minute), plus databases (`db.system`, e.g. `postgresql`), message destinations (`messaging.system`/`messaging.destination.name`, e.g. `kafka/orders`) and external peers (`peer.service`, `server.address`) that client and producer spans call. ' +
+    'Nodes: services with their entry spans (server, consumer and root spans: request and error counts, error rate, p50/p95 duration, throughput per minute), plus databases (kind `database`, named by `db.system` and the `peer.service` or `server.address` they run at, e.g. `postgresql@pg.internal`, or `postgresql` alone), message destinations (`messaging.system`/`messaging.destination.name`, e.g. `kafka/orders`) and external services (kind `external`: `peer.service`, else `server.address`, for calls that are not database calls) that client and producer spans call. Window at most 30 days (ISO 8601 or relative from/to). ' +
     'Edges: calls from parent spans to child spans of another service (counted and timed by the child span), and client/producer spans no child span of another service answers (counted and timed by the client span). ' +
     'Filters: `service_name` (the service and its direct neighbours), `min_duration` and `status` (which spans count). At most `service_limit` nodes (by requests) and `call_limit` edges (by calls); `nodes_truncated`/`edges_truncated` say when limits cut. ' +
     `Request and error counts of service nodes are exact. Edges, the other nodes and percentiles come from the window's spans when it holds about ${MAP_ROW_BUDGET.toLocaleString('en')} spans or fewer; in larger windows from spans in evenly spread time slices covering \`sample_fraction\` of it (\`sampled\`: true), with counts scaled up by the exact request counts of the services that judge them (ratio estimates) — estimates, and a very rare call may be missing.`,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { AnyOperation, HandlerContext, ProjectRef } from '../../operations/define.js';
 import { catalogue } from '../../operations/index.js';
+import { resolveRelativeTimes } from '../../operations/shared.js';
 import { AppError, AuthenticationError, ForbiddenError, InsufficientScopeError, InternalError, NotFoundError, storageFailure, ValidationError } from './errors.js';
 import { principalHolds, type Principal } from './principal.js';
 import type { Services } from './services.js';
@@ -136,6 +137,8 @@ export function createCore(
       const missing = op.scopes.filter((s) => !principalHolds(principal, orgId, s));
       if (missing.length) throw new InsufficientScopeError(op.scopes);
 
+      // `from`/`to` in relative form (`-1h`, `now`) become ISO 8601 with this request's clock.
+      resolveRelativeTimes(input, now());
       const parsed = op.input.safeParse(input);
       if (!parsed.success) throw validationErrorFrom(parsed.error, Object.keys(op.input.shape));
 

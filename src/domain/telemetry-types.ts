@@ -71,6 +71,16 @@ export interface ExpBuckets {
   bucket_counts: number[];
 }
 
+/** An OTLP exemplar: one measurement of a point with the trace it was recorded in (issue 11 item 4). */
+export interface MetricExemplar {
+  time_ms: number;
+  value: number;
+  trace_id: string | null;
+  span_id: string | null;
+  /** filtered_attributes: the measurement's attributes the point's own attributes left out. */
+  attributes: Attributes;
+}
+
 export interface MetricPointRecord extends ResourceContext {
   metric_name: string;
   description: string;
@@ -99,6 +109,8 @@ export interface MetricPointRecord extends ResourceContext {
   zero_threshold?: number;
   positive?: ExpBuckets;
   negative?: ExpBuckets;
+  /** Exemplars sent with the point (absent when none). */
+  exemplars?: MetricExemplar[];
 }
 
 export interface StackFrame {

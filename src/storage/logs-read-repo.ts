@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { HTTP_METHOD_SQL, LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
+import type { LogQuery } from '../domain/logs/query.js';
 
 /** Level names as stored (see levelOf in sqlite-telemetry-store.ts), least to most severe. */
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
@@ -24,6 +25,9 @@ export interface LogRow {
   source: string;
   connector_key: string | null;
   scope_name: string;
+  resource_id: number;
+  /** Resource attributes (JSON text), attached by {@link createLogsReadRepo}'s search. */
+  resource?: string;
 }
 
 /** Filters shared by every log read. The window is half-open: `[fromMs, toMs)`. */
@@ -38,6 +42,11 @@ export interface LogFilter {
   release?: string;
   service?: string;
   source?: string;
+  /** Only logs of this trace (found through the full-text index: the writer adds the trace id to `attrs`). */
+  traceId?: string;
+  spanId?: string;
+  /** The part of a parsed `q` that full text alone cannot answer (`key:value` terms, OR across them). */
+  where?: LogQuery;
 }
 
 /** Dimensions a count can be grouped by (column names of the rollups). */
@@ -125,6 +134,87 @@ function dimWhere(f: LogFilter, alias: string): Where {
   return { sql: parts.map((p) => ` AND ${p}`).join(''), args };
 }
 
+/** Columns a `key:value` term names directly (the rest are log or resource attributes). */
+const COLUMN_KEYS: Record<string, string> = {
+  level: 'level',
+  service: 'service_name',
+  'service.name': 'service_name',
+  environment: 'environment',
+  'deployment.environment': 'environment',
+  'deployment.environment.name': 'environment',
+  release: 'release',
+  'service.version': 'release',
+  source: 'source',
+  trace_id: 'trace_id',
+  span_id: 'span_id',
+};
+
+/** `*`, `?` and `[` taken literally in a GLOB pattern. */
+const globLiteral = (s: string) => s.replace(/[*?[]/g, (c) => `[${c}]`);
+
+/**
+ * SQL of a parsed query's non-full-text part over log rows `l`: a `key:value` term compares the log
+ * attribute or, failing that, the resource attribute as text (the resources of the project that
+ * match are found once per query: a resource is stored once, not per row); free text under an OR
+ * becomes a full-text subquery.
+ */
+function queryWhere(q: LogQuery, pid: number): Where {
+  switch (q.kind) {
+    case 'text':
+      return { sql: 'l.id IN (SELECT rowid FROM logs_fts WHERE logs_fts MATCH ?)', args: [q.fts] };
+    case 'attr': {
+      const col = COLUMN_KEYS[q.key];
+      const op = q.prefix ? 'GLOB' : '=';
+      const v = q.prefix ? `${globLiteral(q.value)}*` : q.value;
+      if (col) return { sql: `l.${col} ${op} ?`, args: [col === 'trace_id' || col === 'span_id' || col === 'level' ? v.toLowerCase() : v] };
+      const path = `$."${q.key}"`;
+      return {
+        sql: `(CAST(json_extract(l.attributes, ?) AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
+        args: [path, v, pid, path, v],
+      };
+    }
+    default: {
+      const parts = q.items.map((x) => queryWhere(x, pid));
+      return { sql: `(${parts.map((p) => p.sql).join(q.kind === 'and' ? ' AND ' : ' OR ')})`, args: parts.flatMap((p) => p.args) };
+    }
+  }
+}
+
+/** Filters the rollups cannot answer (trace, span, `key:value`): such reads go to log rows. */
+const rowOnly = (f: LogFilter) => f.traceId !== undefined || f.spanId !== undefined || f.where !== undefined;
+
+/** Conditions on log rows `l`: the dimensions plus trace, span and the parsed query's rest. */
+function rowWhere(f: LogFilter, pid: number): Where {
+  const w = dimWhere(f, 'l.');
+  let sql = w.sql;
+  const args = [...w.args];
+  if (f.traceId !== undefined) {
+    sql += ' AND l.trace_id = ?';
+    args.push(f.traceId);
+  }
+  if (f.spanId !== undefined) {
+    sql += ' AND l.span_id = ?';
+    args.push(f.spanId);
+  }
+  if (f.where) {
+    const q = queryWhere(f.where, pid);
+    sql += ` AND ${q.sql}`;
+    args.push(...q.args);
+  }
+  return { sql, args };
+}
+
+/**
+ * A trace filter as a full-text term too: the writer adds each log's trace id to its full-text row
+ * (`attrs`), so one trace's logs come from the full-text index (by id, with an exact total), never
+ * from a walk through a time window. The `l.trace_id = ?` condition still applies on the rows.
+ */
+function withTraceMatch(f: LogFilter): LogFilter {
+  if (f.traceId === undefined || !/^[0-9a-f]{32}$/.test(f.traceId)) return f;
+  const term = `attrs : "${f.traceId}"`;
+  return { ...f, match: f.match ? `(${f.match}) AND ${term}` : term };
+}
+
 const hasDimFilter = (f: LogFilter) =>
   f.connectorKey !== undefined || f.environment !== undefined || f.release !== undefined || f.service !== undefined || f.source !== undefined || !!f.levels?.length;
 
@@ -170,12 +260,12 @@ export function createLogsReadRepo(db: Db) {
   const idRange = db.prepare('SELECT min(id) AS a, max(id) AS b FROM logs WHERE project_id = ? AND time_ms >= ? AND time_ms < ?');
 
   const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, l.level, l.body, l.attributes, l.trace_id, l.span_id,
-    l.service_name, l.environment, l.release, l.source, l.connector_key, l.scope_name`;
+    l.service_name, l.environment, l.release, l.source, l.connector_key, l.scope_name, l.resource_id`;
   const ORDER = 'ORDER BY l.time_ms DESC, l.id DESC';
 
   /** Rows of `[fromMs, toMs)` matching the filter (and an extra condition), newest first. */
   function rowsIn(pid: number, f: LogFilter, fromMs: number, toMs: number, extra: Where, limit: number, offset = 0): LogRow[] {
-    const w = dimWhere(f, 'l.');
+    const w = rowWhere(f, pid);
     return stmt(
       `SELECT ${COLS} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${extra.sql}${w.sql} ${ORDER} LIMIT ? OFFSET ?`,
     ).all(pid, fromMs, toMs, ...extra.args, ...w.args, limit, offset) as LogRow[];
@@ -217,7 +307,7 @@ export function createLogsReadRepo(db: Db) {
       // Few matches in the whole index: fetch them by id (CROSS JOIN keeps that order of work),
       // filter, sort. Exact total for free.
       if (ids.length === 0) return { rows: [], total: 0 };
-      const w = dimWhere(f, 'l.');
+      const w = rowWhere(f, pid);
       const rows = stmt(
         `SELECT ${COLS} FROM json_each(?) j CROSS JOIN logs l ON l.id = j.value
          WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER}`,
@@ -253,7 +343,7 @@ export function createLogsReadRepo(db: Db) {
 
   /** Counts over raw log rows of `[fromMs, toMs)`, grouped by bucket and dimensions. */
   function rawCounts(pid: number, f: LogFilter, fromMs: number, toMs: number, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {
-    const w = dimWhere(f, 'l.');
+    const w = rowWhere(f, pid);
     const cols = dims.map((d) => (d === 'http_method' ? HTTP_METHOD_SQL('l') : d === 'connector_key' ? "COALESCE(l.connector_key, '')" : `l.${d}`));
     const bucket = step ? 'CAST((l.time_ms - ?) / ? AS INTEGER)' : '0';
     // With free text: from the matches to their rows by id (CROSS JOIN keeps that order), so the cost
@@ -287,10 +377,11 @@ export function createLogsReadRepo(db: Db) {
    * callers add them up. Ask for the dimensions you need together only: every extra one multiplies
    * the rows read.
    */
-  function counts(projectId: string, f: LogFilter, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }): LogCount[] {
+  function counts(projectId: string, f0: LogFilter, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }): LogCount[] {
     const pid = Number(projectId);
+    const f = withTraceMatch(f0);
     const parts: unknown[][][] = [];
-    if (f.match) parts.push(rawCounts(pid, f, f.fromMs, f.toMs, dims, step));
+    if (f.match || rowOnly(f)) parts.push(rawCounts(pid, f, f.fromMs, f.toMs, dims, step));
     else {
       for (const seg of segments(f.fromMs, f.toMs, dims.includes('http_method'), step?.stepMs)) {
         parts.push(seg.table ? rollupCounts(pid, f, seg, dims, step) : rawCounts(pid, f, seg.fromMs, seg.toMs, dims, step));
@@ -309,6 +400,16 @@ export function createLogsReadRepo(db: Db) {
     return out;
   }
 
+  const resourceAttrs = db.prepare('SELECT id, attributes FROM resources WHERE id IN (SELECT value FROM json_each(?))');
+  /** Attaches each row's resource attributes (one read per distinct resource of the page). */
+  function withResources(rows: LogRow[]): LogRow[] {
+    if (!rows.length) return rows;
+    const ids = [...new Set(rows.map((r) => r.resource_id))];
+    const m = new Map((resourceAttrs.all(JSON.stringify(ids)) as { id: number; attributes: string }[]).map((r) => [r.id, r.attributes]));
+    for (const r of rows) r.resource = m.get(r.resource_id) ?? '{}';
+    return rows;
+  }
+
   /** Exact number of matching rows in the window. */
   function total(projectId: string, f: LogFilter): number {
     return counts(projectId, f, []).reduce((s, c) => s + c.n, 0);
@@ -322,30 +423,34 @@ export function createLogsReadRepo(db: Db) {
      * when cheap: always without free text (from the rollups), and with free text when the text
      * matches few rows.
      */
-    search(projectId: string, f: LogFilter, page: { limit: number; offset: number; withTotal?: boolean }): LogSearchResult {
+    search(projectId: string, f0: LogFilter, page: { limit: number; offset: number; withTotal?: boolean }): LogSearchResult {
       const pid = Number(projectId);
+      const f = withTraceMatch(f0);
       const need = page.offset + page.limit + 1;
       if (f.match) {
         const r = matchRows(pid, f, need);
-        const rows = r.rows.slice(page.offset, page.offset + page.limit);
+        const rows = withResources(r.rows.slice(page.offset, page.offset + page.limit));
         return { rows, hasMore: r.rows.length > page.offset + page.limit, total: r.total };
       }
-      const exact = page.withTotal === false ? null : total(projectId, f);
+      // With `key:value` terms an exact total would scan the window (a trace filter takes the full-text path above).
+      const cheapTotal = !rowOnly(f);
+      const exact = page.withTotal === false || !cheapTotal ? null : total(projectId, f);
       if (exact === 0) return { rows: [], hasMore: false, total: 0 };
-      const from = hasDimFilter(f) ? narrowFrom(pid, f, need) : f.fromMs;
+      const from = hasDimFilter(f) && !rowOnly(f) ? narrowFrom(pid, f, need) : f.fromMs;
       const rows = rowsIn(pid, f, from, f.toMs, { sql: '', args: [] }, page.limit + 1, page.offset);
-      return { rows: rows.slice(0, page.limit), hasMore: rows.length > page.limit, total: exact };
+      return { rows: withResources(rows.slice(0, page.limit)), hasMore: rows.length > page.limit, total: exact };
     },
 
     /**
      * Body, level and (with `attributes`) the attribute JSON of the newest `n` rows of the window
      * matching the filter: a sample for pattern mining and attribute distributions.
      */
-    newest(projectId: string, f: LogFilter, n: number, opts: { attributes?: boolean } = {}): LogSample[] {
+    newest(projectId: string, f0: LogFilter, n: number, opts: { attributes?: boolean } = {}): LogSample[] {
       const pid = Number(projectId);
+      const f = withTraceMatch(f0);
       if (f.match) return matchRows(pid, f, n).rows;
-      const from = hasDimFilter(f) ? narrowFrom(pid, f, n) : f.fromMs;
-      const w = dimWhere(f, 'l.');
+      const from = hasDimFilter(f) && !rowOnly(f) ? narrowFrom(pid, f, n) : f.fromMs;
+      const w = rowWhere(f, pid);
       return stmt(
         `SELECT l.body, l.level${opts.attributes ? ', l.attributes' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
       ).all(pid, from, f.toMs, ...w.args, n) as LogSample[];

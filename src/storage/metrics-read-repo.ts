@@ -32,6 +32,28 @@ export interface MetricSelector {
   type: MetricType;
   service?: string;
   environment?: string;
+  /** Point or resource attributes that must equal these values (compared as text). */
+  attributes?: { key: string; value: string }[];
+}
+
+const jsonPath = (key: string) => `$."${key.replace(/"/g, '')}"`;
+
+/**
+ * A point attribute, else its resource's (resources are stored once per distinct resource, so the
+ * resource side is one primary-key read).
+ */
+const ATTR_SQL = `COALESCE(CAST(json_extract(metric_points.attributes, ?) AS TEXT),
+  (SELECT CAST(json_extract(r.attributes, ?) AS TEXT) FROM resources r WHERE r.id = metric_points.resource_id))`;
+
+/** Attribute conditions of a selector on metric_points rows. */
+function attrWhere(m: MetricSelector): { sql: string; args: unknown[] } {
+  let sql = '';
+  const args: unknown[] = [];
+  for (const a of m.attributes ?? []) {
+    sql += ` AND ${ATTR_SQL} = ?`;
+    args.push(jsonPath(a.key), jsonPath(a.key), a.value);
+  }
+  return { sql, args };
 }
 
 export interface MetricMeta {
@@ -343,8 +365,13 @@ export function createMetricsReadRepo(db: Db) {
      * columns the metric type needs are read, and series identity only for cumulative points (the
      * only ones differenced): reading values into JavaScript is most of the cost at 10⁴–10⁵ points.
      */
-    points(projectId: string, m: MetricSelector, fromMs: number, toMs: number, baselineMs: number): MetricPointInput[] {
-      const w = where({ service: m.service, environment: m.environment });
+    points(projectId: string, m: MetricSelector, fromMs: number, toMs: number, baselineMs: number, opts: { groupBy?: readonly string[] } = {}): MetricPointInput[] {
+      const w0 = where({ service: m.service, environment: m.environment });
+      const aw = attrWhere(m);
+      const w = { sql: w0.sql + aw.sql, args: [...w0.args, ...aw.args] };
+      const groupBy = opts.groupBy ?? [];
+      const groupCols = groupBy.map((_, i) => `, ${ATTR_SQL} AS g${i}`).join('');
+      const groupArgs = groupBy.flatMap((k) => [jsonPath(k), jsonPath(k)]);
       const histo = m.type === 'hist' || m.type === 'exponential_histogram';
       const cols = histo ? 'count, sum, min, max, buckets' : 'value';
       // Each non-NULL value read costs about as much as any other, a NULL almost nothing: start time
@@ -353,12 +380,18 @@ export function createMetricsReadRepo(db: Db) {
       const rows = stmt(
         `SELECT CASE temporality WHEN 'cumulative' THEN 2 WHEN 'delta' THEN NULL ELSE 0 END AS tp,
            CASE WHEN temporality = 'cumulative' THEN monotonic END AS mo, CASE WHEN temporality = 'cumulative' THEN start_ms END AS st, time_ms,
-           CASE WHEN temporality = 'cumulative' THEN series_key END AS sk, CASE WHEN temporality = 'cumulative' THEN scope_name END AS sc, ${cols}
+           CASE WHEN temporality = 'cumulative' THEN series_key END AS sk, CASE WHEN temporality = 'cumulative' THEN scope_name END AS sc, ${cols},
+           exemplars${groupCols}
          FROM metric_points WHERE project_id = ? AND metric_name = ? AND time_ms >= ? AND time_ms < ? AND type = ?${w.sql}
            AND (time_ms >= ? OR temporality = 'cumulative')`,
       )
         .raw()
-        .all(Number(projectId), m.metricName, fromMs - baselineMs, toMs, m.type, ...w.args, fromMs) as any[][];
+        .all(...groupArgs, Number(projectId), m.metricName, fromMs - baselineMs, toMs, m.type, ...w.args, fromMs) as any[][];
+      const extra = histo ? 11 : 7;
+      const decorate = (p: MetricPointInput, r: any[]) => {
+        if (r[extra] !== null) p.exemplars = r[extra];
+        if (groupBy.length) p.group = JSON.stringify(groupBy.map((_, i) => r[extra + 1 + i] ?? null));
+      };
       const out: MetricPointInput[] = new Array(rows.length);
       const type = m.type;
       // Explicit bounds repeat from point to point: parse each distinct bounds text once and share the
@@ -377,6 +410,7 @@ export function createMetricsReadRepo(db: Db) {
             scope_name: r[5] ?? '',
           };
           if (r[6] !== null) p.value = r[6];
+          decorate(p, r);
           out[i] = p;
           continue;
         }
@@ -397,9 +431,31 @@ export function createMetricsReadRepo(db: Db) {
         if (json) {
           if (type !== 'hist' || !explicitBucketsInto(p, json, boundsCache)) Object.assign(p, bucketsOf(type, json));
         }
+        decorate(p, r);
         out[i] = p;
       }
       return out;
+    },
+
+    /**
+     * Attribute keys of the metric's newest `sample` points in the window (point and resource
+     * attributes) with their most frequent values: what `group_by` and attribute filters can name.
+     */
+    attributeValues(projectId: string, m: MetricSelector, fromMs: number, toMs: number, sample: number): { points: { attributes: string; resource: string }[] } {
+      const w0 = where({ service: m.service, environment: m.environment });
+      const aw = attrWhere(m);
+      const rows = stmt(
+        `SELECT attributes, resource_id FROM metric_points WHERE project_id = ? AND metric_name = ? AND time_ms >= ? AND time_ms < ? AND type = ?${w0.sql}${aw.sql}
+         ORDER BY time_ms DESC LIMIT ?`,
+      ).all(Number(projectId), m.metricName, fromMs, toMs, m.type, ...w0.args, ...aw.args, sample) as {
+        attributes: string;
+        resource_id: number;
+      }[];
+      const ids = [...new Set(rows.map((r) => r.resource_id))];
+      const res = new Map(
+        (stmt('SELECT id, attributes FROM resources WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as { id: number; attributes: string }[]).map((r) => [r.id, r.attributes]),
+      );
+      return { points: rows.map((r) => ({ attributes: r.attributes, resource: res.get(r.resource_id) ?? '{}' })) };
     },
 
     /**

@@ -108,8 +108,8 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     points: multiInsert(
       db,
       `INSERT INTO metric_points (project_id, metric_name, type, unit, description, temporality, monotonic, service_name, environment,
-      series_key, scope_name, start_ms, time_ms, value, count, sum, min, max, buckets, attributes, resource_id, flags, received_ms)`,
-      23,
+      series_key, scope_name, start_ms, time_ms, value, count, sum, min, max, buckets, attributes, resource_id, flags, received_ms, exemplars)`,
+      24,
     ),
     catalog: db.prepare(catalogUpsert('rowid >= ?')),
     catalogRuns: db.prepare(runsUpsert('rowid >= ?')),
@@ -246,7 +246,10 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
           body, attrs, l.trace_id, l.span_id, l.service_name, res.environment, res.serviceVersion,
           logSource, connectorKey, res.id, l.scope.name, receivedMs,
         );
-        fts.push(0, body, attrsText(l.attributes));
+        // The trace id is a token of the full-text row: a trace's logs are found through this index
+        // (logs.search trace_id, traces.get) without a B-tree index of random keys on logs.
+        const at = attrsText(l.attributes);
+        fts.push(0, body, l.trace_id ? (at ? `${at} ${l.trace_id}` : l.trace_id) : at);
         if (++rows === ROWS_PER_INSERT) flush();
       }
       if (rows) flush();
@@ -280,7 +283,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
       args.push(
         pid, p.metric_name, p.type, p.unit, p.description, p.temporality, p.monotonic ? 1 : 0, p.service_name, res.environment,
         seriesKey, p.scope.name, p.start_ms, p.time_ms, p.value ?? null, p.count ?? null, p.sum ?? null, p.min ?? null, p.max ?? null,
-        buckets, attrs, res.id, p.flags, receivedMs,
+        buckets, attrs, res.id, p.flags, receivedMs, p.exemplars?.length ? JSON.stringify(p.exemplars) : null,
       );
       if (++rows === ROWS_PER_INSERT) flush();
     }

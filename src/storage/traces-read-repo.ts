@@ -94,9 +94,30 @@ export interface StreamRow {
 
 /** Which spans feed the trace list, newest first. */
 export type ListStream =
-  | { kind: 'all' }
+  | { kind: 'all'; where?: SpanWhere }
   | { kind: 'errors' }
   | { kind: 'entry'; groups: EntryGroupKey[]; environment?: string; minDurationMs?: number };
+
+/** Conditions on one span of the `all` stream: each attribute equal (as text) and the environment. */
+export interface SpanWhere {
+  attributes?: { key: string; value: string }[];
+  environment?: string;
+}
+
+/** SQL (and its arguments) of a {@link SpanWhere} on span rows. */
+function spanWhereSql(w: SpanWhere | undefined): { sql: string; args: unknown[] } {
+  let sql = '';
+  const args: unknown[] = [];
+  if (w?.environment !== undefined) {
+    sql += ' AND environment = ?';
+    args.push(w.environment);
+  }
+  for (const a of w?.attributes ?? []) {
+    sql += ' AND CAST(json_extract(attributes, ?) AS TEXT) = ?';
+    args.push(`$."${a.key.replace(/"/g, '')}"`, a.value);
+  }
+  return { sql, args };
+}
 
 export interface TraceErrorGroupRow {
   id: string;
@@ -374,9 +395,15 @@ export function createTracesReadRepo(db: Db) {
       if (stream.kind === 'all' || stream.kind === 'errors') {
         const idx = stream.kind === 'errors' ? 'INDEXED BY spans_error' : 'INDEXED BY spans_time';
         const err = stream.kind === 'errors' ? ' AND status_code = 2' : '';
+        // Span conditions (attributes, environment) are checked on the rows the time index walks.
+        const w = spanWhereSql(stream.kind === 'all' ? stream.where : undefined);
         const sql = (op: string) =>
-          `SELECT rowid, start_ms, trace_id FROM spans ${idx} WHERE project_id = @p AND start_ms >= @from AND start_ms ${op} @upper${err} ORDER BY start_ms DESC LIMIT @n`;
-        const cursor = newestFirst((upper, inclusive, n) => stmt(sql(inclusive ? '<=' : '<')).all({ p: pid, from: fromMs, upper, n }) as StreamRow[], toMs, 64);
+          `SELECT rowid, start_ms, trace_id FROM spans ${idx} WHERE project_id = ? AND start_ms >= ? AND start_ms ${op} ?${err}${w.sql} ORDER BY start_ms DESC LIMIT ?`;
+        const cursor = newestFirst(
+          (upper, inclusive, n) => stmt(sql(inclusive ? '<=' : '<')).all(pid, fromMs, upper, ...w.args, n) as StreamRow[],
+          toMs,
+          64,
+        );
         yield* cursor;
         return;
       }

@@ -165,14 +165,14 @@ describe('traces from the OpenTelemetry SDK', () => {
     const r = await get('/services');
     expect(r).toMatchObject({ sampled: false, sample_fraction: 1, nodes_truncated: false, edges_truncated: false });
     const edges = Object.fromEntries(r.edges.map((e: { source: string; target: string }) => [`${e.source}->${e.target}`, e]));
-    expect(Object.keys(edges).sort()).toEqual(['checkout->kafka/orders', 'checkout->postgresql', 'checkout->stripe', 'web->checkout']);
+    expect(Object.keys(edges).sort()).toEqual(['checkout->kafka/orders', 'checkout->postgresql@pg.internal', 'checkout->stripe', 'web->checkout']);
     expect(edges['web->checkout']).toMatchObject({ call_count: 2, error_count: 1, error_rate: 0.5 });
-    expect(edges['checkout->postgresql']).toMatchObject({ call_count: 2, error_count: 1 });
+    expect(edges['checkout->postgresql@pg.internal']).toMatchObject({ call_count: 2, error_count: 1 });
     expect(edges['checkout->stripe']).toMatchObject({ call_count: 2, error_count: 0 });
     const nodes = Object.fromEntries(r.nodes.map((n: { service_name: string }) => [n.service_name, n]));
     expect(nodes.web).toMatchObject({ kinds: ['service'], request_count: 2, error_count: 0 });
     expect(nodes.checkout).toMatchObject({ kinds: ['service'], request_count: 2, error_count: 1, error_rate: 0.5 });
-    expect(nodes.postgresql.kinds).toEqual(['database']);
+    expect(nodes['postgresql@pg.internal'].kinds).toEqual(['database']);
     expect(nodes.stripe.kinds).toEqual(['external']);
     expect(nodes['kafka/orders'].kinds).toEqual(['messaging']);
     expect(nodes['checkout.internal']).toBeUndefined(); // answered by checkout's own server span

@@ -12,6 +12,10 @@
  *   (explicit: {@link histogramQuantile}; exponential, delta only: {@link expHistogramQuantile}).
  *   Percentiles of cumulative exponential histograms are refused with {@link UnsupportedTemporalityError}.
  *
+ * - every type: `min` / `max` = smallest / largest value (gauge, sum increase; histograms: the points'
+ *   min / max, null when they carry none); `rate` = per second of the bucket: Σ values (gauge),
+ *   increase (sum), measurements Σ count (histograms).
+ *
  * `point_count` = raw points in the bucket (including cumulative points that contributed zero);
  * `sample_count` = measurements represented: 1 per gauge/sum point, the (delta) count for histograms.
  * Buckets with no points have `value: null`, whatever the aggregation.
@@ -20,7 +24,7 @@ import type { ExpBuckets, MetricType, Temporality } from '../telemetry-types.js'
 import { normalizePoints, type MetricContribution, type MetricPointInput } from './normalize.js';
 import { bucketStart, checkBucketCount } from './window.js';
 
-export const AGGREGATIONS = ['avg', 'count', 'p50', 'p90', 'p95', 'p99', 'sum'] as const;
+export const AGGREGATIONS = ['avg', 'count', 'max', 'min', 'p50', 'p90', 'p95', 'p99', 'rate', 'sum'] as const;
 export type Aggregation = (typeof AGGREGATIONS)[number];
 export type PercentileAggregation = 'p50' | 'p90' | 'p95' | 'p99';
 
@@ -294,11 +298,19 @@ function hasCumulativeExp(contribs: readonly MetricContribution[], opts: SeriesO
   return opts.temporality === 'cumulative' || contribs.some((c) => c.temporality === 'cumulative');
 }
 
-function aggregateBucket(contribs: MetricContribution[], type: MetricType, aggregation: Aggregation): number | null {
+function aggregateBucket(contribs: MetricContribution[], type: MetricType, aggregation: Aggregation, bucketMs: number): number | null {
   if (contribs.length === 0) return null;
+  if (aggregation === 'rate') {
+    const total = type === 'gauge' || type === 'sum' ? contribs.reduce((s, c) => s + (c.value as number), 0) : contribs.reduce((s, c) => s + (c.count ?? 0), 0);
+    return total / (bucketMs / 1000);
+  }
   if (type === 'gauge' || type === 'sum') {
     const values = contribs.map((c) => c.value as number);
     switch (aggregation) {
+      case 'min':
+        return Math.min(...values);
+      case 'max':
+        return Math.max(...values);
       case 'count':
         return values.length;
       case 'sum':
@@ -313,6 +325,12 @@ function aggregateBucket(contribs: MetricContribution[], type: MetricType, aggre
     }
   }
   switch (aggregation) {
+    case 'min':
+    case 'max': {
+      const vals = contribs.filter((c) => (c.count ?? 0) > 0).map((c) => (aggregation === 'min' ? c.min : c.max)).filter((v): v is number => typeof v === 'number');
+      if (vals.length === 0) return null;
+      return aggregation === 'min' ? Math.min(...vals) : Math.max(...vals);
+    }
     case 'count':
       return contribs.reduce((s, c) => s + (c.count ?? 0), 0);
     case 'sum': {
@@ -380,7 +398,7 @@ export function timelineFromContributions(contribs: readonly MetricContribution[
   return {
     buckets: groups.map((g) => ({
       time: new Date(g.start).toISOString(),
-      value: aggregateBucket(g.items, opts.type, opts.aggregation),
+      value: aggregateBucket(g.items, opts.type, opts.aggregation, opts.granularityMs),
       point_count: g.items.length,
       sample_count: sampleCount(g.items, opts.type),
     })),
@@ -430,7 +448,7 @@ export function deltaHistTimeline(points: readonly MetricPointInput[], opts: Tim
     for (let k = lo; k < hi; k++) samples += sel[k]!.count as number;
     buckets[b] = {
       time: new Date(start).toISOString(),
-      value: hi === lo ? null : deltaHistValue(sel, lo, hi, aggregation, samples),
+      value: hi === lo ? null : deltaHistValue(sel, lo, hi, aggregation, samples, granularityMs),
       point_count: hi - lo,
       sample_count: samples,
     };
@@ -439,10 +457,26 @@ export function deltaHistTimeline(points: readonly MetricPointInput[], opts: Tim
 }
 
 /** aggregateBucket for the delta explicit-histogram points `sel[lo..hi)` (non-empty). */
-function deltaHistValue(sel: readonly MetricPointInput[], lo: number, hi: number, aggregation: Aggregation, totalCount: number): number | null {
+function deltaHistValue(sel: readonly MetricPointInput[], lo: number, hi: number, aggregation: Aggregation, totalCount: number, bucketMs: number): number | null {
   switch (aggregation) {
     case 'count':
       return totalCount;
+    case 'rate':
+      return totalCount / (bucketMs / 1000);
+    case 'min':
+    case 'max': {
+      let any = false;
+      let v = aggregation === 'min' ? Infinity : -Infinity;
+      for (let k = lo; k < hi; k++) {
+        const p = sel[k]!;
+        if (!((p.count as number) > 0)) continue;
+        const x = aggregation === 'min' ? p.min : p.max;
+        if (typeof x !== 'number') continue;
+        any = true;
+        v = aggregation === 'min' ? Math.min(v, x) : Math.max(v, x);
+      }
+      return any ? v : null;
+    }
     case 'sum':
     case 'avg': {
       let any = false;

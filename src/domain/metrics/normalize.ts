@@ -51,6 +51,10 @@ export type MetricPointInput = Pick<MetricPointRecord, 'type' | 'temporality' | 
     series_key: string;
     /** Instrumentation scope name; cumulative differencing is per (series_key, scope_name). */
     scope_name: string;
+    /** Stored exemplars (JSON text of MetricExemplar[]) when the point carried any. */
+    exemplars?: string;
+    /** With group_by: the point's group (JSON array of the group keys' values). */
+    group?: string;
   };
 
 /**

@@ -104,14 +104,42 @@ export function parseTimestamp(text: string): number | null {
   return d.getTime() + fraction - offsetMin * 60_000;
 }
 
-function parseParam(param: 'from' | 'to', value: string): number {
-  const ms = parseTimestamp(value);
-  if (ms === null) {
-    throw new WindowError(
-      param,
-      `\`${param}\` must be an ISO 8601 timestamp with a timezone, such as 2024-05-01T12:00:00Z or 2024-05-01T14:00:00+02:00 (got "${value.slice(0, 64)}").`,
-    );
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: HOUR_MS, d: 24 * HOUR_MS, w: 7 * 24 * HOUR_MS };
+// `now`, `now-1h`, `-15m`, `-1h30m`, `now+5m`: an optional `now`, then an optional signed sum of
+// whole amounts of s, m, h, d, w (a bare `-1h` means one hour before now).
+const RELATIVE_RE = /^(?:now)?(?:([+-])((?:\d{1,9}[smhdw])+))?$/i;
+
+/** Whether the text is a relative time (`now`, `-1h`, `now-15m`…) rather than a timestamp. */
+export function isRelativeTime(text: string): boolean {
+  const t = text.trim();
+  return t !== '' && RELATIVE_RE.test(t) && (/^now/i.test(t) || /^[+-]/.test(t));
+}
+
+/**
+ * The one time parser of every `from`/`to`: an ISO 8601 timestamp with a timezone, or a relative
+ * form resolved against `nowMs` — `now`, `-15m`, `-1h`, `-7d`, `-2w`, `now-1h30m`, `now+5m`
+ * (units s, m, h, d, w). Returns epoch ms, or null when the text is neither.
+ */
+export function parseTimeExpression(text: string, nowMs: number): number | null {
+  const t = text.trim();
+  if (isRelativeTime(t)) {
+    const m = RELATIVE_RE.exec(t)!;
+    if (!m[1]) return nowMs;
+    let ms = 0;
+    for (const part of m[2]!.matchAll(/(\d+)([smhdw])/gi)) ms += Number(part[1]) * UNIT_MS[part[2]!.toLowerCase()]!;
+    return m[1] === '-' ? nowMs - ms : nowMs + ms;
   }
+  return parseTimestamp(t);
+}
+
+/** The message for a time that is neither an ISO 8601 timestamp with a timezone nor a relative form. */
+export function timeFormatMessage(param: string, value: string): string {
+  return `\`${param}\` must be an ISO 8601 timestamp with a timezone (2024-05-01T12:00:00Z, 2024-05-01T14:00:00+02:00) or a relative time (now, -15m, -1h, -7d, now-30m) (got "${value.slice(0, 64)}").`;
+}
+
+function parseParam(param: 'from' | 'to', value: string, nowMs: number): number {
+  const ms = parseTimeExpression(value, nowMs);
+  if (ms === null) throw new WindowError(param, timeFormatMessage(param, value));
   return ms;
 }
 
@@ -134,8 +162,8 @@ function describeDuration(ms: number): string {
 export function resolveWindow(input: WindowInput, options: WindowOptions): ResolvedWindow {
   const defaultMs = options.defaultMs ?? DEFAULT_WINDOW_MS;
   const maxMs = options.maxMs ?? MAX_WINDOW_MS;
-  const toMs = isPresent(input.to) ? parseParam('to', input.to) : options.now;
-  const fromMs = isPresent(input.from) ? parseParam('from', input.from) : toMs - defaultMs;
+  const toMs = isPresent(input.to) ? parseParam('to', input.to, options.now) : options.now;
+  const fromMs = isPresent(input.from) ? parseParam('from', input.from, options.now) : toMs - defaultMs;
   if (!Number.isFinite(fromMs) || !Number.isFinite(toMs)) {
     throw new WindowError(isPresent(input.from) ? 'from' : 'to', 'The time window is out of range.');
   }

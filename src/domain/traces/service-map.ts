@@ -6,10 +6,11 @@
  * 1. Parent/child links across services: a span whose parent belongs to another service is a call
  *    from the parent's service to the span's service (counted, timed and judged by the child span).
  * 2. Client and producer spans that no child span of another service explains (the callee is not
- *    instrumented): the callee is named by the span's attributes — `peer.service`, then
- *    `db.system` (a database node such as `postgresql`), then `messaging.system` with
- *    `messaging.destination.name` (a messaging node such as `kafka/orders`), then `server.address` /
- *    `net.peer.name` (an external node). Counted, timed and judged by the client span.
+ *    instrumented): the callee is named by the span's attributes — `db.system` with `peer.service`
+ *    or `server.address` (a database node such as `postgresql@pg.internal`), then `messaging.system`
+ *    with `messaging.destination.name` (a messaging node such as `kafka/orders`), then
+ *    `peer.service`, `server.address` / `net.peer.name` (an external node). Counted, timed and
+ *    judged by the client span.
  *
  * Spans are read for a set of time slices of the window (all of it when the window is small; a
  * spread sample otherwise, see {@link planSlices}); only spans starting inside a slice ("core"
@@ -35,15 +36,21 @@ const str = (a: Attrs, k: string): string | null => {
 /** The callee a client or producer span names in its attributes, or null. */
 export function peerTargetOf(attrs: Attrs): { name: string; kind: NodeKind } | null {
   const peer = str(attrs, 'peer.service');
-  if (peer) return { name: peer, kind: 'external' };
+  const host = str(attrs, 'server.address') ?? str(attrs, 'net.peer.name');
+  // A database is told apart by its system and where it runs: `postgresql@orders-db` and
+  // `postgresql@pg-replica` are two nodes; a database span is never an external service, even
+  // when it names a peer service.
   const db = str(attrs, 'db.system') ?? str(attrs, 'db.system.name');
-  if (db) return { name: db, kind: 'database' };
+  if (db) {
+    const at = peer ?? host;
+    return { name: at ? `${db}@${at}` : db, kind: 'database' };
+  }
   const mq = str(attrs, 'messaging.system');
   if (mq) {
     const dest = str(attrs, 'messaging.destination.name') ?? str(attrs, 'messaging.destination');
     return { name: dest ? `${mq}/${dest}` : mq, kind: 'messaging' };
   }
-  const host = str(attrs, 'server.address') ?? str(attrs, 'net.peer.name');
+  if (peer) return { name: peer, kind: 'external' };
   if (host) return { name: host, kind: 'external' };
   return null;
 }

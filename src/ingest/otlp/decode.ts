@@ -25,6 +25,7 @@ import type {
   ExpBuckets,
   InstrumentationScope,
   LogRecordOut,
+  MetricExemplar,
   MetricPointRecord,
   MetricType,
   ResourceContext,
@@ -328,7 +329,27 @@ interface PbLogRecord {
 interface PbLogsRequest {
   resourceLogs?: { resource?: PbResource | null; scopeLogs?: { scope?: PbScope | null; logRecords?: PbLogRecord[] }[] }[];
 }
+interface PbExemplar {
+  filteredAttributes?: PbKeyValue[];
+  timeUnixNano?: PbLong;
+  asDouble?: number;
+  asInt?: PbLong;
+  spanId?: Uint8Array;
+  traceId?: Uint8Array;
+}
+/** A point's exemplars (undefined when it has none, the usual case: nothing more is stored). */
+function pbExemplars(list: PbExemplar[] | undefined): MetricExemplar[] | undefined {
+  if (!list || list.length === 0) return undefined;
+  return list.map((e) => ({
+    time_ms: pbNanosToMs(e.timeUnixNano),
+    value: hasOwn.call(e, 'asDouble') ? (e.asDouble as number) : hasOwn.call(e, 'asInt') ? pbI64(e.asInt) : 0,
+    trace_id: idHex(e.traceId, 16),
+    span_id: idHex(e.spanId, 8),
+    attributes: pbAttrs(e.filteredAttributes),
+  }));
+}
 interface PbNumberPoint {
+  exemplars?: PbExemplar[];
   attributes?: PbKeyValue[];
   startTimeUnixNano?: PbLong;
   timeUnixNano?: PbLong;
@@ -337,6 +358,7 @@ interface PbNumberPoint {
   flags?: number;
 }
 interface PbHistPoint {
+  exemplars?: PbExemplar[];
   attributes?: PbKeyValue[];
   startTimeUnixNano?: PbLong;
   timeUnixNano?: PbLong;
@@ -353,6 +375,7 @@ interface PbBuckets {
   bucketCounts?: PbLong[];
 }
 interface PbExpPoint {
+  exemplars?: PbExemplar[];
   attributes?: PbKeyValue[];
   startTimeUnixNano?: PbLong;
   timeUnixNano?: PbLong;
@@ -587,6 +610,8 @@ function pbMetrics(req: PbMetricsRequest): DecodeResult<MetricPointRecord> {
             }
             const rec = basePoint(sctx, name, desc, unit, isSum ? 'sum' : 'gauge', temporality, monotonic,
               pbNanosToMs(dp.startTimeUnixNano), time, pbAttrs(dp.attributes), dp.flags ?? 0);
+            const ex = pbExemplars(dp.exemplars);
+            if (ex) rec.exemplars = ex;
             rec.value = hasOwn.call(dp, 'asDouble') ? (dp.asDouble as number) : hasOwn.call(dp, 'asInt') ? pbI64(dp.asInt) : 0;
             records.push(rec);
           }
@@ -602,6 +627,8 @@ function pbMetrics(req: PbMetricsRequest): DecodeResult<MetricPointRecord> {
             }
             const rec = basePoint(sctx, name, desc, unit, 'hist', temporality, false,
               pbNanosToMs(dp.startTimeUnixNano), time, pbAttrs(dp.attributes), dp.flags ?? 0);
+            const ex = pbExemplars(dp.exemplars);
+            if (ex) rec.exemplars = ex;
             rec.count = pbU64(dp.count);
             rec.sum = pbOptDouble(dp, 'sum');
             rec.min = pbOptDouble(dp, 'min');
@@ -625,6 +652,8 @@ function pbMetrics(req: PbMetricsRequest): DecodeResult<MetricPointRecord> {
             }
             const rec = basePoint(sctx, name, desc, unit, 'exponential_histogram', temporality, false,
               pbNanosToMs(dp.startTimeUnixNano), time, pbAttrs(dp.attributes), dp.flags ?? 0);
+            const ex = pbExemplars(dp.exemplars);
+            if (ex) rec.exemplars = ex;
             rec.count = pbU64(dp.count);
             rec.sum = pbOptDouble(dp, 'sum');
             rec.min = pbOptDouble(dp, 'min');
@@ -949,6 +978,20 @@ function jsonMetrics(root: Json): DecodeResult<MetricPointRecord> {
       }
       const rec = basePoint(ctx, name, desc, unit, type, temporality, monotonic,
         jNanosToMs(pick(dp, 'startTimeUnixNano', 'start_time_unix_nano')), time, jAttrs(dp.attributes), jInt(dp.flags));
+      const ex = arr(dp.exemplars);
+      if (ex.length) {
+        rec.exemplars = ex.filter(isObj).map((e) => {
+          const d = pick(e, 'asDouble', 'as_double');
+          const n = pick(e, 'asInt', 'as_int');
+          return {
+            time_ms: jNanosToMs(pick(e, 'timeUnixNano', 'time_unix_nano')),
+            value: d !== undefined ? jNum(d) : n !== undefined ? jInt(n) : 0,
+            trace_id: jId(pick(e, 'traceId', 'trace_id'), 16),
+            span_id: jId(pick(e, 'spanId', 'span_id'), 8),
+            attributes: jAttrs(pick(e, 'filteredAttributes', 'filtered_attributes')),
+          };
+        });
+      }
       return [rec, dp];
     };
     const points = (data: Json): unknown[] => arr(pick(data, 'dataPoints', 'data_points'));

@@ -9,6 +9,7 @@ import { m008MetricCatalog } from './008-metric-catalog.js';
 import { m027ServerState } from './027-server-state.js';
 import { m028Retention } from './028-retention.js';
 import { m029ExpiryIndexes } from './029-expiry-indexes.js';
+import { m035QueryIndexes } from './035-query-indexes.js';
 import { m017Status } from './017-status.js';
 import { m020AgentObservations } from './020-agent-observations.js';
 import { m014ReleaseRollups } from './014-release-rollups.js';
@@ -30,7 +31,7 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m034ErrorGroupContext, m036ReadRollups];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m034ErrorGroupContext, m035QueryIndexes, m036ReadRollups];
 
 /** The schema version this code writes: a database with a higher user_version comes from a newer Sightline. */
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

@@ -19,9 +19,11 @@ const base = (spans: MapSpan[], over: Partial<ServiceMapInput> = {}): ServiceMap
 });
 
 describe('peerTargetOf', () => {
-  it('names the callee by peer.service, then database, then messaging, then host', () => {
+  it('names a database by its system and address, then messaging, then the peer service or host', () => {
     expect(peerTargetOf({ 'peer.service': 'stripe', 'server.address': 'api.stripe.com' })).toEqual({ name: 'stripe', kind: 'external' });
-    expect(peerTargetOf({ 'db.system': 'postgresql', 'db.namespace': 'orders', 'server.address': 'db' })).toEqual({ name: 'postgresql', kind: 'database' });
+    expect(peerTargetOf({ 'db.system': 'postgresql', 'db.namespace': 'orders', 'server.address': 'db' })).toEqual({ name: 'postgresql@db', kind: 'database' });
+    expect(peerTargetOf({ 'db.system': 'postgresql', 'peer.service': 'orders-db', 'server.address': '10.0.0.5' })).toEqual({ name: 'postgresql@orders-db', kind: 'database' });
+    expect(peerTargetOf({ 'db.system': 'mysql' })).toEqual({ name: 'mysql', kind: 'database' });
     expect(peerTargetOf({ 'db.system.name': 'redis' })).toEqual({ name: 'redis', kind: 'database' });
     expect(peerTargetOf({ 'messaging.system': 'kafka', 'messaging.destination.name': 'orders' })).toEqual({ name: 'kafka/orders', kind: 'messaging' });
     expect(peerTargetOf({ 'messaging.system': 'rabbitmq' })).toEqual({ name: 'rabbitmq', kind: 'messaging' });
