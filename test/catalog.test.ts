@@ -180,6 +180,7 @@ const EXTRA_ROWS: Row[] = [
   ['ai.getSettings', 'GET', '/v1/projects/{project_id}/ai/settings', ['read'], 'read', false],
   ['ai.updateSettings', 'PATCH', '/v1/projects/{project_id}/ai/settings', ['project:write'], 'write', false],
   ['analytics.enable', 'POST', '/v1/projects/{project_id}/analytics/enable', ['project:write'], 'write', true], // owners/admins turn product analytics on
+  ['remoteAccess.updatePreview', 'PUT', '/v1/projects/{project_id}/remote-access/preview', ['project:write'], 'write', true], // issue 18: the owner-only gate of the preview
 ];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */

@@ -15,6 +15,7 @@ import { m014ReleaseRollups } from './014-release-rollups.js';
 import { m023Revenue } from './023-revenue.js';
 import { m024Analytics } from './024-analytics.js';
 import { m025Payments } from './025-payments.js';
+import { m033RemoteAccess } from './033-remote-access.js';
 
 export interface Migration {
   version: number;
@@ -25,7 +26,7 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m033RemoteAccess];
 
 /** The schema version this code writes: a database with a higher user_version comes from a newer Sightline. */
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
