@@ -16,7 +16,7 @@ import { checkTypedOperation } from '../src/domain/remote/typed-ops.js';
 import { DEFAULT_POLICY, decide, limitProblem, MAX_TIMEOUT_SECONDS, policyBody, policyProblems, type Policy } from '../src/domain/remote/policy.js';
 import { PREVIEW_DISABLED, previewDisabled, staleMessage } from '../src/domain/remote/errors.js';
 import {
-  actorOf, authorityBundle, expireIfDue, LIFETIMES, policyOf, sanitizedConnector, sanitizedExecution, sanitizedTarget, serverKeys,
+  actorOf, authorityBundle, previewEnabled, setPreview, expireIfDue, LIFETIMES, policyOf, sanitizedConnector, sanitizedExecution, sanitizedTarget, serverKeys,
 } from '../src/domain/remote/service.js';
 import { sealEnvelope, sha256hex } from '../src/domain/remote/signing.js';
 import type { RequestRow, TargetRow } from '../src/storage/remote-repo.js';
@@ -30,7 +30,7 @@ const INVALID: DeclaredError = { status: 400, code: 'invalid_parameter', when: '
 
 function gate(ctx: HandlerContext): string {
   const pid = ctx.project!.id;
-  if (!ctx.services.remote.previewEnabled(pid)) throw previewDisabled();
+  if (!previewEnabled(ctx.services, pid)) throw previewDisabled();
   return pid;
 }
 
@@ -210,7 +210,7 @@ export const updatePreview = defineOperation({
     if (p.kind !== 'user' || p.roles[ctx.project!.orgId] !== 'owner') throw new ForbiddenError('owner_required', 'Only a project owner (a signed-in user, not an API key) can enable or disable the remote-access preview.');
     const now = ctx.now();
     ctx.services.atomic(() => {
-      ctx.services.remote.setPreview(ctx.project!.id, input.enabled, actorOf(p), now);
+      setPreview(ctx.services, ctx.project!.id, input.enabled);
       ctx.services.remote.audit(ctx.project!.id, now, actorOf(p), input.enabled ? 'preview.enabled' : 'preview.disabled', 'project', ctx.project!.id);
     });
     return { enabled: input.enabled };

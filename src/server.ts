@@ -28,6 +28,8 @@ import { createRetentionRunner, type RetentionRunner } from './core/retention.js
 import { EXPIRY_TARGETS } from './storage/retention-repo.js';
 import type { TelemetryWriter } from './storage/telemetry-store.js';
 import { statusMount } from './status/mount.js';
+import { remoteConnectorMount } from './domain/remote/connector-api.js';
+import { remoteConsoleMount } from './pages/remote/mount.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -61,7 +63,7 @@ export interface SightlineOptions {
 /** A face that mounts its own routes (MCP, OAuth, ingest) on the shared app. */
 export type Mount = (s: Sightline, router: Router) => void;
 /** Faces with routes of their own, mounted in this order before the REST router. */
-const MOUNTS: Mount[] = [oauthMount, mcpMount, statusMount];
+const MOUNTS: Mount[] = [oauthMount, mcpMount, statusMount, remoteConnectorMount, remoteConsoleMount];
 
 export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: SightlineOptions = {}): Sightline {
   const config = loadConfig(process.env, configOverrides);

@@ -129,9 +129,6 @@ export interface AuditRow {
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export function createRemoteRepo(db: Db) {
   const q = {
-    settings: db.prepare('SELECT enabled FROM remote_settings WHERE project_id = ?'),
-    setSettings: db.prepare(`INSERT INTO remote_settings (project_id, enabled, updated_by, updated_at) VALUES (?, ?, ?, ?)
-      ON CONFLICT(project_id) DO UPDATE SET enabled = excluded.enabled, updated_by = excluded.updated_by, updated_at = excluded.updated_at`),
     insConnector: db.prepare(`INSERT INTO remote_connectors (id, project_id, label, status, enroll_code_hash, enroll_expires_at, created_at)
       VALUES (?, ?, ?, 'pending', ?, ?, ?)`),
     connector: db.prepare('SELECT * FROM remote_connectors WHERE project_id = ? AND id = ?'),
@@ -160,6 +157,8 @@ export function createRemoteRepo(db: Db) {
     queuedForConnector: db.prepare("SELECT * FROM remote_executions WHERE connector_id = ? AND state = 'queued' ORDER BY created_at LIMIT 10"),
     insStepUp: db.prepare(`INSERT INTO remote_stepups (id, code_hash, user_id, session_hash, action, binding, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
     stepUpByCode: db.prepare('SELECT * FROM remote_stepups WHERE code_hash = ?'),
+    stepUpFor: db.prepare('SELECT * FROM remote_stepups WHERE user_id = ? AND session_hash = ? AND action = ? AND binding = ? ORDER BY created_at DESC, rowid DESC LIMIT 1'),
+    stepUpAttempt: db.prepare('UPDATE remote_stepups SET attempts = attempts + 1 WHERE id = ?'),
     useStepUp: db.prepare('UPDATE remote_stepups SET used_at = ? WHERE id = ? AND used_at IS NULL'),
     recentStepUps: db.prepare('SELECT COUNT(*) AS n FROM remote_stepups WHERE user_id = ? AND created_at > ?'),
     insSession: db.prepare('INSERT INTO remote_console_sessions (id_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)'),
@@ -174,9 +173,6 @@ export function createRemoteRepo(db: Db) {
   };
 
   return {
-    previewEnabled: (projectId: string) => (q.settings.get(projectId) as any)?.enabled === 1,
-    setPreview: (projectId: string, enabled: boolean, by: string, now: number) => void q.setSettings.run(projectId, enabled ? 1 : 0, by, now),
-
     createConnector: (id: string, projectId: string, label: string, codeHash: string, expiresAt: number, now: number) => void q.insConnector.run(id, projectId, label, codeHash, expiresAt, now),
     connector: (projectId: string, id: string) => q.connector.get(projectId, id) as ConnectorRow | undefined,
     connectorById: (id: string) => q.connectorById.get(id) as ConnectorRow | undefined,
@@ -209,6 +205,9 @@ export function createRemoteRepo(db: Db) {
 
     createStepUp: (r: Omit<StepUpRow, 'used_at' | 'attempts'>) => void q.insStepUp.run(r.id, r.code_hash, r.user_id, r.session_hash, r.action, r.binding, r.expires_at, r.created_at),
     stepUpByCode: (hash: string) => q.stepUpByCode.get(hash) as StepUpRow | undefined,
+    /** The newest step-up of this user, session, action and binding. */
+    stepUpFor: (userId: string, sessionHash: string, action: string, binding: string) => q.stepUpFor.get(userId, sessionHash, action, binding) as StepUpRow | undefined,
+    stepUpAttempt: (id: string) => void q.stepUpAttempt.run(id),
     /** True only for the one caller that marks it used (one-time). */
     useStepUp: (id: string, now: number) => q.useStepUp.run(now, id).changes === 1,
     stepUpsSince: (userId: string, since: number) => (q.recentStepUps.get(userId, since) as any).n as number,

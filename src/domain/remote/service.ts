@@ -24,6 +24,17 @@ export const LIFETIMES = {
   signatureSkewMs: 5 * 60_000,
 } as const;
 
+/** The gate (spec: every operation answers feature-disabled unless the preview is enabled for the project). */
+export function previewEnabled(s: Services, projectId: string): boolean {
+  return s.identity.projectById(projectId)?.remote_access_preview === true;
+}
+
+/** Turns the preview on or off, keeping the project's other flags. */
+export function setPreview(s: Services, projectId: string, enabled: boolean): void {
+  const p = s.identity.projectById(projectId)!;
+  s.identity.setProjectFlags(projectId, { product_analytics: p.product_analytics, remote_access_preview: enabled });
+}
+
 export function actorOf(p: Principal): string {
   return p.kind === 'api_key' ? `api_key:${p.keyId}` : `user:${p.userId}`;
 }

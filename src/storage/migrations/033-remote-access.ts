@@ -1,7 +1,7 @@
 import type { Migration } from './index.js';
 
 /**
- * Remote access (gated preview, issue 18): the per-project switch, connectors (public keys only;
+ * Remote access (gated preview, issue 18; the switch is projects.remote_access_preview): connectors (public keys only;
  * enrollment codes as hashes), sanitized target intents with their verification probe, numbered
  * immutable policy revisions, typed requests with their approval binding, executions holding only
  * redacted output, one-time email step-up codes, console sessions and the audit timeline.
@@ -10,12 +10,6 @@ export const m033RemoteAccess: Migration = {
   version: 33,
   name: 'remote access preview',
   sql: `
-CREATE TABLE remote_settings (
-  project_id TEXT PRIMARY KEY,
-  enabled INTEGER NOT NULL DEFAULT 0,
-  updated_by TEXT,
-  updated_at INTEGER NOT NULL
-);
 CREATE TABLE remote_connectors (
   id TEXT PRIMARY KEY,
   project_id TEXT NOT NULL,
