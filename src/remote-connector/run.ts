@@ -128,6 +128,8 @@ async function handle(st: ConnectorState, job: Job, profiles: Record<string, Aut
     const r = await runCommand(profile, commandLine(checked.op, checked.params), job.timeout_seconds * 1000, job.output_limit * 2);
     // Profile values are this side's secrets: they are redacted here before anything is sent.
     const out = redactOutput(r.output, job.output_limit * 2, [profile.host, profile.username, profile.host_key_sha256 ?? '', profile.password ?? '']);
+    // A non-standard SSH port is part of the private destination too.
+    if (profile.port && profile.port !== 22) out.text = out.text.replace(new RegExp(`(?<![0-9])${profile.port}(?![0-9])`, 'g'), '[REDACTED:port]');
     await call(st, '/v1/remote-connector/results', { type: 'execute', execution_id: job.execution_id, ok: r.exitCode === 0, exit_code: r.exitCode, output: out.text, ...(r.exitCode === 0 ? {} : { error_code: 'exec_failed' }) });
     log({ event: 'executed', execution_id: job.execution_id, exit_code: r.exitCode });
   } catch (err) {

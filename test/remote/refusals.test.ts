@@ -160,7 +160,8 @@ describe('approvals in the console', () => {
   });
 
   it('is out of reach of API keys and bearer tokens: they only get the sign-in page', async () => {
-    for (const headers of [{ 'x-service-key': t.keys.admin }, { authorization: `Bearer ${t.mintUserToken({ role: 'owner', scopes: ['*'] }).token}` }]) {
+    const creds: Record<string, string>[] = [{ 'x-service-key': t.keys.admin }, { authorization: `Bearer ${t.mintUserToken({ role: 'owner', scopes: ['*'] }).token}` }];
+    for (const headers of creds) {
       const page = await fetch(`${t.url}/console/remote-access/projects/${t.projectId}`, { headers, redirect: 'manual' });
       expect(page.status).toBe(302);
       const act = await fetch(`${t.url}/console/remote-access/projects/${t.projectId}/act`, { method: 'POST', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, body: 'action=approve_request' });
