@@ -69,6 +69,17 @@ export const remoteConnectorMount: Mount = (sl, router: Router) => {
   const s = sl.services;
   const now = () => sl.core.now();
 
+  // Refused signatures and enrollment codes count as failed authentications of the address (the
+  // shared throttle: guessing codes or forging signatures is slowed like guessing API keys).
+  router.use(CONNECTOR_BASE, async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      if (err instanceof AppError && err.status === 401) sl.authThrottle.fail(ctx.ip);
+      throw err;
+    }
+  });
+
   router.post(`${CONNECTOR_BASE}/enroll`, async (ctx) => {
     const raw = await readRawBody(ctx, 4096);
     const body = parseJson(raw, z.strictObject({ code: z.string().max(200), public_key: z.string().max(100), runner_version: RUNNER_VERSION }));

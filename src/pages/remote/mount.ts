@@ -110,7 +110,10 @@ export const remoteConsoleMount: Mount = (sl, router: Router) => {
     let ok = false;
     if (user) ok = await verifyPasswordAsync(f.get('password') ?? '', user.password_hash);
     else await verifyPasswordAsync(f.get('password') ?? '', await (dummyHash ??= hashPasswordAsync(randomBytes(16).toString('hex'))));
-    if (!user || !ok) return sendPage(ctx, 401, signInPage(csrfToken(ctx, signInCsrf(), 'sign-in'), 'The email or password is not correct.'));
+    if (!user || !ok) {
+      sl.authThrottle.fail(ctx.ip); // the shared failed-authentication throttle per address
+      return sendPage(ctx, 401, signInPage(csrfToken(ctx, signInCsrf(), 'sign-in'), 'The email or password is not correct.'));
+    }
     const old = cookie(ctx, COOKIE)?.split('.')[0];
     if (old) s.remote.deleteSession(hashSecret(old));
     const sid = randomBytes(32).toString('base64url');
