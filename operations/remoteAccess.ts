@@ -14,10 +14,10 @@ import { ConflictError, ForbiddenError, NotFoundError, UnprocessableError, Valid
 import { hashSecret } from '../src/domain/identity/secrets.js';
 import { checkTypedOperation } from '../src/domain/remote/typed-ops.js';
 import { DEFAULT_POLICY, decide, limitProblem, MAX_TIMEOUT_SECONDS, policyBody, policyProblems, type Policy } from '../src/domain/remote/policy.js';
-import { PREVIEW_DISABLED, previewDisabled, staleMessage } from '../src/domain/remote/errors.js';
+import { PREVIEW_DISABLED, previewDisabled, staleMessage } from '../src/core/remote/errors.js';
 import {
   actorOf, authorityBundle, previewEnabled, setPreview, expireIfDue, LIFETIMES, policyOf, sanitizedConnector, sanitizedExecution, sanitizedTarget, serverKeys,
-} from '../src/domain/remote/service.js';
+} from '../src/core/remote/service.js';
 import { sealEnvelope, sha256hex } from '../src/domain/remote/signing.js';
 import type { RequestRow, TargetRow } from '../src/storage/remote-repo.js';
 

@@ -28,7 +28,7 @@ import { createRetentionRunner, type RetentionRunner } from './core/retention.js
 import { EXPIRY_TARGETS } from './storage/retention-repo.js';
 import type { TelemetryWriter } from './storage/telemetry-store.js';
 import { statusMount } from './status/mount.js';
-import { remoteConnectorMount } from './domain/remote/connector-api.js';
+import { remoteConnectorMount } from './remote-connector/server-endpoints.js';
 import { remoteConsoleMount } from './pages/remote/mount.js';
 
 export interface Sightline {

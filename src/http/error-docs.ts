@@ -37,7 +37,7 @@ export const GENERAL_ERRORS: readonly { status: number; code: string; when: stri
   { status: 400, code: 'invalid_parameter', when: 'A field breaks its rule (type, format, range, allowed values); `param` names it.' },
   { status: 400, code: 'unknown_field', when: 'A field or query parameter the operation does not accept; the message lists the accepted ones.' },
   { status: 400, code: 'invalid_json', when: 'The request body is not a JSON object.' },
-  // Remote-access connector endpoints (/v1/remote-connector/*, not catalogue operations; src/domain/remote/connector-api.ts).
+  // Remote-access connector endpoints (/v1/remote-connector/*, not catalogue operations; src/remote-connector/server-endpoints.ts).
   { status: 401, code: 'connector_signature_missing', when: 'Remote-access connector: a call without the x-sightline-connector, -timestamp and -signature headers.' },
   { status: 401, code: 'connector_signature_invalid', when: 'Remote-access connector: the Ed25519 signature does not verify with the connector\'s current key (e.g. a key replaced by rotation).' },
   { status: 401, code: 'connector_revoked', when: 'Remote-access connector: the connector is revoked; its signatures are refused. Enroll a new connector.' },

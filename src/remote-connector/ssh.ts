@@ -6,8 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Client } from 'ssh2';
-import { keyFingerprint } from '../domain/remote/signing.js';
-import { normalizeDigest } from '../domain/remote/service.js';
+import { keyFingerprint, normalizeDigest } from '../domain/remote/signing.js';
 
 export interface AuthProfile {
   host: string;

@@ -70,6 +70,11 @@ export function openEnvelope<T>(key: KeyObject, envelope: string): T | null {
   }
 }
 
+/** Normalizes a host-key digest as people copy it: `SHA256:abc…` or the bare base64. */
+export function normalizeDigest(d: string): string {
+  return d.trim().replace(/^SHA256:/i, '').replace(/=+$/, '');
+}
+
 /** SHA-256 fingerprint of a public key, as people compare them (`SHA256:` + base64 without padding). */
 export function keyFingerprint(raw: Buffer): string {
   return 'SHA256:' + createHash('sha256').update(raw).digest('base64').replace(/=+$/, '');

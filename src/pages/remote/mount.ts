@@ -5,7 +5,7 @@
  * users and passwords as the OAuth sign-in); API keys, OAuth bearer tokens, the CLI, MCP and the
  * agent have no way in (the session is a cookie of this path only, SameSite=Strict, and bearer
  * headers are ignored). Each action needs a five-minute, one-time email code bound to the action,
- * its subject, the user and this session (src/domain/remote/stepup.ts).
+ * its subject, the user and this session (src/core/remote/stepup.ts).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type Koa from 'koa';
@@ -16,8 +16,8 @@ import { readRawBody } from '../../http/body.js';
 import { hashPasswordAsync, hashSecret, verifyPasswordAsync } from '../../domain/identity/secrets.js';
 import { createOauthRepo } from '../../storage/oauth-repo.js';
 import { checkCsrf, csrfToken, sendPage, type CsrfOptions } from '../layout.js';
-import { confirmTarget, decideRequest, expireIfDue, LIFETIMES, previewEnabled } from '../../domain/remote/service.js';
-import { consumeStepUp, issueStepUp, STEP_UP_MESSAGES, type ConsoleAction } from '../../domain/remote/stepup.js';
+import { confirmTarget, decideRequest, expireIfDue, LIFETIMES, previewEnabled } from '../../core/remote/service.js';
+import { consumeStepUp, issueStepUp, STEP_UP_MESSAGES, type ConsoleAction } from '../../core/remote/stepup.js';
 import { keyFingerprint } from '../../domain/remote/signing.js';
 import { actionPage, CONSOLE_BASE, message, page, projectPage, signInPage } from './views.js';
 import { esc } from '../layout.js';

@@ -4,7 +4,7 @@
  * host-key fingerprint or authentication profile ever reaches them.
  */
 import { esc, htmlDocument } from '../layout.js';
-import { ACTION_LABELS, type ConsoleAction } from '../../domain/remote/stepup.js';
+import { ACTION_LABELS, type ConsoleAction } from '../../core/remote/stepup.js';
 
 export const CONSOLE_BASE = '/console/remote-access';
 

@@ -5,9 +5,9 @@
  * (SMTP when configured, else the outbox), stored only as hashes, and burn after five wrong tries.
  */
 import { randomInt, randomUUID } from 'node:crypto';
-import type { Services } from '../../core/services.js';
-import { enqueueMail } from '../../core/mail.js';
-import { hashSecret } from '../identity/secrets.js';
+import type { Services } from '../services.js';
+import { enqueueMail } from '../mail.js';
+import { hashSecret } from '../../domain/identity/secrets.js';
 import { LIFETIMES, sameText } from './service.js';
 
 export type ConsoleAction = 'approve_request' | 'deny_request' | 'confirm_target' | 'reveal_fingerprint' | 'reveal_transcript';

@@ -3,7 +3,7 @@
  * (spec, Errors item 4). A stale approval, grant, policy, target, connector identity or authority is
  * terminal and always says to preview and create a new request.
  */
-import { AppError, ForbiddenError } from '../../core/errors.js';
+import { AppError, ForbiddenError } from '../errors.js';
 
 export const PREVIEW_DISABLED = 'remote_access_preview_disabled';
 

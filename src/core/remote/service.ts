@@ -5,11 +5,11 @@
  * approval binding and its staleness checks, target confirmation, and what a connector is handed.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Services } from '../../core/services.js';
-import type { Principal } from '../../core/principal.js';
+import type { Services } from '../services.js';
+import type { Principal } from '../principal.js';
 import type { ConnectorRow, ExecutionRow, RequestRow, TargetRow } from '../../storage/remote-repo.js';
-import { policyBody, type Policy } from './policy.js';
-import { privateKeyFromSeed, rawPublicKey, sealEnvelope } from './signing.js';
+import { policyBody, type Policy } from '../../domain/remote/policy.js';
+import { normalizeDigest, privateKeyFromSeed, rawPublicKey, sealEnvelope } from '../../domain/remote/signing.js';
 import { createPublicKey } from 'node:crypto';
 import { STALE_CODES } from './errors.js';
 
@@ -163,10 +163,6 @@ export function decideRequest(s: Services, projectId: string, requestId: string,
   });
 }
 
-/** Normalizes a host-key digest as people copy it: `SHA256:abc…` or the bare base64. */
-export function normalizeDigest(d: string): string {
-  return d.trim().replace(/^SHA256:/i, '').replace(/=+$/, '');
-}
 
 /**
  * Owner confirmation (console only): the verification id and the SHA-256 host-key digest the owner
