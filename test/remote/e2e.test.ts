@@ -249,7 +249,7 @@ describe.skipIf(!existsSync(CHROMIUM))('remote access end to end', () => {
     expect(childLog).toContain('"event":"revoked"');
   }, 120_000);
 
-  it('never answers with the SSH server’s host, port, user or host-key fingerprint', () => {
+  it('never answers with the SSH server’s host, port, user, host-key fingerprint or the profile id', () => {
     expect(seen.length).toBeGreaterThan(20);
     const bareFp = hostFp.replace(/^SHA256:/, '');
     const portWord = new RegExp(`(?<![0-9A-Za-z])${sshPort}(?![0-9A-Za-z])`);
@@ -259,6 +259,8 @@ describe.skipIf(!existsSync(CHROMIUM))('remote access end to end', () => {
       expect(scrubbed).not.toMatch(portWord);
       expect(scrubbed).not.toContain(SSH_USER);
       expect(scrubbed).not.toContain(SSH_PASSWORD);
+      expect(scrubbed).not.toContain('web-1'); // the local authentication-profile id
+      expect(scrubbed).not.toContain('BEGIN PRIVATE KEY');
       expect(scrubbed).not.toContain(bareFp);
       expect(scrubbed).not.toContain(bareFp.replace(/\+/g, '-').replace(/\//g, '_'));
     }

@@ -136,6 +136,21 @@ describe('approvals in the console', () => {
     expect(read.body.recovery).toContain('create a new request');
   });
 
+  it('turns an approved request stale when the policy changes before the connector takes it', async () => {
+    const req = await api(t, 'POST', `${P(t)}/requests`, { key: t.keys.admin, body: disk(target.targetId) });
+    const cc = new ConsoleClient(t);
+    await cc.signIn(approver);
+    await cc.stepUp('approve_request', req.body.id);
+    expect((await cc.act('approve_request', req.body.id, await stepUpCode(t, approver.email))).status).toBe(200);
+    const policy = await api(t, 'GET', `${P(t)}/targets/${target.targetId}/policy`, { key: t.keys.admin });
+    await api(t, 'POST', `${P(t)}/targets/${target.targetId}/policy`, { key: t.keys.admin, body: { policy: { ...policy.body.policy, output_limit: 4096 } } });
+    const poll = await target.connector.poll();
+    expect(poll.jobs.filter((j) => j.type === 'execute')).toEqual([]);
+    const read = await api(t, 'GET', `${P(t)}/requests/${req.body.id}`, { key: t.keys.admin });
+    expect(read.body).toMatchObject({ state: 'approved', stale_code: 'policy_stale', execution: { state: 'stale', error_code: 'policy_stale' }, redacted_output: null });
+    expect(read.body.recovery).toContain('preview the request again and create a new request');
+  });
+
   it('refuses a replayed step-up code, a code for another action, and a code from another session', async () => {
     const req = await api(t, 'POST', `${P(t)}/requests`, { key: t.keys.admin, body: disk(target.targetId) });
     const cc = new ConsoleClient(t);

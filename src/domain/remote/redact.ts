@@ -13,12 +13,13 @@ const RULES: Array<[RegExp, string]> = [
   [/\b(AKIA|ASIA)[A-Z0-9]{16}\b/g, '[REDACTED:secret]'],
   [/\b(sk|pk|rk|sl|slat|ghp|gho|xox[abp])_[A-Za-z0-9_-]{16,}/g, '[REDACTED:secret]'],
   [/\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*/g, '[REDACTED:secret]'],
-  [/[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+/g, '[REDACTED:email]'],
+  // Lookbehinds start a match only at a token start: without them a long run of word characters costs O(n²).
+  [/(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+/g, '[REDACTED:email]'],
   [/\b((25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(25[0-5]|2[0-4]\d|1?\d?\d)(:\d{1,5})?\b/g, '[REDACTED:address]'],
   [/\b([0-9a-f]{1,4}:){7}[0-9a-f]{1,4}\b/gi, '[REDACTED:address]'],
   [/(\b[0-9a-f]{1,4})?(:[0-9a-f]{1,4}){0,6}::([0-9a-f]{1,4}(:[0-9a-f]{1,4}){0,6})?\b/gi, '[REDACTED:address]'],
   [/\b([0-9a-f]{2}[:-]){5}[0-9a-f]{2}\b/gi, '[REDACTED:address]'],
-  [/\b[a-z0-9-]+(\.[a-z0-9-]+)*\.(internal|local|lan|corp|intra|home|localdomain)\b/gi, '[REDACTED:host]'],
+  [/(?<![a-z0-9.-])[a-z0-9-]{1,63}(\.[a-z0-9-]{1,63}){0,8}\.(internal|local|lan|corp|intra|home|localdomain)\b/gi, '[REDACTED:host]'],
   [/\b[A-Fa-f0-9]{40,}\b/g, '[REDACTED:secret]'],
 ];
 
