@@ -161,6 +161,8 @@ export function createRemoteRepo(db: Db) {
     stepUpAttempt: db.prepare('UPDATE remote_stepups SET attempts = attempts + 1 WHERE id = ?'),
     useStepUp: db.prepare('UPDATE remote_stepups SET used_at = ? WHERE id = ? AND used_at IS NULL'),
     recentStepUps: db.prepare('SELECT COUNT(*) AS n FROM remote_stepups WHERE user_id = ? AND created_at > ?'),
+    purgeStepUps: db.prepare('DELETE FROM remote_stepups WHERE expires_at < ?'),
+    purgeSessions: db.prepare('DELETE FROM remote_console_sessions WHERE expires_at < ?'),
     insSession: db.prepare('INSERT INTO remote_console_sessions (id_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)'),
     session: db.prepare('SELECT * FROM remote_console_sessions WHERE id_hash = ?'),
     delSession: db.prepare('DELETE FROM remote_console_sessions WHERE id_hash = ?'),
@@ -212,6 +214,11 @@ export function createRemoteRepo(db: Db) {
     useStepUp: (id: string, now: number) => q.useStepUp.run(now, id).changes === 1,
     stepUpsSince: (userId: string, since: number) => (q.recentStepUps.get(userId, since) as any).n as number,
 
+    /** Drops step-up codes and console sessions that expired before `before` (they can never be used again). */
+    purgeExpired: (before: number) => {
+      q.purgeStepUps.run(before);
+      q.purgeSessions.run(before);
+    },
     createSession: (idHash: string, userId: string, now: number, expiresAt: number) => void q.insSession.run(idHash, userId, now, expiresAt),
     session: (idHash: string) => q.session.get(idHash) as { id_hash: string; user_id: string; expires_at: number } | undefined,
     deleteSession: (idHash: string) => void q.delSession.run(idHash),

@@ -38,6 +38,7 @@ export function issueStepUp(s: Services, b: StepUpBinding, email: string, now: n
   const code = String(randomInt(0, 100_000_000)).padStart(8, '0');
   const id = randomUUID();
   s.atomic(() => {
+    s.remote.purgeExpired(now - 86_400_000);
     s.remote.createStepUp({ id, code_hash: hashSecret(`${id}:${code}`), user_id: b.userId, session_hash: b.sessionHash, action: b.action, binding: bindingText(b), expires_at: now + LIFETIMES.stepUpMs, created_at: now });
     enqueueMail(s.scheduler, `remote-stepup:${id}`, {
       to: email,
