@@ -151,6 +151,22 @@ describe('approvals in the console', () => {
     expect(read.body.recovery).toContain('preview the request again and create a new request');
   });
 
+  it('lists pending approvals to signed-in users only, and lets the requester cancel', async () => {
+    const byKey = await api(t, 'GET', `${P(t)}/approvals`, { key: t.keys.admin });
+    expect(byKey.status).toBe(403);
+    expect(byKey.body.code).toBe('user_required');
+    const requesterKey = t.mintKey(['remote_access:request']);
+    const req = await api(t, 'POST', `${P(t)}/requests`, { key: requesterKey, body: disk(target.targetId) });
+    const user = t.mintUserToken({ role: 'admin', scopes: ['read'] });
+    const list = await api(t, 'GET', `${P(t)}/approvals`, { headers: { authorization: `Bearer ${user.token}` } });
+    expect(list.body.data.find((a: { request_id: string }) => a.request_id === req.body.id)).toMatchObject({ operation_id: 'host.disk_usage', target_label: 'web 1', requested_by_you: false });
+    const other = await api(t, 'POST', `${P(t)}/requests/${req.body.id}/cancel`, { key: t.mintKey(['remote_access:request']), body: {} });
+    expect(other.body.code).toBe('not_requester');
+    const mine = await api(t, 'POST', `${P(t)}/requests/${req.body.id}/cancel`, { key: requesterKey, body: {} });
+    expect(mine.body.state).toBe('cancelled');
+    expect((await api(t, 'POST', `${P(t)}/requests/${req.body.id}/cancel`, { key: requesterKey, body: {} })).body.code).toBe('request_not_pending');
+  });
+
   it('refuses a replayed step-up code, a code for another action, and a code from another session', async () => {
     const req = await api(t, 'POST', `${P(t)}/requests`, { key: t.keys.admin, body: disk(target.targetId) });
     const cc = new ConsoleClient(t);
