@@ -25,12 +25,25 @@ import * as integrations from './integrations.js';
 import * as agent from './agent.js';
 import * as threads from './threads.js';
 import * as automations from './automations.js';
+import * as remoteAccessTag from './remoteAccess.js';
 
 // The REST router matches in catalogue order: /agent-observations/quality and /export before /{observation_id}.
 const agentObservations = { list: agentObservationsTag.list, quality: agentObservationsTag.quality, export: agentObservationsTag.export, get: agentObservationsTag.get };
 
+// Literal paths before {id} paths: /requests/preview before /requests/{request_id}.
+const remoteAccess = {
+  updatePreview: remoteAccessTag.updatePreview, listTargets: remoteAccessTag.listTargets, previewRequest: remoteAccessTag.previewRequest,
+  createRequest: remoteAccessTag.createRequest, getRequest: remoteAccessTag.getRequest, cancelRequest: remoteAccessTag.cancelRequest,
+  listApprovals: remoteAccessTag.listApprovals, listExecutions: remoteAccessTag.listExecutions, listAudit: remoteAccessTag.listAudit,
+  listSetupTargets: remoteAccessTag.listSetupTargets, createTarget: remoteAccessTag.createTarget, requestVerification: remoteAccessTag.requestVerification,
+  revealVerificationBootstrap: remoteAccessTag.revealVerificationBootstrap, revealAuthorityBundle: remoteAccessTag.revealAuthorityBundle,
+  getPolicy: remoteAccessTag.getPolicy, appendPolicyRevision: remoteAccessTag.appendPolicyRevision, validatePolicy: remoteAccessTag.validatePolicy,
+  listConnectors: remoteAccessTag.listConnectors, createConnector: remoteAccessTag.createConnector, getConnector: remoteAccessTag.getConnector,
+  rotateConnector: remoteAccessTag.rotateConnector, revokeConnector: remoteAccessTag.revokeConnector,
+};
+
 /** Every tag file, imported explicitly; the catalogue is the union of their operations. */
-const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system, retention, monitors, incidents, statusPages, agentObservations, agentScores, ai, releases, analytics, revenue, integrations, agent, threads, automations, users };
+const modules = { projects, apiKeys, feedback, deployments, errors, events, logs, metrics, observability, traces, system, retention, monitors, incidents, statusPages, agentObservations, agentScores, ai, releases, analytics, revenue, integrations, agent, threads, automations, users, remoteAccess };
 export const tagModules: Record<string, Record<string, unknown>> = modules;
 /** The tag modules with their types kept (tag → export → descriptor): the typed client (src/client) is derived from it. */
 export type TagModules = typeof modules;

@@ -35,6 +35,8 @@ import { createAgentRunner } from './domain/agent/runner.js';
 import { createAgentCodeMode } from './mcp/agent-tools.js';
 import { createAutomationEngine } from './core/automations.js';
 import { localCaller, runExecute } from './mcp/execute.js';
+import { remoteConnectorMount } from './remote-connector/server-endpoints.js';
+import { remoteConsoleMount } from './pages/remote/mount.js';
 
 export interface Sightline {
   config: AppConfig;
@@ -68,7 +70,7 @@ export interface SightlineOptions {
 /** A face that mounts its own routes (MCP, OAuth, ingest) on the shared app. */
 export type Mount = (s: Sightline, router: Router) => void;
 /** Faces with routes of their own, mounted in this order before the REST router. */
-const MOUNTS: Mount[] = [oauthMount, mcpMount, statusMount];
+const MOUNTS: Mount[] = [oauthMount, mcpMount, statusMount, remoteConnectorMount, remoteConsoleMount];
 
 export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: SightlineOptions = {}): Sightline {
   const config = loadConfig(process.env, configOverrides);

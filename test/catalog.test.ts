@@ -188,6 +188,7 @@ const EXTRA_ROWS: Row[] = [
   // People (issue 11): whom an agent is and whom it can assign an error to.
   ['users.me', 'GET', '/v1/users/me', [], 'read', false], // any valid credential: who it is
   ['projects.listMembers', 'GET', '/v1/projects/{project_id}/members', [], 'read', false], // a member's own token, or a key with project:write (checked in the handler)
+  ['remoteAccess.updatePreview', 'PUT', '/v1/projects/{project_id}/remote-access/preview', ['project:write'], 'write', true], // issue 18: the owner-only gate of the preview
 ];
 
 /** Operations whose specification rejects unknown body fields: their input must be a strict object. */

@@ -17,6 +17,7 @@ export const LIFECYCLE: readonly LifecycleCommand[] = [
   { name: 'completion', summary: 'print a shell completion script: completion bash|zsh|fish' },
   { name: 'backup', summary: 'copy the live database to a file, consistent, without stopping: backup <file>' },
   { name: 'restore', summary: 'replace the database with a backup (the server must be stopped): restore <file>' },
+  { name: 'connector run', summary: 'run a remote-access connector in your network: connector run --server <url> --state <file> --profiles <file> [--enroll <code>]' },
   { name: 'releases gate', summary: 'CI release gate: wait for the health verdict, print it as JSON, exit 3 on regressed' },
 ];
 
@@ -153,6 +154,8 @@ export async function main(argv: string[]): Promise<number> {
         return await backup(rest);
       case 'restore':
         return await restore(rest);
+      case 'connector':
+        return await (await import('../remote-connector/cli.js')).connectorCommand(rest);
       case 'releases':
         if (rest[0] === 'gate') return await (await import('./release-gate.js')).releaseGate(rest.slice(1), { loadStoredToken: (await import('./login.js')).loadStoredToken });
         return await runCommands(argv, { lifecycle: LIFECYCLE });

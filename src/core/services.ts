@@ -26,6 +26,7 @@ import { createOauthRepo } from '../storage/oauth-repo.js';
 import { createThreadsRepo, type ThreadsRepo } from '../storage/threads-repo.js';
 import { createAutomationsRepo, type AutomationsRepo } from '../storage/automations-repo.js';
 import type { AutomationEngine } from './automations.js';
+import { createRemoteRepo, type RemoteRepo } from '../storage/remote-repo.js';
 import { createScheduler, type Scheduler } from './scheduler.js';
 import { createEventBus, type EventBus } from './events.js';
 import { createMailer, registerMailJob, type Mailer } from './mail.js';
@@ -93,6 +94,10 @@ export interface Services {
   revenueCache: ResultCache;
   /** Provider webhook/backfill writes and the backfill runner. */
   payments: PaymentsService;
+  /** Remote access (gated preview): connectors, targets, policies, requests, step-up, audit. */
+  remote: RemoteRepo;
+  /** The server's Ed25519 signing key seed for remote access (jobs, bundles), from the stored secret. */
+  remoteSigningSeed: () => Buffer;
   /**
    * The in-project agent's state and runner (src/domain/agent/contract.ts). Set by the server once
    * both exist; automations and signals reach the agent only through these.
@@ -130,6 +135,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   const statusPages = createStatusPagesRepo(db);
   const atomic = <T>(fn: () => T): T => db.transaction(fn)();
   let secret: Buffer | null = null;
+  let remoteSeed: Buffer | null = null;
   const monitoring = createMonitoring({
     monitors, incidents, statusPages, scheduler, events, atomic, now,
     baseUrl: config.baseUrl,
@@ -179,6 +185,8 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     analytics: createAnalyticsRepo(db),
     revenueCache,
     payments: createPaymentsService(revenue, config, revenueCache),
+    remote: createRemoteRepo(db),
+    remoteSigningSeed: () => (remoteSeed ??= createOauthRepo(db).secretKey('remote-access-signing', now())),
     lookups: {
       errorGroupExists: (projectId, id) => errorsIngest.exists(projectId, id),
       replaySessionFor: (projectId, replayId) => ingestMisc.replay(projectId, replayId.replace(/-/g, '').toLowerCase())?.replay_id ?? null,

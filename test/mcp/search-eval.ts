@@ -258,4 +258,18 @@ export const SEARCH_EVAL: readonly SearchTask[] = [
   { task: 'open a draft pull request from an approved automation patch', operationId: 'automations.createPr' },
   { task: 'which operations may automations call: capability manifests', operationId: 'automations.listCapabilities' },
   { task: 'define a capability manifest limiting what an automation may call', operationId: 'automations.defineCapability' },
+
+  // remote access (gated preview)
+  { task: 'which remote hosts can I run diagnostics on', operationId: 'remoteAccess.listTargets' },
+  { task: 'list enabled remote access targets', operationId: 'remoteAccess.listTargets' },
+  { task: 'check whether a disk usage request on a remote target would be allowed by policy', operationId: 'remoteAccess.previewRequest' },
+  { task: 'preview a typed remote request without creating it', operationId: 'remoteAccess.previewRequest' },
+  { task: 'ask to run host.disk_usage on the production web server', operationId: 'remoteAccess.createRequest' },
+  { task: 'create a remote request to tail the journal of nginx.service', operationId: 'remoteAccess.createRequest' },
+  { task: 'read the redacted output of my remote request', operationId: 'remoteAccess.getRequest' },
+  { task: 'was my remote request approved and did it run', operationId: 'remoteAccess.getRequest' },
+  { task: 'cancel a pending remote request', operationId: 'remoteAccess.cancelRequest' },
+  { task: 'which remote requests are waiting for my approval', operationId: 'remoteAccess.listApprovals' },
+  { task: 'list remote executions and their state', operationId: 'remoteAccess.listExecutions' },
+  { task: 'remote access audit log of approvals and reveals', operationId: 'remoteAccess.listAudit' },
 ];
