@@ -36,7 +36,7 @@ export function projectOut(p: ProjectRow): z.input<typeof projectSchema> {
 export const list = defineOperation({
   operationId: 'projects.list',
   tag: 'projects',
-  summary: 'List the projects this credential can reach',
+  summary: 'List the projects this credential (API key or user) can access',
   description:
     'Returns the projects of the authenticated organization that the credential may use: the one project an API key is bound to, or every project of the organizations a signed-in user belongs to.',
   method: 'GET',

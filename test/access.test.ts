@@ -9,7 +9,9 @@ import { startTestServer } from './helpers/server.js';
 import { accessCases, httpRequestFor, type AccessCase } from './helpers/access-cases.js';
 import { catalogue } from '../operations/index.js';
 
-const t = await startTestServer();
+// Four faces run every case with the same few credentials: well over the default 1,200 calls a
+// minute each. The rate limit has tests of its own.
+const t = await startTestServer({ config: { rateLimit: { limit: 1_000_000, windowSeconds: 60 } } });
 afterAll(() => t.close());
 const cases = await accessCases(t);
 

@@ -280,6 +280,10 @@ describe('automations: agent tasks and channels (agent contract)', () => {
   it('fails an agent task clearly without an agent runner, runs it with one, and respects the budget stage', async () => {
     const step = { type: 'agent', name: 'investigate', prompt: 'Why did checkout fail?', skills: ['triage-checklist'] };
     expect((await admin('POST', '/automation-skills', { name: 'triage-checklist', description: 'How we triage', content: 'Look at the release first.' })).status).toBe(201);
+    // The server wires the real agent; this test swaps in none, then fakes, and restores it at the end.
+    const real = { runner: t.s.services.agentRunner, state: t.s.services.agentState };
+    t.s.services.agentRunner = undefined;
+    t.s.services.agentState = undefined;
     const none = await manualRun({ steps: [step], capability: 'read-only' });
     expect(none.run.status).toBe('failed');
     expect(none.run.error).toContain('no agent runner configured');
@@ -325,6 +329,8 @@ describe('automations: agent tasks and channels (agent contract)', () => {
     const ap2 = await admin('POST', `/automation-runs/${u.run.id}/approve`, { output_id: u.run.outputs[0].id, content_hash: u.run.outputs[0].content_hash });
     expect(ap2.body.status).toBe('undelivered');
     expect(ap2.body.detail.reason).toContain('no channel service configured');
+    t.s.services.agentRunner = real.runner;
+    t.s.services.agentState = real.state;
   });
 
   it('at budget stage conserve, automatic runs propose no patches (manual runs still do)', async () => {

@@ -47,21 +47,21 @@ describe('tables from the descriptors display hints', () => {
     const wide = await cli(['errors', 'list'], { columns: 160 });
     expect(wide.code).toBe(0);
     const [header, ...rows] = wide.stdout.trimEnd().split('\n');
-    expect(header!.split(/ {2,}/)).toEqual(['short_id', 'title', 'event_count', 'last_seen', 'status', 'level']);
+    expect(header!.split(/ {2,}/)).toEqual(['short_id', 'title', 'event_count', 'user_count', 'last_seen', 'status', 'level']);
     const checkout = rows.find((r) => r.includes('TypeError'))!;
     expect(checkout).toContain(LONG_TITLE);
-    expect(checkout).toMatch(/ 3 +10m ago +unresolved +error$/);
-    expect(rows.find((r) => r.includes('RangeError'))).toMatch(/ 1 +2h ago +unresolved/);
+    expect(checkout).toMatch(/ 3 +0 +10m ago +unresolved +error$/);
+    expect(rows.find((r) => r.includes('RangeError'))).toMatch(/ 1 +0 +2h ago +unresolved/);
     // Fields left out by default are named, one flag away.
     expect(wide.stdout).toMatch(/\(not shown: id, type, .*--columns/);
 
     const narrow = await cli(['errors', 'list'], { columns: 80 });
     const lines = narrow.stdout.trimEnd().split('\n').filter((l) => !l.startsWith('total:') && !l.startsWith('(not shown'));
     expect(lines.every((l) => l.length <= 80)).toBe(true);
-    expect(lines[0]!.split(/ {2,}/).slice(0, 4)).toEqual(['short_id', 'title', 'event_count', 'last_seen']);
+    expect(lines[0]!.split(/ {2,}/).slice(0, 5)).toEqual(['short_id', 'title', 'event_count', 'user_count', 'last_seen']);
     const cut = lines.find((l) => l.includes('TypeError'))!;
     expect(cut).toMatch(/…/);
-    expect(cut).toMatch(/ 3 +10m ago/);
+    expect(cut).toMatch(/ 3 +0 +10m ago/);
   });
 
   it('--columns picks and orders the columns; an unknown one is a usage error naming the fields', async () => {

@@ -32,9 +32,9 @@ describe('log reads with hostile filter values', () => {
 
 describe('unknown query parameters', () => {
   it.each([
-    ['/logs', 'trace_id', 'q'],
-    ['/errors', 'release', 'status'],
-    ['/traces', 'sort', 'limit'],
+    ['/logs', 'traceid', 'q'],
+    ['/errors', 'version', 'status'],
+    ['/traces', 'order_by', 'limit'],
     ['/feedback', 'nope', 'cursor'],
   ])('%s?%s=… answers 400 naming the field and listing accepted ones', async (path, unknown, accepted) => {
     const res = await api(t, 'GET', `${P}${path}?${unknown}=x`, { key: t.keys.admin });
@@ -53,10 +53,10 @@ describe('unknown query parameters', () => {
 
   it('are refused through invoke for every face, with the accepted fields listed', async () => {
     const principal = { kind: 'api_key' as const, keyId: 'k', projectId: t.projectId, orgId: t.organizationId, scopes: ['*'] };
-    await expect(t.s.core.invoke('logs.search', { trace_id: 'abc' }, principal)).rejects.toMatchObject({
+    await expect(t.s.core.invoke('logs.search', { traceid: 'abc' }, principal)).rejects.toMatchObject({
       status: 400,
       code: 'unknown_field',
-      param: 'trace_id',
+      param: 'traceid',
       message: expect.stringContaining('level'),
     });
   });
