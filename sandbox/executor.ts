@@ -27,6 +27,12 @@ export interface ExecuteOptions {
    * (callers that run their own scripts, e.g. tests and benches).
    */
   credential?: string;
+  /**
+   * Cancels the execute: a waiting one never starts; a running one stops at once (its worker is
+   * terminated and replaced, so even a script that never yields ends), its pending calls get no
+   * answer and no later call starts. The result's error is a `CancelledError`.
+   */
+  signal?: AbortSignal;
 }
 
 export interface CallRecord {
@@ -85,4 +91,5 @@ export const SandboxErrorName = {
   Closed: 'SandboxClosedError',
   Internal: 'SandboxInternalError',
   Busy: 'ConcurrencyLimitError',
+  Cancelled: 'CancelledError',
 } as const;

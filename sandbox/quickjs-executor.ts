@@ -454,6 +454,23 @@ export function createQuickJsExecutor(
     slot.worker.postMessage({ type: 'callResults', runId: job.runId, results: calls.map((c, i) => [c.id, encoded[i]!.json]) });
   }
 
+  function cancelledError(): ExecuteError {
+    return { name: SandboxErrorName.Cancelled, message: 'The execute was cancelled: nothing after the cancel ran, and calls in flight got no answer.' };
+  }
+
+  /** Stops a job wherever it is: still waiting (never starts) or running (its worker is replaced). */
+  function cancel(job: Job): void {
+    if (job.done) return;
+    if (removeWaiting(job)) return finish(job, { error: cancelledError() });
+    const slot = slots.find((s) => s.job === job);
+    finish(job, { error: cancelledError() });
+    if (slot) {
+      slot.job = null;
+      retire(slot, true);
+    }
+    pump();
+  }
+
   /** Host-side backstop: if the worker has not answered in time, kill it and fail the job. */
   function armKillTimer(slot: Slot, job: Job, ms: number): void {
     if (job.timer) clearTimeout(job.timer);
@@ -687,6 +704,10 @@ export function createQuickJsExecutor(
         let set = active.get(credential);
         if (!set) active.set(credential, (set = new Set()));
         set.add(job);
+        if (opts.signal) {
+          if (opts.signal.aborted) return finish(job, { error: cancelledError() });
+          opts.signal.addEventListener('abort', () => cancel(job), { once: true });
+        }
         enqueue(job);
         pump();
       });

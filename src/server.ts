@@ -108,7 +108,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   });
   services.automationEngine = createAutomationEngine(core, {
     caller: (principal) => localCaller(core, principal, { log }).call,
-    runScript: (code, operations, call, limits) => runExecute(getBackgroundExecutor(), code, operations, call, { limits, log }),
+    runScript: (code, operations, call, limits, signal) => runExecute(getBackgroundExecutor(), code, operations, call, { limits, log, signal }),
   });
   services.automationEngine.register();
 

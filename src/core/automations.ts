@@ -34,7 +34,8 @@ export interface ScriptOutcome {
  */
 export interface AutomationDeps {
   caller(principal: Principal): HostCall;
-  runScript(code: string, operations: string[], call: HostCall, limits: { wallClockMs: number; maxCalls: number }): Promise<ScriptOutcome>;
+  /** Runs a Code Mode script; `signal` stops it where it is (the sandbox worker is replaced). */
+  runScript(code: string, operations: string[], call: HostCall, limits: { wallClockMs: number; maxCalls: number }, signal?: AbortSignal): Promise<ScriptOutcome>;
 }
 
 export const TICK_JOB = 'automation.tick';
@@ -257,7 +258,7 @@ export function createAutomationEngine(core: Core, deps: AutomationDeps): Automa
     const host = hostFor(ctx.principal, ctx.cap, ctx.mode, ctx.outputs, ctx.signal);
     const code = `const input = ${JSON.stringify(ctx.input)};\n${step.code}`;
     // The run's limits are shared by its steps: what earlier steps used is gone for later ones.
-    const exec = deps.runScript(code, visible, host.call, { wallClockMs: Math.max(10, Math.round(ctx.budget.deadline - performance.now())), maxCalls: ctx.budget.callsLeft });
+    const exec = deps.runScript(code, visible, host.call, { wallClockMs: Math.max(10, Math.round(ctx.budget.deadline - performance.now())), maxCalls: ctx.budget.callsLeft }, ctx.signal);
     const aborted = new Promise<null>((resolve) => {
       if (ctx.signal?.aborted) resolve(null);
       ctx.signal?.addEventListener('abort', () => resolve(null), { once: true });

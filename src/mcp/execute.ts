@@ -158,6 +158,8 @@ export interface ExecuteContext {
   budget?: () => RateBudget | null;
   /** Operations that exist but are not offered over MCP (named in errors instead of "undefined"). */
   hidden?: readonly string[];
+  /** Cancels the script (its worker is stopped; see ExecuteOptions.signal). */
+  signal?: AbortSignal;
 }
 
 function cutUtf8(text: string, maxBytes: number): string {
@@ -237,7 +239,7 @@ export async function runExecute(
   };
   try {
     const r: ExecuteResult = await executor.execute(
-      { code, operations, limits: opts.limits, ...(opts.credential ? { credential: opts.credential } : {}) },
+      { code, operations, limits: opts.limits, ...(opts.credential ? { credential: opts.credential } : {}), ...(opts.signal ? { signal: opts.signal } : {}) },
       call,
     );
     const out: ExecuteOutput = {

@@ -53,6 +53,33 @@ describe('worker pool', () => {
     expect(ex.stats()).toMatchObject({ replaced: 0, started: 1 });
   });
 
+  it('a cancelled execute stops at once, even a script that never yields, and the pool serves the next one', async () => {
+    // A 60 s wall clock: only the cancel can end this script within the test's time.
+    const ex = make({ wallClockMs: 60_000, poolSize: 1 });
+    const { host } = fakeHost();
+    const calls: string[] = [];
+    const recording: HostCall = async (op, input) => (calls.push(op), host(op, input));
+    const ac = new AbortController();
+    const running = ex.execute({ code: `await api.errors.list({}); while (true) {}`, operations: OPERATIONS, signal: ac.signal }, recording);
+    for (let i = 0; i < 500 && calls.length === 0; i++) await sleep(10);
+    expect(calls).toEqual(['errors.list']);
+    // A second execute waits for the only worker; cancelled while waiting, it never starts.
+    const waitingAc = new AbortController();
+    const waiting = ex.execute({ code: `await api.logs.search({}); return 'ran'`, operations: OPERATIONS, signal: waitingAc.signal }, recording);
+    waitingAc.abort();
+    expect(await waiting).toMatchObject({ result: null, error: { name: 'CancelledError' } });
+    ac.abort();
+    const res = await running;
+    expect(res.error?.name).toBe('CancelledError');
+    expect(res.calls.map((c) => c.operationId)).toEqual(['errors.list']);
+    expect(ex.stats()).toMatchObject({ replaced: 1 });
+    expect(await ex.execute({ code: healthy, operations: OPERATIONS }, host)).toMatchObject({ result: 2, error: null });
+    expect(calls).toEqual(['errors.list']); // the cancelled waiting script never called
+    // Already aborted: nothing runs.
+    expect(await ex.execute({ code: healthy, operations: OPERATIONS, signal: AbortSignal.abort() }, recording)).toMatchObject({ error: { name: 'CancelledError' } });
+    expect(calls).toEqual(['errors.list']);
+  });
+
   it('a host call that never answers times out within the wall clock', async () => {
     const ex = make({ wallClockMs: 600, poolSize: 1 });
     const never: HostCall = () => new Promise(() => {});
