@@ -99,7 +99,7 @@ export const summary = defineOperation({
   tag: 'agentScores',
   summary: 'Summarize agent scores per name (and per label for categorical scores)',
   description:
-    'Same filters as agentScores.list without paging. One row per score name and data type with count, average, minimum and maximum; categorical scores give one row per label (`string_value`) with the three numeric fields null. Only current values count (replaced and deleted scores do not).',
+    'Same filters as agentScores.list without paging. One row per score name and data type with count, average, minimum and maximum; categorical scores give one row per label (`string_value`) with the three numeric fields null. Only current values count (replaced and deleted scores do not). The window is at most 90 days (default the last 24 hours), as for agentScores.list.',
   method: 'GET',
   path: '/v1/projects/{project_id}/agent-scores/summary',
   scopes: ['read'],

@@ -127,8 +127,17 @@ export interface Operation<I extends z.ZodType = z.ZodType, O extends z.ZodType 
 export type AnyOperation = Operation<z.ZodObject<any>, z.ZodType>;
 
 export function defineOperation<I extends z.ZodObject<any>, O extends z.ZodType>(op: Operation<I, O>): Operation<I, O> {
+  // Every from/to takes the same forms (resolved once in invoke: operations/shared.ts); say so in
+  // every such operation's description, where REST, OpenAPI, MCP search and the CLI read it.
+  const shape = op.input.shape as Record<string, unknown>;
+  if (('from' in shape || 'to' in shape) && !op.description.includes('-1h')) {
+    return { ...op, description: `${op.description} ${RELATIVE_TIMES_NOTE}` };
+  }
   return op;
 }
+
+/** Appended to the description of every operation with a `from`/`to` window that does not say it already. */
+export const RELATIVE_TIMES_NOTE = 'Times: `from`/`to` take ISO 8601 or relative forms (`-15m`, `-1h`, `-7d`, `now`).';
 
 /** Path parameter names of an OpenAPI-form path. */
 export function pathParams(path: string): string[] {

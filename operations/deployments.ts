@@ -128,7 +128,7 @@ export const list = defineOperation({
   tag: 'deployments',
   summary: 'List deployment records',
   description:
-    'Deployment records newest first (by start time, else by when they were recorded). Filters: provider, environment, service, version, status, from, to. Offset pagination: the next page uses offset + limit while offset + limit < total.',
+    'Deployment records newest first (by start time, else by when they were recorded). Filters: provider, environment, service, version, status, from, to. Offset pagination: the next page uses offset + limit while offset + limit < total. No window limit: pages bound the work.',
   method: 'GET',
   path: '/v1/projects/{project_id}/deployments',
   scopes: ['deployments:read'],

@@ -583,7 +583,7 @@ export const listRelatedTraces = defineOperation({
   tag: 'errors',
   summary: 'Traces in which the error group\'s events occurred',
   description:
-    'Distinct trace ids carried by the group\'s events (and by events of its merged duplicates) within `from`/`to` (event time), newest event first, each with the number of its events and, where spans of the trace were received, a span summary: root span name and service, duration, span and error-span counts, start.',
+    'Distinct trace ids carried by the group\'s events (and by events of its merged duplicates) within `from`/`to` (event time), newest event first, each with the number of its events and, where spans of the trace were received, a span summary: root span name and service, duration, span and error-span counts, start. No window limit (`from`/`to` default to the group\'s whole life).',
   method: 'GET',
   path: '/v1/projects/{project_id}/errors/{error_group_id}/traces',
   scopes: ['errors:read'],

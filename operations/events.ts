@@ -90,7 +90,7 @@ export const search = defineOperation({
     'Keys: level, type, service, environment, release, transaction, server, trace, group, source (sentry, otlp), platform, message and title (substring), event_id, timestamp, received_at, tags.<key>,',
     'user.id, user.email, user.username (the user the SDK sent with the event: Sentry `user`, or the OTel `enduser.id`/`user.id` attribute).',
     'Example: `level:error service:checkout -environment:staging "connection reset" tags.http.status_code:>=500`; the events of one customer: `user.email:ana@example.com`.',
-    '`from`/`to` bound event time; without `from` and without a timestamp term the search covers the 30 days before `to` (or now). Offset pagination.',
+    '`from`/`to` bound event time; without `from` and without a timestamp term the search covers the 30 days before `to` (or now); with them, no window limit (pages bound the work). Offset pagination.',
   ].join(' '),
   method: 'GET',
   path: '/v1/projects/{project_id}/events/search',

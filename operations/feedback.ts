@@ -212,7 +212,7 @@ export const list = defineOperation({
   tag: 'feedback',
   summary: 'List user feedback, newest first',
   description:
-    'Feedback records of the project, newest first, with cursor pagination: send `cursor` = the previous `next_cursor` until it is null, keeping the same filters. Exact filters: status (comma-separated), environment, release, service, user_id, session_id, replay_id, trace_id, error_group_id. Case-insensitive literal substrings: url (of the submitted URL), contact (of name, email or user id), q (of the message). from/to: creation time.',
+    'Feedback records of the project, newest first, with cursor pagination: send `cursor` = the previous `next_cursor` until it is null, keeping the same filters. Exact filters: status (comma-separated), environment, release, service, user_id, session_id, replay_id, trace_id, error_group_id. Case-insensitive literal substrings: url (of the submitted URL), contact (of name, email or user id), q (of the message). from/to: creation time. No window limit: pages bound the work.',
   method: 'GET',
   path: '/v1/projects/{project_id}/feedback',
   scopes: ['errors:read'],

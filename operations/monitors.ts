@@ -394,7 +394,7 @@ export const listResults = defineOperation({
   tag: 'monitors',
   summary: 'List a monitor\'s check results',
   description:
-    'Results newest first: HTTP checks (`up`, `degraded`, `down` with the status code, latency and error) and cron check-ins (`in_progress`, `ok`, `error`, `missed`, `timeout`). Window `from`/`to` (default the last 24 hours). Results are kept for SIGHTLINE_MONITOR_RETENTION_DAYS (default 90) days.',
+    'Results newest first: HTTP checks (`up`, `degraded`, `down` with the status code, latency and error) and cron check-ins (`in_progress`, `ok`, `error`, `missed`, `timeout`). Window `from`/`to` (default the last 24 hours). Results are kept for SIGHTLINE_MONITOR_RETENTION_DAYS (default 90) days. No window limit beyond the results kept.',
   method: 'GET',
   path: '/v1/projects/{project_id}/monitors/{monitor_id}/results',
   scopes: ['read'],

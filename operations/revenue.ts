@@ -97,7 +97,7 @@ export const overview = defineOperation({
   tag: 'revenue',
   summary: 'Revenue totals, series and breakdowns for a range',
   description:
-    'Gross, refunds (negative), disputes (negative), dispute reversals, net, paying customers, a series (daily up to 92 days, weekly beyond), breakdowns by currency and by plan, and the previous period of equal length. Amounts are decimals in the reporting currency, converted with the bundled reference-rate table (`fx.date`); currencies without a rate are listed in `fx.missing_currencies` and appear only in `by_currency`. Results are kept up to 5 minutes; new revenue starts a fresh one.',
+    'Gross, refunds (negative), disputes (negative), dispute reversals, net, paying customers, a series (daily up to 92 days, weekly beyond), breakdowns by currency and by plan, and the previous period of equal length. Amounts are decimals in the reporting currency, converted with the bundled reference-rate table (`fx.date`); currencies without a rate are listed in `fx.missing_currencies` and appear only in `by_currency`. Results are kept up to 5 minutes; new revenue starts a fresh one. The range is at most 400 days.',
   method: 'GET',
   path: `${P}/overview`,
   scopes: ['revenue:read'],
@@ -201,7 +201,7 @@ export const mrr = defineOperation({
   tag: 'revenue',
   summary: 'MRR at the start and end of a range, with movements and a series',
   description:
-    'Monthly recurring revenue from the kept subscription states. A subscription\'s MRR at a time is the `mrr` of its latest state effective at or before it. Movements compare each subscription at the range start (a) and end (b): new (a = 0, b > 0, never paid before), reactivation (a = 0, b > 0, paid before), expansion (b > a > 0: b − a), contraction (a > b > 0: a − b), churn (a > 0, b = 0: a); end = start + new + reactivation + expansion − contraction − churn. The series gives MRR at the end of each day (weekly beyond 92 days).',
+    'Monthly recurring revenue from the kept subscription states. A subscription\'s MRR at a time is the `mrr` of its latest state effective at or before it. Movements compare each subscription at the range start (a) and end (b): new (a = 0, b > 0, never paid before), reactivation (a = 0, b > 0, paid before), expansion (b > a > 0: b − a), contraction (a > b > 0: a − b), churn (a > 0, b = 0: a); end = start + new + reactivation + expansion − contraction − churn. The series gives MRR at the end of each day (weekly beyond 92 days). The range is at most 400 days.',
   method: 'GET',
   path: `${P}/mrr`,
   scopes: ['revenue:read'],
@@ -455,7 +455,7 @@ export const listEvents = defineOperation({
   tag: 'revenue',
   summary: 'List ledger rows, newest first',
   description:
-    'Ledger rows (payments, refunds, disputes, dispute reversals; voided rows included with their status), newest first by `occurred_at`, with a cursor: send `cursor` = the previous `next_cursor` until it is null. Filter by `kind` and optionally `from`/`to`.',
+    'Ledger rows (payments, refunds, disputes, dispute reversals; voided rows included with their status), newest first by `occurred_at`, with a cursor: send `cursor` = the previous `next_cursor` until it is null. Filter by `kind` and optionally `from`/`to`. No window limit: pages bound the work.',
   method: 'GET',
   path: `${P}/events`,
   scopes: ['revenue:read'],

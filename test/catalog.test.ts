@@ -303,3 +303,12 @@ describe('the catalogue', () => {
     }
   });
 });
+
+describe('time windows in descriptions (issue 11, item 6)', () => {
+  const windowed = catalogue.filter((op) => 'from' in op.input.shape || 'to' in op.input.shape);
+  it.each(windowed.map((op) => [op.operationId, op] as const))('%s says from/to take relative times and states its window cap', (_id, op) => {
+    expect(op.description).toMatch(/relative/);
+    expect(op.description).toMatch(/-1h/);
+    expect(op.description).toMatch(/at most|no window limit|no length limit/i);
+  });
+});
