@@ -183,19 +183,31 @@ export const remoteConsoleMount: Mount = (sl, router: Router) => {
     return { ok: true, summary: `Reveal the transcript of execution ${e.id}.` };
   };
 
-  router.post(`${CONSOLE_BASE}/projects/:pid/step-up`, async (ctx) => {
+  /**
+   * What both console action posts check first, in this order: a session, its CSRF token, the
+   * project, a known action, and that this user may take it on this subject. Null: refused (the
+   * page is sent).
+   */
+  async function actionRequest(ctx: Koa.Context) {
     const sess = session(ctx);
     const f = await form(ctx);
-    if (!sess) return deny(ctx, 401, 'Signed out', 'Sign in first.', CONSOLE_BASE);
-    if (!same(f.get('csrf_token') ?? '', sess.csrf)) return deny(ctx, 403, 'Refused', 'The form expired; reload the page.', CONSOLE_BASE);
+    if (!sess) return deny(ctx, 401, 'Signed out', 'Sign in first.', CONSOLE_BASE), null;
+    if (!same(f.get('csrf_token') ?? '', sess.csrf)) return deny(ctx, 403, 'Refused', 'The form expired; reload the page.', CONSOLE_BASE), null;
     const p = projectFor(ctx, sess, ctx.params.pid!);
-    if (!p) return;
+    if (!p) return null;
     const back = `${CONSOLE_BASE}/projects/${p.id}`;
     const action = f.get('action') as ConsoleAction;
     const subjectId = f.get('subject_id') ?? '';
-    if (!ACTIONS.has(action)) return deny(ctx, 400, 'Refused', 'Unknown action.', back);
+    if (!ACTIONS.has(action)) return deny(ctx, 400, 'Refused', 'Unknown action.', back), null;
     const c = checkAction(sess, p.id, p.org_id, action, subjectId);
-    if (!c.ok) return deny(ctx, 403, 'Refused', c.text, back);
+    if (!c.ok) return deny(ctx, 403, 'Refused', c.text, back), null;
+    return { sess, f, p, back, action, subjectId, c };
+  }
+
+  router.post(`${CONSOLE_BASE}/projects/:pid/step-up`, async (ctx) => {
+    const req = await actionRequest(ctx);
+    if (!req) return;
+    const { sess, f, p, back, action, subjectId, c } = req;
     if (!issueStepUp(s, { userId: sess.userId, sessionHash: sess.sessionHash, action, projectId: p.id, subjectId }, sess.email, now())) {
       return deny(ctx, 429, 'Too many codes', 'You asked for too many codes; wait a few minutes.', back);
     }
@@ -203,18 +215,9 @@ export const remoteConsoleMount: Mount = (sl, router: Router) => {
   });
 
   router.post(`${CONSOLE_BASE}/projects/:pid/act`, async (ctx) => {
-    const sess = session(ctx);
-    const f = await form(ctx);
-    if (!sess) return deny(ctx, 401, 'Signed out', 'Sign in first.', CONSOLE_BASE);
-    if (!same(f.get('csrf_token') ?? '', sess.csrf)) return deny(ctx, 403, 'Refused', 'The form expired; reload the page.', CONSOLE_BASE);
-    const p = projectFor(ctx, sess, ctx.params.pid!);
-    if (!p) return;
-    const back = `${CONSOLE_BASE}/projects/${p.id}`;
-    const action = f.get('action') as ConsoleAction;
-    const subjectId = f.get('subject_id') ?? '';
-    if (!ACTIONS.has(action)) return deny(ctx, 400, 'Refused', 'Unknown action.', back);
-    const c = checkAction(sess, p.id, p.org_id, action, subjectId);
-    if (!c.ok) return deny(ctx, 403, 'Refused', c.text, back);
+    const req = await actionRequest(ctx);
+    if (!req) return;
+    const { sess, f, p, back, action, subjectId, c } = req;
     if (action === 'reveal_transcript' && f.get('acknowledge_sensitive_data') !== 'true') return deny(ctx, 400, 'Refused', 'Acknowledge that the transcript may hold sensitive data.', back);
     const t = now();
     const binding = { userId: sess.userId, sessionHash: sess.sessionHash, action, projectId: p.id, subjectId };
