@@ -21,6 +21,27 @@ export interface CheckResult {
 
 const BODY_CAP = 1024 * 1024;
 
+/**
+ * A DNS lookup for http(s).request that refuses a host name resolving to an address the policy
+ * refuses (so a public name pointing at a private address is caught too). Uptime checks and
+ * outbound webhooks use it.
+ */
+export function policyLookup(policy: AddressPolicy): LookupFunction {
+  return (hostname, options, cb) => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      const done = cb as (e: Error | null, a: string | dns.LookupAddress[], f?: number) => void;
+      if (err) return done(err, '', 4);
+      const list = addresses as dns.LookupAddress[];
+      for (const a of list) {
+        const refused = policy.check(a.address);
+        if (refused) return done(Object.assign(new Error(`refused: ${refused}`), { code: 'EREFUSED_POLICY' }), '', 4);
+      }
+      if ((options as { all?: boolean }).all) return done(null, list);
+      done(null, list[0]!.address, list[0]!.family);
+    });
+  };
+}
+
 export function runHttpCheck(cfg: HttpMonitorConfig, policy: AddressPolicy): Promise<CheckResult> {
   return new Promise((resolve) => {
     let url: URL;
@@ -34,18 +55,7 @@ export function runHttpCheck(cfg: HttpMonitorConfig, policy: AddressPolicy): Pro
       const refused = policy.check(host);
       if (refused) return resolve({ status: 'down', latency_ms: null, http_status: null, error: `refused: ${refused}` });
     }
-    const lookup: LookupFunction = (hostname, options, cb) => {
-      dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-        if (err) return (cb as (e: Error | null, a: string, f: number) => void)(err, '', 4);
-        const list = addresses as dns.LookupAddress[];
-        for (const a of list) {
-          const refused = policy.check(a.address);
-          if (refused) return (cb as (e: Error | null, a: string, f: number) => void)(Object.assign(new Error(`refused: ${refused}`), { code: 'EREFUSED_POLICY' }), '', 4);
-        }
-        if ((options as { all?: boolean }).all) return (cb as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
-        (cb as (e: null, a: string, f: number) => void)(null, list[0]!.address, list[0]!.family);
-      });
-    };
+    const lookup = policyLookup(policy);
     const started = performance.now();
     let settled = false;
     const done = (r: CheckResult) => {

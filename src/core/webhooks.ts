@@ -12,9 +12,9 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import dns from 'node:dns';
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { isIP, type LookupFunction } from 'node:net';
+import { isIP } from 'node:net';
+import { policyLookup } from './uptime-check.js';
 import { createAddressPolicy, type AddressPolicy } from '../domain/monitors/address-policy.js';
 
 export const SIGNATURE_HEADER = 'Sightline-Signature';
@@ -53,20 +53,8 @@ export function verifySignature(header: string, body: string, secret: string, no
 }
 
 export function createWebhookSender(allowPrivate: string): WebhookSender {
-  const policy = createAddressPolicy(allowPrivate);
-  const lookup: LookupFunction = (hostname, options, cb) => {
-    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-      const done = cb as (e: Error | null, a: string | dns.LookupAddress[], f?: number) => void;
-      if (err) return done(err, '', 4);
-      const list = addresses as dns.LookupAddress[];
-      for (const a of list) {
-        const refused = policy.check(a.address);
-        if (refused) return done(Object.assign(new Error(`refused: ${refused}`), { code: 'EREFUSED_POLICY' }), '', 4);
-      }
-      if ((options as { all?: boolean }).all) return done(null, list);
-      done(null, list[0]!.address, list[0]!.family);
-    });
-  };
+  const policy = createAddressPolicy(allowPrivate, 'SIGHTLINE_WEBHOOK_ALLOW_PRIVATE');
+  const lookup = policyLookup(policy);
   const sender: WebhookSender = {
     policy,
     refuse(url) {
@@ -80,7 +68,7 @@ export function createWebhookSender(allowPrivate: string): WebhookSender {
       if (u.username || u.password) return { code: 'invalid_url', reason: 'may not carry credentials' };
       const host = u.hostname.replace(/^\[|\]$/g, '');
       const refused = isIP(host) ? policy.check(host) : null;
-      return refused ? { code: 'address_not_allowed', reason: refused.replace('SIGHTLINE_MONITOR_ALLOW_PRIVATE', 'SIGHTLINE_WEBHOOK_ALLOW_PRIVATE') } : null;
+      return refused ? { code: 'address_not_allowed', reason: refused } : null;
     },
     post(url, body, headers = {}, timeoutMs = 10_000) {
       return new Promise((resolve) => {

@@ -32,11 +32,11 @@ afterAll(async () => {
 describe('webhook sender', () => {
   it('refuses loopback targets by default, by literal address and by a name that resolves to one', async () => {
     const strict = createWebhookSender('');
-    expect(strict.refuse(`http://127.0.0.1:${port}/`)).toMatchObject({ code: 'address_not_allowed' });
+    expect(strict.refuse(`http://127.0.0.1:${port}/`)).toMatchObject({ code: 'address_not_allowed', reason: expect.stringContaining('SIGHTLINE_WEBHOOK_ALLOW_PRIVATE') });
     expect(strict.refuse('http://user:pw@example.com/')).toMatchObject({ code: 'invalid_url' });
     const byName = await strict.post(`http://localhost:${port}/`, '{}');
     expect(byName.ok).toBe(false);
-    expect(byName.error).toMatch(/refused/);
+    expect(byName.error).toMatch(/refused.*SIGHTLINE_WEBHOOK_ALLOW_PRIVATE/);
     expect(bodies).toEqual([]);
   });
 

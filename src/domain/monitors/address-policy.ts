@@ -26,7 +26,8 @@ export interface AddressPolicy {
 }
 
 /** Parses the allow list; throws on an entry that is not an address or CIDR. */
-export function createAddressPolicy(allow: string): AddressPolicy {
+/** `setting` names the variable that allows more (said in refusals and errors). */
+export function createAddressPolicy(allow: string, setting = 'SIGHTLINE_MONITOR_ALLOW_PRIVATE'): AddressPolicy {
   const entries = allow.split(',').map((s) => s.trim()).filter(Boolean);
   const all = entries.some((e) => e.toLowerCase() === 'all' || e === '*');
   const allowed = new BlockList();
@@ -34,7 +35,7 @@ export function createAddressPolicy(allow: string): AddressPolicy {
     if (e.toLowerCase() === 'all' || e === '*') continue;
     const [addr, prefixText] = e.split('/');
     const family = isIP(addr!);
-    if (!family) throw new Error(`SIGHTLINE_MONITOR_ALLOW_PRIVATE: \`${e}\` is not an address or CIDR`);
+    if (!family) throw new Error(`${setting}: \`${e}\` is not an address or CIDR`);
     const type = family === 4 ? 'ipv4' : 'ipv6';
     if (prefixText === undefined) allowed.addAddress(addr!, type);
     else allowed.addSubnet(addr!, Number(prefixText), type);
@@ -50,7 +51,7 @@ export function createAddressPolicy(allow: string): AddressPolicy {
       const isSpecial = v4mapped ? special.check(v4mapped, 'ipv4') : special.check(address, type);
       if (!isSpecial || all) return null;
       if (v4mapped ? allowed.check(v4mapped, 'ipv4') : allowed.check(address, type)) return null;
-      return `${address} is a private or special-purpose address; allow it with SIGHTLINE_MONITOR_ALLOW_PRIVATE`;
+      return `${address} is a private or special-purpose address; allow it with ${setting}`;
     },
   };
 }
