@@ -48,7 +48,20 @@ const fromRow = (r: any): DeploymentRow => ({ ...r, project_id: String(r.project
 /** The time a deployment is placed at: when it started, else when we first heard of it. */
 const AT = 'COALESCE(started_at, created_at)';
 
+/**
+ * Deployment writes made through this process, per database: readers that keep derived data
+ * (the releases repo's record cache) compare it, so a write in the same millisecond as the last one
+ * is never missed.
+ */
+const writes = new WeakMap<Db, { n: number }>();
+export function deploymentWrites(db: Db): number {
+  return writes.get(db)?.n ?? 0;
+}
+
 export function createDeploymentsRepo(db: Db) {
+  let counter = writes.get(db);
+  if (!counter) writes.set(db, (counter = { n: 0 }));
+  const written = counter;
   const s = {
     byKey: db.prepare('SELECT * FROM deployments WHERE project_id = ? AND provider = ? AND deployment_id = ?'),
     insert: db.prepare(`INSERT INTO deployments (id, project_id, provider, deployment_id, service, version, environment, status, url, commit_sha, branch, started_at, finished_at, created_at, updated_at)
@@ -104,11 +117,13 @@ export function createDeploymentsRepo(db: Db) {
           const merged: DeploymentUpsert = { ...fromRow(existing), ...sent };
           check?.(merged);
           s.update.run({ ...merged, id: existing.id, now });
+          written.n++;
           return { row: fromRow(s.byKey.get(Number(projectId), d.provider, d.deployment_id)), created: false };
         }
         const fresh: DeploymentUpsert = { ...NEW_DEFAULTS, ...sent };
         check?.(fresh);
         s.insert.run({ ...fresh, id: randomUUID(), project_id: Number(projectId), now });
+        written.n++;
         return { row: fromRow(s.byKey.get(Number(projectId), d.provider, d.deployment_id)), created: true };
       })();
     },

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { deploymentWrites } from './deployments-repo.js';
 import type { ActivityInput, DeploymentInput } from '../domain/releases/build.js';
 import { decodeSketch, mergeInto, newSketch, type Sketch } from '../domain/releases/sketch.js';
 import type { Totals } from '../domain/releases/health.js';
@@ -29,9 +30,7 @@ export function createReleasesRepo(db: Db) {
     started_at, finished_at, created_at`;
   const s = {
     deployments: db.prepare(`SELECT ${deploymentCols} FROM deployments WHERE project_id = ? AND service IS NOT NULL AND version IS NOT NULL`),
-    streamDeployments: db.prepare(
-      `SELECT ${deploymentCols} FROM deployments WHERE project_id = ? AND service = ? AND COALESCE(environment, '') = ? AND version IS NOT NULL`,
-    ),
+    deploymentsMarker: db.prepare('SELECT COUNT(*) AS n, MAX(updated_at) AS u FROM deployments WHERE project_id = ?'),
     activity: db.prepare(`SELECT service_name, environment, version, start_ms, end_ms, approx FROM release_activity WHERE project_id = ? AND end_ms >= ?`),
     streamActivity: db.prepare(
       `SELECT service_name, environment, version, start_ms, end_ms, approx FROM release_activity
@@ -61,6 +60,26 @@ export function createReleasesRepo(db: Db) {
     approx: !!r.approx,
   });
 
+  /**
+   * Every release read derives from all of a project's deployment records: keep them per project
+   * and read them again only when they changed (this process counts its writes; another process's
+   * new or updated record moves the count or the latest updated_at): ~1 ms against ~25 ms and the
+   * garbage of re-reading thousands of rows.
+   * The records are shared between reads: callers never mutate them.
+   */
+  const deploymentCache = new Map<number, { marker: string; rows: readonly DeploymentInput[] }>();
+  function projectDeployments(pid: number): readonly DeploymentInput[] {
+    const m = s.deploymentsMarker.get(pid) as { n: number; u: number | null };
+    // Writes through this process (even in the same millisecond), and writes by another process.
+    const marker = `${deploymentWrites(db)}:${m.n}:${m.u}`;
+    const hit = deploymentCache.get(pid);
+    if (hit && hit.marker === marker) return hit.rows;
+    const rows = Object.freeze(s.deployments.all(pid).map(toDeployment));
+    if (deploymentCache.size > 1000) deploymentCache.clear();
+    deploymentCache.set(pid, { marker, rows });
+    return rows;
+  }
+
   /** Adds rollup rows of [a, b) (bucket starts) into `into`. */
   function addRows(stmt: typeof s.rows1m, pid: number, service: string, environment: string, a: number, b: number, into: Totals): void {
     if (b <= a) return;
@@ -73,9 +92,9 @@ export function createReleasesRepo(db: Db) {
 
   return {
     /** Deployment records naming a service and a version (environment '' when none). */
-    deployments(projectId: string, stream?: { service: string; environment: string }): DeploymentInput[] {
-      const rows = stream ? s.streamDeployments.all(Number(projectId), stream.service, stream.environment) : s.deployments.all(Number(projectId));
-      return rows.map(toDeployment);
+    deployments(projectId: string, stream?: { service: string; environment: string }): readonly DeploymentInput[] {
+      const all = projectDeployments(Number(projectId));
+      return stream ? all.filter((d) => d.service === stream.service && d.environment === stream.environment) : all;
     },
     /** Activity segments that end at or after `sinceMs`. */
     activity(projectId: string, sinceMs: number, stream?: { service: string; environment: string }): ActivityInput[] {

@@ -263,3 +263,15 @@ describe('access and 404s', () => {
     }
   });
 });
+
+describe('derived from the current deployment records', () => {
+  it('a record re-sent with a new commit in the same millisecond shows at once (no stale derivation)', async () => {
+    const s = { service: 'billing', environment: 'production', version: '7.0.0' };
+    await deploy(t, s, T0 + 10 * MIN, { deployment_id: 'billing-7', commit_sha: 'aaaa1111' });
+    expect((await release('billing', '7.0.0')).release.commit_sha).toBe('aaaa1111');
+    // Same clock: the record's updated_at does not move, nor does the count of records.
+    const r = await api(t, 'POST', `/v1/projects/${t.projectId}/deployments`, { key: t.keys.admin, body: { deployment_id: 'billing-7', commit_sha: 'bbbb2222' } });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect((await release('billing', '7.0.0')).release.commit_sha).toBe('bbbb2222');
+  });
+});
