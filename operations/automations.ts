@@ -207,7 +207,7 @@ export const listTemplates = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({ data: z.array(z.object({ id: z.string(), name: z.string(), description: z.string(), config: configOut })) }),
   errors: [],
   handler() {
@@ -226,7 +226,7 @@ export const list = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, state: z.enum(AUTOMATION_STATES).optional().describe('Only automations in this state.'), ...offsetPagination(50, 200) }),
+  input: z.strictObject({ project_id: projectId, state: z.enum(AUTOMATION_STATES).optional().describe('Only automations in this state.'), ...offsetPagination(50, 200) }),
   output: page(automationSchema),
   errors: [{ status: 400, code: 'invalid_parameter', when: 'bad state, limit or offset' }],
   display: { columns: ['id', 'name', 'state', 'template_id', 'next_run_at'] },
@@ -352,7 +352,7 @@ export const get = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, automation_id: automationId }),
+  input: z.strictObject({ project_id: projectId, automation_id: automationId }),
   output: automationSchema,
   errors: [notFound('automation')],
   handler(input, ctx) {
@@ -410,7 +410,7 @@ export const del = defineOperation({
   risk: 'write',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, automation_id: automationId }),
+  input: z.strictObject({ project_id: projectId, automation_id: automationId }),
   output: z.object({ id: z.string(), deleted: z.literal(true) }),
   errors: [notFound('automation')],
   handler(input, ctx) {
@@ -455,7 +455,7 @@ export const listSkills = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({ data: z.array(skillSchema) }),
   errors: [],
   handler(_input, ctx) {
@@ -498,7 +498,7 @@ export const getSkill = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, skill_id: skillId }),
+  input: z.strictObject({ project_id: projectId, skill_id: skillId }),
   output: skillSchema,
   errors: [notFound('skill')],
   handler(input, ctx) {
@@ -517,7 +517,7 @@ export const deleteSkill = defineOperation({
   risk: 'write',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, skill_id: skillId }),
+  input: z.strictObject({ project_id: projectId, skill_id: skillId }),
   output: z.object({ id: z.string(), deleted: z.literal(true) }),
   errors: [notFound('skill')],
   handler(input, ctx) {
@@ -562,7 +562,7 @@ export const listRuns = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, automation_id: automationId, status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']).optional(), ...offsetPagination(50, 200) }),
+  input: z.strictObject({ project_id: projectId, automation_id: automationId, status: z.enum(['queued', 'running', 'completed', 'failed', 'cancelled']).optional(), ...offsetPagination(50, 200) }),
   output: page(runSummary),
   errors: [notFound('automation'), { status: 400, code: 'invalid_parameter', when: 'bad status, limit or offset' }],
   display: { columns: ['id', 'trigger', 'status', 'created_at', 'ended_at'] },
@@ -584,7 +584,7 @@ export const getRun = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, run_id: runId }),
+  input: z.strictObject({ project_id: projectId, run_id: runId }),
   output: runSchema,
   errors: [notFound('run')],
   handler(input, ctx) {
@@ -603,7 +603,7 @@ export const cancelRun = defineOperation({
   risk: 'write',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, run_id: runId }),
+  input: z.strictObject({ project_id: projectId, run_id: runId }),
   output: runSchema,
   errors: [notFound('run'), { status: 409, code: 'run_finished', when: 'the run already completed, failed or was cancelled' }],
   handler(input, ctx) {
@@ -625,7 +625,7 @@ export const listOutputs = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, run_id: runId }),
+  input: z.strictObject({ project_id: projectId, run_id: runId }),
   output: z.object({ data: z.array(outputSchema) }),
   errors: [notFound('run')],
   handler(input, ctx) {
@@ -645,7 +645,7 @@ export const listApprovals = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, run_id: runId }),
+  input: z.strictObject({ project_id: projectId, run_id: runId }),
   output: z.object({ data: z.array(approvalSchema) }),
   errors: [notFound('run')],
   handler(input, ctx) {
@@ -816,7 +816,7 @@ export const listCapabilities = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({ data: z.array(capabilitySchema) }),
   errors: [],
   handler(_input, ctx) {

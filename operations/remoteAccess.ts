@@ -231,7 +231,7 @@ export const listTargets = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({ data: z.array(targetSchema) }),
   errors: [GATE],
   handler(_input, ctx) {
@@ -330,7 +330,7 @@ export const getRequest = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, request_id: uuid('request id').describe('Request id (UUID).') }),
+  input: z.strictObject({ project_id: projectId, request_id: uuid('request id').describe('Request id (UUID).') }),
   output: requestSchema,
   errors: [GATE, TARGET_404, INVALID],
   handler(input, ctx) {
@@ -381,7 +381,7 @@ export const listApprovals = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({
     data: z.array(z.object({
       request_id: z.string(), target_id: z.string(), target_label: z.string(), environment: z.string(), operation_id: z.string(),
@@ -422,7 +422,7 @@ export const listExecutions = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, limit: queryInt({ min: 1, max: 100, default: 50, describe: 'Rows, 1 to 100 (default 50).' }) }),
+  input: z.strictObject({ project_id: projectId, limit: queryInt({ min: 1, max: 100, default: 50, describe: 'Rows, 1 to 100 (default 50).' }) }),
   output: z.object({ data: z.array(executionSchema) }),
   errors: [GATE, INVALID],
   handler(input, ctx) {
@@ -442,7 +442,7 @@ export const listAudit = defineOperation({
   risk: 'read',
   sensitive: false,
   projectScoped: true,
-  input: z.object({ project_id: projectId, after: queryInt({ min: 0, max: Number.MAX_SAFE_INTEGER, default: 0, describe: 'Return entries after this id.' }), limit: queryInt({ min: 1, max: 200, default: 100, describe: 'Rows, 1 to 200 (default 100).' }) }),
+  input: z.strictObject({ project_id: projectId, after: queryInt({ min: 0, max: Number.MAX_SAFE_INTEGER, default: 0, describe: 'Return entries after this id.' }), limit: queryInt({ min: 1, max: 200, default: 100, describe: 'Rows, 1 to 200 (default 100).' }) }),
   output: z.object({ data: z.array(z.object({ id: z.number().int(), at: z.string(), actor: z.string(), action: z.string(), subject_type: z.string(), subject_id: z.string(), detail: z.record(z.string(), z.unknown()) })), next_after: z.number().int().nullable() }),
   errors: [GATE, INVALID],
   handler(input, ctx) {
@@ -469,7 +469,7 @@ export const listSetupTargets = defineOperation({
   risk: 'read',
   sensitive: true,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({ data: z.array(targetSchema) }),
   errors: [GATE],
   handler(_input, ctx) {
@@ -630,7 +630,7 @@ export const getPolicy = defineOperation({
   risk: 'read',
   sensitive: true,
   projectScoped: true,
-  input: z.object({ project_id: projectId, target_id: uuid('target id').describe('Target id (UUID).'), revision: z.coerce.number().int().min(1).optional().describe('A past revision (default: current).') }),
+  input: z.strictObject({ project_id: projectId, target_id: uuid('target id').describe('Target id (UUID).'), revision: z.coerce.number().int().min(1).optional().describe('A past revision (default: current).') }),
   output: policyOut,
   errors: [GATE, TARGET_404, INVALID],
   handler(input, ctx) {
@@ -719,7 +719,7 @@ export const listConnectors = defineOperation({
   risk: 'read',
   sensitive: true,
   projectScoped: true,
-  input: z.object({ project_id: projectId }),
+  input: z.strictObject({ project_id: projectId }),
   output: z.object({ data: z.array(connectorSchema) }),
   errors: [GATE],
   handler(_input, ctx) {
@@ -768,7 +768,7 @@ export const getConnector = defineOperation({
   risk: 'read',
   sensitive: true,
   projectScoped: true,
-  input: z.object({ project_id: projectId, connector_id: connectorIdParam }),
+  input: z.strictObject({ project_id: projectId, connector_id: connectorIdParam }),
   output: connectorSchema,
   errors: [GATE, TARGET_404, INVALID],
   handler(input, ctx) {

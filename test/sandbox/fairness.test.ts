@@ -106,7 +106,10 @@ describe('calls sent before the deadline', () => {
       { code: 'const all = await Promise.all(Array.from({ length: 40 }, (_, i) => api.errors.list({ i }))); return all.length', operations: OPERATIONS },
       host,
     );
-    expect(res.error?.name).toBe('TimeoutError');
+    // The script ends on its wall clock, or (on a busy machine, when the refusal reaches it first) on
+    // the refused call: either way past the deadline and saying so.
+    if (res.error?.name === 'ApiError') expect(res.error.code).toBe('deadline_exceeded');
+    else expect(res.error?.name).toBe('TimeoutError');
     // 40 × 150 ms = 6 s of work was asked for; only what fits in the wall clock was started.
     expect(starts.length).toBeLessThan(40);
     expect(starts.length).toBeGreaterThan(0);
