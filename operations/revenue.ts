@@ -4,10 +4,10 @@ import { isoDateTime, projectId, queryInt, toIso } from './shared.js';
 import { NotFoundError, ValidationError } from '../src/core/errors.js';
 import { analyticsErrors, cached, checkRangeSize, fxOut, fxSchema, rangeOut, rangeParams, readRange, reportingCurrency, requireAnalytics } from './revenue-shared.js';
 import { LEDGER_STATUSES, LEDGER_TYPES, MAX_FUTURE_MS, toLedgerRow, type LedgerRow, type LedgerType } from '../src/domain/revenue/ledger.js';
-import { convertMinor, converterTo, FX_TABLE, hasRate, ISO_CURRENCY, roundMoney, toMajor } from '../src/domain/revenue/fx.js';
+import { convertMinor, FX_TABLE, hasRate, ISO_CURRENCY, reportingMinorOf, roundMoney, toMajor } from '../src/domain/revenue/fx.js';
 import { bucketIndex, bucketStarts, DAY_MS, previousRange, seriesInterval } from '../src/domain/revenue/range.js';
 import { computeMrr } from '../src/domain/revenue/mrr.js';
-import { attribute } from '../src/domain/revenue/attribution.js';
+import { attributePacked } from '../src/domain/revenue/attribution-fast.js';
 import { estimateImpact, IMPACT_METHOD, IMPACT_WINDOW_DAYS } from '../src/domain/revenue/impact.js';
 
 const P = '/v1/projects/{project_id}/revenue';
@@ -34,52 +34,47 @@ type Acc = Record<LedgerType, Map<string, number>>;
 const newAcc = (): Acc => ({ payment: new Map(), refund: new Map(), dispute: new Map(), dispute_reversal: new Map() });
 const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
 
+/**
+ * Sums of one range. Every converted figure adds integers: each ledger row converted and rounded to
+ * the reporting currency's minor unit on its own (toReportingMinor), kept summed per day in the rollup.
+ */
 function sumsOf(ctx: HandlerContext, pid: string, r: { from: number; to: number }, cur: string, missing: Set<string>) {
-  const totals = ctx.services.revenue.totals(pid, r.from, r.to);
+  const totals = ctx.services.revenue.totals(pid, r.from, r.to, cur);
   const acc = newAcc();
+  const conv = newAcc();
   const plans = new Map<string, { gross: number; net: number; payments: number }>();
   let payments = 0;
   let rows = 0;
+  const sum = { payment: 0, refund: 0, dispute: 0, dispute_reversal: 0 };
   for (const t of totals) {
     rows += t.n;
     add(acc[t.type], t.currency, t.amount);
     if (t.type === 'payment') payments += t.n;
-    const v = convertMinor(t.amount, t.currency, cur);
-    if (v === null) {
+    if (t.converted === null) {
       missing.add(t.currency);
       continue;
     }
+    add(conv[t.type], t.currency, t.converted);
+    sum[t.type] += t.converted;
     const pl = plans.get(t.plan) ?? { gross: 0, net: 0, payments: 0 };
-    pl.net += v;
+    pl.net += t.converted;
     if (t.type === 'payment') {
-      pl.gross += v;
+      pl.gross += t.converted;
       pl.payments += t.n;
     }
     plans.set(t.plan, pl);
   }
-  const conv = (m: Map<string, number>) => {
-    let sum = 0;
-    for (const [c, a] of m) {
-      const v = convertMinor(a, c, cur);
-      if (v === null) missing.add(c);
-      else sum += v;
-    }
-    return sum;
-  };
-  const gross = conv(acc.payment);
-  const refunds = conv(acc.refund);
-  const disputes = conv(acc.dispute);
-  const reversals = conv(acc.dispute_reversal);
+  const m = (minor: number) => toMajor(minor, cur);
   const sums: RangeSums = {
-    gross: roundMoney(gross, cur),
-    refunds: roundMoney(refunds, cur),
-    disputes: roundMoney(disputes, cur),
-    dispute_reversals: roundMoney(reversals, cur),
-    net: roundMoney(gross + refunds + disputes + reversals, cur),
+    gross: m(sum.payment),
+    refunds: m(sum.refund),
+    disputes: m(sum.dispute),
+    dispute_reversals: m(sum.dispute_reversal),
+    net: m(sum.payment + sum.refund + sum.dispute + sum.dispute_reversal),
     payments,
     rows,
   };
-  return { sums, acc, plans };
+  return { sums, acc, conv, plans };
 }
 
 const sumsSchema = {
@@ -134,7 +129,7 @@ export const overview = defineOperation({
     const cur = reportingCurrency(ctx, pid);
     return cached(ctx, pid, `overview:${range.from}:${range.to}:${cur}`, () => {
       const missing = new Set<string>();
-      const { sums, acc, plans } = sumsOf(ctx, pid, range, cur, missing);
+      const { sums, acc, conv, plans } = sumsOf(ctx, pid, range, cur, missing);
       checkRangeSize(ctx, sums.rows);
       const prevRange = previousRange(range);
       const prev = sumsOf(ctx, pid, prevRange, cur, new Set());
@@ -142,9 +137,9 @@ export const overview = defineOperation({
       const interval = seriesInterval(range);
       const starts = bucketStarts(range, interval);
       const series = starts.map((s) => ({ start: s, gross: 0, refunds: 0, disputes: 0, net: 0 }));
-      for (const p of ctx.services.revenue.series(pid, range.from, range.to, (ts) => bucketIndex(ts, starts, interval))) {
+      for (const p of ctx.services.revenue.series(pid, range.from, range.to, cur, (ts) => bucketIndex(ts, starts, interval))) {
         const b = series[p.bucket];
-        const v = convertMinor(p.amount, p.currency, cur);
+        const v = p.converted;
         if (!b || v === null) continue;
         if (p.type === 'payment') b.gross += v;
         else if (p.type === 'refund') b.refunds += v;
@@ -155,7 +150,8 @@ export const overview = defineOperation({
       const major = (m: Map<string, number>, c: string) => toMajor(m.get(c) ?? 0, c);
       const by_currency = [...currencies].sort().map((c) => {
         const netMinor = (acc.payment.get(c) ?? 0) + (acc.refund.get(c) ?? 0) + (acc.dispute.get(c) ?? 0) + (acc.dispute_reversal.get(c) ?? 0);
-        const conv = convertMinor(netMinor, c, cur);
+        const rated = conv.payment.has(c) || conv.refund.has(c) || conv.dispute.has(c) || conv.dispute_reversal.has(c);
+        const netConverted = (conv.payment.get(c) ?? 0) + (conv.refund.get(c) ?? 0) + (conv.dispute.get(c) ?? 0) + (conv.dispute_reversal.get(c) ?? 0);
         return {
           currency: c,
           gross: major(acc.payment, c),
@@ -163,11 +159,11 @@ export const overview = defineOperation({
           disputes: major(acc.dispute, c),
           dispute_reversals: major(acc.dispute_reversal, c),
           net: toMajor(netMinor, c),
-          net_converted: conv === null ? null : roundMoney(conv, cur),
+          net_converted: rated ? toMajor(netConverted, cur) : null,
         };
       });
       const by_plan = [...plans.entries()]
-        .map(([plan, v]) => ({ plan: plan || null, gross: roundMoney(v.gross, cur), net: roundMoney(v.net, cur), payments: v.payments }))
+        .map(([plan, v]) => ({ plan: plan || null, gross: toMajor(v.gross, cur), net: toMajor(v.net, cur), payments: v.payments }))
         .sort((a, b) => b.net - a.net || String(a.plan).localeCompare(String(b.plan)));
       return {
         from: toIso(range.from)!,
@@ -176,7 +172,7 @@ export const overview = defineOperation({
         ...stripRows(sums),
         customers: ctx.services.revenue.customers(pid, range.from, range.to),
         interval,
-        series: series.map((b) => ({ start: toIso(b.start)!, gross: roundMoney(b.gross, cur), refunds: roundMoney(b.refunds, cur), disputes: roundMoney(b.disputes, cur), net: roundMoney(b.net, cur) })),
+        series: series.map((b) => ({ start: toIso(b.start)!, gross: toMajor(b.gross, cur), refunds: toMajor(b.refunds, cur), disputes: toMajor(b.disputes, cur), net: toMajor(b.net, cur) })),
         by_currency,
         by_plan,
         previous: {
@@ -296,18 +292,23 @@ export const attribution = defineOperation({
     const range = readRange(input, ctx.now());
     const cur = reportingCurrency(ctx, pid);
     return cached(ctx, pid, `attribution:${range.from}:${range.to}:${cur}:${input.model}:${input.dimension}:${input.lookback_days}`, () => {
-      const rowCount = ctx.services.revenue.totals(pid, range.from, range.to).reduce((n, t) => n + t.n, 0);
+      const rowCount = ctx.services.revenue.totals(pid, range.from, range.to, cur).reduce((n, t) => n + t.n, 0);
       checkRangeSize(ctx, rowCount);
       const lookbackMs = input.lookback_days * DAY_MS;
       const missing = new Set<string>();
-      const rows = ctx.services.revenue.attributableRows(pid, range.from, range.to, converterTo(cur), missing);
-      const touches = ctx.services.analytics.touchesByPerson(pid, range.from - lookbackMs, range.to);
-      const r = attribute(rows, (p) => touches.get(p) ?? [], {
+      // Packed day rows and the touches with a value for the dimension, by person index: linear in both
+      // (attribution-fast.ts), equal to `attribute` over attributableRows + touchesByPerson.
+      const { rows } = ctx.services.revenue.packedRows(pid, range.from, range.to, cur, missing);
+      const touches = ctx.services.analytics.packedTouches(pid, range.from - lookbackMs, range.to, input.dimension);
+      let persons = 0;
+      for (let i = 0; i < rows.n; i++) persons = Math.max(persons, rows.person[i]! + 1);
+      for (let i = 0; i < touches.n; i++) persons = Math.max(persons, touches.person[i]! + 1);
+      const r = attributePacked(rows, touches, persons, {
         model: input.model,
         dimension: input.dimension,
         lookbackMs,
         maxTouchRows: 100,
-        round: (v) => roundMoney(v, cur),
+        round: (minor) => toMajor(minor, cur),
       });
       return {
         from: toIso(range.from)!,
@@ -390,16 +391,17 @@ export const impact = defineOperation({
         for (const p of sp.identifiedPeople) people.add(p);
       }
       const missing = new Set<string>();
-      let net = 0;
+      let netMinor = 0;
       if (people.size) {
+        const rm = reportingMinorOf(cur);
         for (const r of ctx.services.revenue.rowsWithPeople(pid, window.from, window.to)) {
           if (!r.person || !people.has(r.person)) continue;
-          const v = convertMinor(r.amount, r.currency, cur);
+          const v = rm(r.amount, r.currency);
           if (v === null) missing.add(r.currency);
-          else net += v;
+          else netMinor += v;
         }
       }
-      const est = estimateImpact({ sessions: sessions.length, identifiedSessions, net });
+      const est = estimateImpact({ sessions: sessions.length, identifiedSessions, net: toMajor(netMinor, cur) });
       return {
         target: input.target,
         id: input.id,

@@ -6,6 +6,7 @@
 import type { Db } from './db.js';
 import { touchOf, type CaptureEvent } from '../domain/analytics/capture.js';
 import type { Touch } from '../domain/revenue/attribution.js';
+import type { PackedTouches } from '../domain/revenue/attribution-fast.js';
 
 /**
  * Person keys of distinct ids (`p:<person id>`), loaded once per project and kept until its identity
@@ -34,6 +35,52 @@ export function personKeysOf(db: Db): (projectId: number) => ReadonlyMap<string,
   return f;
 }
 
+/**
+ * Dense person indexes (0, 1, …) for person keys, numbered per person map: stable while the identity
+ * epoch stays, so the revenue and analytics repositories resolve ids to the same indexes and can memo
+ * their resolutions across reads (attribution-fast.ts).
+ */
+export interface PersonIndex {
+  persons: ReadonlyMap<string, string>;
+  indexOf(key: string): number;
+  size(): number;
+  /** Memo tables of callers, dropped with the index when the epoch moves. */
+  memo: Map<string, unknown>;
+}
+const personIndexes = new WeakMap<ReadonlyMap<string, string>, PersonIndex>();
+export function personIndexOf(db: Db): (projectId: number) => PersonIndex {
+  const keys = personKeysOf(db);
+  return (pid: number) => {
+    const persons = keys(pid);
+    let x = personIndexes.get(persons);
+    if (!x) {
+      const m = new Map<string, number>();
+      x = {
+        persons,
+        indexOf(key: string) {
+          let i = m.get(key);
+          if (i === undefined) m.set(key, (i = m.size));
+          return i;
+        },
+        size: () => m.size,
+        memo: new Map(),
+      };
+      personIndexes.set(persons, x);
+    }
+    return x;
+  };
+}
+
+export interface TouchMirror {
+  ts: number[];
+  /** Index into `ids`. */
+  did: number[];
+  ids: string[];
+  source: (string | null)[];
+  medium: (string | null)[];
+  campaign: (string | null)[];
+}
+
 export type MergeOutcome = 'merged' | 'linked' | 'refused_identified' | 'noop';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -53,7 +100,9 @@ export function createAnalyticsRepo(db: Db) {
     moveIds: db.prepare('UPDATE analytics_distinct_ids SET person_id = ? WHERE project_id = ? AND person_id = ?'),
     deletePerson: db.prepare('DELETE FROM analytics_persons WHERE id = ? AND project_id = ?'),
     identify: db.prepare('UPDATE analytics_persons SET identified = 1 WHERE id = ? AND project_id = ?'),
-    touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts').raw(true),
+    // The covering index gives ties in (distinct_id, source, medium, campaign) order; stated so it is a rule.
+    touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts, distinct_id, source, medium, campaign').raw(true),
+    touchesAfter: db.prepare('SELECT rowid, project_id, distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE rowid > ? ORDER BY rowid').raw(true),
     bumpIdentity: db.prepare('INSERT INTO analytics_identity_epoch (project_id, epoch) VALUES (?, 1) ON CONFLICT (project_id) DO UPDATE SET epoch = epoch + 1'),
     sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ?'),
     sessionsByReplay: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND replay_id = ?'),
@@ -78,6 +127,29 @@ export function createAnalyticsRepo(db: Db) {
   };
 
   const personKeys = personKeysOf(db);
+  const personIndex = personIndexOf(db);
+
+  // Touches are only ever inserted: a per-process copy, in columns, extended by rowid on each read.
+  const mirrors = new Map<number, TouchMirror & { idOf: Map<string, number> }>();
+  let mirroredRowid = 0;
+  function mirrorOf(pid: number): TouchMirror {
+    for (const [rowid, p, d, ts, source, medium, campaign] of s.touchesAfter.iterate(mirroredRowid) as Iterable<[number, number, string, number, string | null, string | null, string | null]>) {
+      mirroredRowid = rowid;
+      let m = mirrors.get(p);
+      if (!m) mirrors.set(p, (m = { ts: [], did: [], ids: [], source: [], medium: [], campaign: [], idOf: new Map() }));
+      let id = m.idOf.get(d);
+      if (id === undefined) {
+        m.idOf.set(d, (id = m.ids.length));
+        m.ids.push(d);
+      }
+      m.ts.push(ts);
+      m.did.push(id);
+      m.source.push(source);
+      m.medium.push(medium);
+      m.campaign.push(campaign);
+    }
+    return mirrors.get(pid) ?? { ts: [], did: [], ids: [], source: [], medium: [], campaign: [] };
+  }
 
   function personOf(pid: number, distinctId: string): { person_id: number; identified: number } | undefined {
     return s.personOf.get(pid, distinctId) as any;
@@ -178,6 +250,45 @@ export function createAnalyticsRepo(db: Db) {
         else out.set(person, [t]);
       }
       return out;
+    },
+    /**
+     * Touches in [from, to] with a value for `dim`, as attribution-fast.ts takes them: person indexes
+     * of `personIndexOf` (person of the distinct id, else `d:<distinct id>`), ties in the order of
+     * touchesByPerson.
+     */
+    packedTouches(projectId: string, from: number, to: number, dim: 'source' | 'medium' | 'campaign'): PackedTouches {
+      const pid = Number(projectId);
+      const m = mirrorOf(pid);
+      const px = personIndex(pid);
+      const memoKey = `touch-persons:${pid}`;
+      const memo = (px.memo.get(memoKey) as number[] | undefined) ?? [];
+      px.memo.set(memoKey, memo);
+      const values = m[dim];
+      const sel: number[] = [];
+      for (let i = 0; i < m.ts.length; i++) if (m.ts[i]! >= from && m.ts[i]! <= to && values[i]) sel.push(i);
+      const n = sel.length;
+      const ts = new Float64Array(n);
+      const person = new Int32Array(n);
+      for (let k = 0; k < n; k++) {
+        const i = sel[k]!;
+        ts[k] = m.ts[i]!;
+        const d = m.did[i]!;
+        let p = memo[d];
+        if (p === undefined) memo[d] = p = px.indexOf(px.persons.get(m.ids[d]!) ?? `d:${m.ids[d]!}`);
+        person[k] = p;
+      }
+      const cmp = (x: string | null, y: string | null) => (x === y ? 0 : x === null ? -1 : y === null ? 1 : x < y ? -1 : 1);
+      return {
+        n,
+        ts,
+        person,
+        value: (k) => values[sel[k]!]!,
+        tie: (a, b) => {
+          const i = sel[a]!;
+          const j = sel[b]!;
+          return cmp(m.ids[m.did[i]!]!, m.ids[m.did[j]!]!) || cmp(m.source[i]!, m.source[j]!) || cmp(m.medium[i]!, m.medium[j]!) || cmp(m.campaign[i]!, m.campaign[j]!);
+        },
+      };
     },
     person(projectId: string, distinctId: string): { id: string; identified: boolean; distinct_ids: string[] } | null {
       const p = personOf(Number(projectId), distinctId);

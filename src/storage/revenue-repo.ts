@@ -5,9 +5,12 @@
  * the two partial edge days.
  */
 import type { Db } from './db.js';
-import { personKeysOf } from './analytics-repo.js';
+import { personIndexOf, personKeysOf } from './analytics-repo.js';
+import type { PackedAttributionRows } from '../domain/revenue/attribution-fast.js';
 import { customerKey, type LedgerRow, type LedgerType } from '../domain/revenue/ledger.js';
 import { DAY_MS } from '../domain/revenue/range.js';
+import { reportingMinorOf } from '../domain/revenue/fx.js';
+import { appendDay, dayRowStatements, keyInterner, rebuildConverted, rebuildDay, ROW_BYTES, TYPE_CODES, type DayRowInput } from './revenue-rollup.js';
 import type { SubscriptionState } from '../domain/revenue/mrr.js';
 import type { AttributableRow } from '../domain/revenue/attribution.js';
 
@@ -23,6 +26,13 @@ export interface TotalsRow {
   type: LedgerType;
   amount: number;
   n: number;
+  /** Per-row-rounded amounts in the reporting currency's minor units (fx.ts toReportingMinor); null without a rate. */
+  converted: number | null;
+}
+
+/** One posted ledger row as packed in `revenue_day_rows` (ids are `revenue_keys` ids, -1 for none). */
+export interface PackedRowVisitor {
+  (at: number, type: LedgerType, amount: number, currencyId: number, distinctId: number, anonymousId: number, customerId: number): void;
 }
 
 export interface ConnectionRow {
@@ -81,13 +91,19 @@ export function createRevenueRepo(db: Db) {
         customer_id = excluded.customer_id, distinct_id = excluded.distinct_id, anonymous_id = excluded.anonymous_id, parent_id = excluded.parent_id,
         subscription_id = excluded.subscription_id, plan = excluded.plan, recurring = excluded.recurring, status = excluded.status, source = excluded.source,
         customer_key = excluded.customer_key, received_at = excluded.received_at`),
-    rollup: db.prepare(`INSERT INTO revenue_daily (project_id, day, currency, plan, type, amount, n) VALUES (?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (project_id, day, currency, plan, type) DO UPDATE SET amount = amount + excluded.amount, n = n + excluded.n`),
-    dailyTotals: db.prepare(`SELECT currency, plan, type, SUM(amount) AS amount, SUM(n) AS n FROM revenue_daily WHERE project_id = ? AND day >= ? AND day < ? GROUP BY currency, plan, type`),
-    dailySeries: db.prepare(`SELECT day, currency, type, SUM(amount) AS amount FROM revenue_daily WHERE project_id = ? AND day >= ? AND day < ? GROUP BY day, currency, type`),
-    rawTotals: db.prepare(`SELECT currency, COALESCE(plan, '') AS plan, type, SUM(amount) AS amount, COUNT(*) AS n FROM revenue_events
-      WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted' GROUP BY currency, plan, type`),
-    rawSeries: db.prepare(`SELECT occurred_at, currency, type, amount FROM revenue_events WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`),
+    rollup: db.prepare(`INSERT INTO revenue_daily (project_id, day, currency, plan, type, amount, n, converted) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (project_id, day, currency, plan, type) DO UPDATE SET amount = amount + excluded.amount, n = n + excluded.n, converted = converted + excluded.converted`),
+    // Groups with and without `converted` apart: a NULL one is converted from its total at read.
+    dailyTotals: db.prepare(`SELECT currency, plan, type, SUM(amount) AS amount, SUM(n) AS n, SUM(converted) AS converted, converted IS NULL AS unconverted FROM revenue_daily
+      WHERE project_id = ? AND day >= ? AND day < ? GROUP BY currency, plan, type, converted IS NULL`),
+    dailySeries: db.prepare(`SELECT day, currency, type, SUM(amount) AS amount, SUM(converted) AS converted, converted IS NULL AS unconverted FROM revenue_daily
+      WHERE project_id = ? AND day >= ? AND day < ? GROUP BY day, currency, type, converted IS NULL`),
+    rawRows: db.prepare(`SELECT occurred_at, currency, COALESCE(plan, '') AS plan, type, amount FROM revenue_events WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`).raw(true),
+    rollupCurrency: db.prepare('SELECT currency FROM revenue_rollup_currency WHERE project_id = ?').pluck(),
+    setRollupCurrency: db.prepare('INSERT OR IGNORE INTO revenue_rollup_currency (project_id, currency) VALUES (?, ?)'),
+    dayBlobs: db.prepare('SELECT day, rows FROM revenue_day_rows WHERE project_id = ? AND day >= ? AND day < ? ORDER BY day').raw(true),
+    keysAfter: db.prepare('SELECT id, key FROM revenue_keys WHERE project_id = ? AND id > ? ORDER BY id').raw(true),
+    maxKey: db.prepare('SELECT MAX(id) FROM revenue_keys WHERE project_id = ?').pluck(),
     customers: db.prepare(`SELECT COUNT(DISTINCT customer_key) AS n FROM revenue_events INDEXED BY revenue_events_customers
       WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND type = 'payment' AND status = 'posted'`),
     // Covered by revenue_events_people: no look-ups into the table; persons are resolved in JS from one map.
@@ -120,28 +136,101 @@ export function createRevenueRepo(db: Db) {
   };
 
   const personKeys = personKeysOf(db);
+  const personIndex = personIndexOf(db);
 
-  const addRollup = (pid: number, r: LedgerRow, sign: 1 | -1) => {
-    if (r.status !== 'posted') return;
-    s.rollup.run(pid, dayOf(r.occurred_at), r.currency, r.plan ?? '', r.type, sign * r.amount, sign);
-  };
+  const intern = keyInterner(db);
+  const dayStmts = dayRowStatements(db);
+
+  /** The currency `revenue_daily.converted` is kept in: the reporting currency (recorded at the first write). */
+  function rollupCurrencyOf(pid: number): string {
+    let c = s.rollupCurrency.get(pid) as string | undefined;
+    if (c === undefined) {
+      c = (s.settings.get(pid) as { currency: string } | undefined)?.currency ?? 'USD';
+      s.setRollupCurrency.run(pid, c);
+    }
+    return c;
+  }
+
+  /** The rollup currency as reads see it (never writes). */
+  const keptCurrency = (pid: number): string =>
+    (s.rollupCurrency.get(pid) as string | undefined) ?? (s.settings.get(pid) as { currency: string } | undefined)?.currency ?? 'USD';
 
   /** Insert or replace ledger rows by id (call inside a transaction). Returns how many rows changed. */
   function writeLedger(projectId: string, rows: readonly LedgerRow[], now: number): number {
     const pid = Number(projectId);
+    const rm = reportingMinorOf(rollupCurrencyOf(pid));
+    const addRollup = (r: LedgerRow, sign: 1 | -1) => {
+      if (r.status !== 'posted') return;
+      const v = rm(r.amount, r.currency);
+      s.rollup.run(pid, dayOf(r.occurred_at), r.currency, r.plan ?? '', r.type, sign * r.amount, sign, v === null ? null : sign * v);
+    };
+    const rebuild = new Set<number>();
+    const appends = new Map<number, DayRowInput[]>();
     let written = 0;
     for (const r of rows) {
       const old = s.get.get(pid, r.id) as any;
       if (old) {
         const prev = ledgerFromRow(old);
         if (SAME_FIELDS.every((f) => prev[f] === r[f])) continue;
-        addRollup(pid, prev, -1);
+        addRollup(prev, -1);
+        if (prev.status === 'posted') rebuild.add(dayOf(prev.occurred_at));
       }
-      s.upsert.run({ ...r, project_id: pid, recurring: r.recurring ? 1 : 0, customer_key: customerKey(r), received_at: now });
-      addRollup(pid, r, 1);
+      const key = customerKey(r);
+      s.upsert.run({ ...r, project_id: pid, recurring: r.recurring ? 1 : 0, customer_key: key, received_at: now });
+      addRollup(r, 1);
+      if (r.status === 'posted') {
+        const day = dayOf(r.occurred_at);
+        if (old) rebuild.add(day);
+        else {
+          const l = appends.get(day) ?? [];
+          l.push({ type: r.type, amount: r.amount, currency: r.currency, occurred_at: r.occurred_at, distinct_id: r.distinct_id, anonymous_id: r.anonymous_id, customer_key: key });
+          appends.set(day, l);
+        }
+      }
       written++;
     }
+    // Day blobs: a replaced or voided row rebuilds its day(s) from the ledger; new rows are appended.
+    for (const day of rebuild) rebuildDay(dayStmts, intern, pid, day);
+    for (const [day, l] of appends) if (!rebuild.has(day)) appendDay(dayStmts, intern, pid, day, l);
     return written;
+  }
+
+  /** Per-row-rounded sums of raw ledger rows in [a, b), merged into `into` by currency, plan and type. */
+  function rawTotals(pid: number, a: number, b: number, cur: string, into: TotalsRow[]): void {
+    const rm = reportingMinorOf(cur);
+    const m = new Map<string, TotalsRow>();
+    for (const [, currency, plan, type, amount] of s.rawRows.iterate(pid, a, b) as Iterable<[number, string, string, LedgerType, number]>) {
+      const k = `${currency}\u0000${plan}\u0000${type}`;
+      let t = m.get(k);
+      if (!t) m.set(k, (t = { currency, plan, type, amount: 0, n: 0, converted: 0 }));
+      const v = rm(amount, currency);
+      t.amount += amount;
+      t.n++;
+      t.converted = t.converted === null || v === null ? null : t.converted + v;
+    }
+    into.push(...m.values());
+  }
+
+  const keyCache = new Map<number, string[]>();
+  /** `revenue_keys` strings by id (ids only grow: new ones are read on demand). */
+  function keys(pid: number): string[] {
+    let l = keyCache.get(pid);
+    if (!l) keyCache.set(pid, (l = ['']));
+    for (const [id, key] of s.keysAfter.all(pid, l.length - 1) as [number, string][]) l[id] = key;
+    return l;
+  }
+
+  /** Visit every packed posted row with occurred_at in [from, to). */
+  function visitRows(pid: number, from: number, to: number, visit: PackedRowVisitor): void {
+    for (const [day, blob] of s.dayBlobs.iterate(pid, dayOf(from), to) as Iterable<[number, Buffer]>) {
+      const dv = new DataView(blob.buffer, blob.byteOffset, blob.byteLength);
+      const full = day >= from && day + DAY_MS <= to;
+      for (let o = 0; o < blob.byteLength; o += ROW_BYTES) {
+        const at = day + dv.getUint32(o, true);
+        if (!full && (at < from || at >= to)) continue;
+        visit(at, TYPE_CODES[dv.getUint8(o + 4)]!, dv.getFloat64(o + 8, true), dv.getInt32(o + 16, true), dv.getInt32(o + 20, true), dv.getInt32(o + 24, true), dv.getInt32(o + 28, true));
+      }
+    }
   }
 
   function writeSubscriptions(projectId: string, rows: readonly Omit<SubscriptionRow, never>[], now: number): number {
@@ -156,17 +245,24 @@ export function createRevenueRepo(db: Db) {
     return written;
   }
 
-  /** Posted totals per currency, plan and type over [from, to): whole days from the rollup, edges from the ledger. */
-  function totals(projectId: string, from: number, to: number): TotalsRow[] {
+  /**
+   * Posted totals per currency, plan and type over [from, to) with `converted` in `cur`: whole days from
+   * the rollup, the two partial edge days from the ledger. When the rollup is kept in another currency
+   * (the reporting currency changed in another process), every row is read from the ledger instead.
+   */
+  function totals(projectId: string, from: number, to: number, cur: string): TotalsRow[] {
     const pid = Number(projectId);
+    const rm = reportingMinorOf(cur);
     const firstFull = Math.ceil(from / DAY_MS) * DAY_MS;
     const lastFull = dayOf(to);
     const parts: TotalsRow[] = [];
-    if (firstFull >= lastFull) parts.push(...(s.rawTotals.all(pid, from, to) as TotalsRow[]));
+    if (firstFull >= lastFull || keptCurrency(pid) !== cur) rawTotals(pid, from, to, cur, parts);
     else {
-      parts.push(...(s.dailyTotals.all(pid, firstFull, lastFull) as TotalsRow[]));
-      if (from < firstFull) parts.push(...(s.rawTotals.all(pid, from, firstFull) as TotalsRow[]));
-      if (lastFull < to) parts.push(...(s.rawTotals.all(pid, lastFull, to) as TotalsRow[]));
+      for (const r of s.dailyTotals.all(pid, firstFull, lastFull) as (TotalsRow & { unconverted: number })[]) {
+        parts.push({ currency: r.currency, plan: r.plan, type: r.type, amount: r.amount, n: r.n, converted: r.unconverted ? rm(r.amount, r.currency) : r.converted });
+      }
+      if (from < firstFull) rawTotals(pid, from, firstFull, cur, parts);
+      if (lastFull < to) rawTotals(pid, lastFull, to, cur, parts);
     }
     const merged = new Map<string, TotalsRow>();
     for (const p of parts) {
@@ -175,23 +271,29 @@ export function createRevenueRepo(db: Db) {
       if (m) {
         m.amount += p.amount;
         m.n += p.n;
+        m.converted = m.converted === null || p.converted === null ? null : m.converted + p.converted;
       } else merged.set(k, { ...p });
     }
     return [...merged.values()].filter((r) => r.n !== 0);
   }
 
-  /** Posted amounts per bucket of `starts` (UTC-day aligned), currency and type. */
-  function series(projectId: string, from: number, to: number, bucketOf: (ts: number) => number): { bucket: number; currency: string; type: LedgerType; amount: number }[] {
+  /** Posted amounts per bucket (UTC-day aligned), currency and type; `converted` as in totals. */
+  function series(projectId: string, from: number, to: number, cur: string, bucketOf: (ts: number) => number): { bucket: number; currency: string; type: LedgerType; amount: number; converted: number | null }[] {
     const pid = Number(projectId);
+    const rm = reportingMinorOf(cur);
     const firstFull = Math.ceil(from / DAY_MS) * DAY_MS;
     const lastFull = dayOf(to);
-    const out: { bucket: number; currency: string; type: LedgerType; amount: number }[] = [];
+    const out: { bucket: number; currency: string; type: LedgerType; amount: number; converted: number | null }[] = [];
     const raw = (a: number, b: number) => {
-      for (const r of s.rawSeries.iterate(pid, a, b) as Iterable<any>) out.push({ bucket: bucketOf(r.occurred_at), currency: r.currency, type: r.type, amount: r.amount });
+      for (const [at, currency, , type, amount] of s.rawRows.iterate(pid, a, b) as Iterable<[number, string, string, LedgerType, number]>) {
+        out.push({ bucket: bucketOf(at), currency, type, amount, converted: rm(amount, currency) });
+      }
     };
-    if (firstFull >= lastFull) raw(from, to);
+    if (firstFull >= lastFull || keptCurrency(pid) !== cur) raw(from, to);
     else {
-      for (const r of s.dailySeries.all(pid, firstFull, lastFull) as any[]) out.push({ bucket: bucketOf(r.day), currency: r.currency, type: r.type, amount: r.amount });
+      for (const r of s.dailySeries.all(pid, firstFull, lastFull) as any[]) {
+        out.push({ bucket: bucketOf(r.day), currency: r.currency, type: r.type, amount: r.amount, converted: r.unconverted ? rm(r.amount, r.currency) : r.converted });
+      }
       if (from < firstFull) raw(from, firstFull);
       if (lastFull < to) raw(lastFull, to);
     }
@@ -203,8 +305,29 @@ export function createRevenueRepo(db: Db) {
     writeSubscriptions,
     totals,
     series,
+    /** Distinct paying customers in [from, to), from the packed day rows. */
     customers(projectId: string, from: number, to: number): number {
+      const pid = Number(projectId);
+      const seen = new Uint8Array(((s.maxKey.get(pid) as number | null) ?? 0) + 1);
+      let n = 0;
+      visitRows(pid, from, to, (_at, type, _amount, _c, _d, _a, customer) => {
+        if (type === 'payment' && customer >= 0 && !seen[customer]) {
+          seen[customer] = 1;
+          n++;
+        }
+      });
+      return n;
+    },
+    /** The straightforward count over the ledger (tests compare the packed rows with it). */
+    customersFromLedger(projectId: string, from: number, to: number): number {
       return (s.customers.get(Number(projectId), from, to) as { n: number }).n;
+    },
+    visitRows(projectId: string, from: number, to: number, visit: PackedRowVisitor): void {
+      visitRows(Number(projectId), from, to, visit);
+    },
+    /** `revenue_keys` strings by id: `d:` distinct/anonymous id, `k:` customer key, `$:` currency. */
+    keys(projectId: string): readonly string[] {
+      return keys(Number(projectId));
     },
     /** Posted rows in range with a person key: resolved person (`p:`), else the raw distinct (`d:`) or anonymous (`a:`) id, null when neither. */
     rowsWithPeople(projectId: string, from: number, to: number): { type: LedgerType; amount: number; currency: string; occurred_at: number; person: string | null }[] {
@@ -225,6 +348,8 @@ export function createRevenueRepo(db: Db) {
      * rate, its currency added to `missing`) and the person key as in rowsWithPeople, in the same order.
      */
     attributableRows(projectId: string, from: number, to: number, convert: (minor: number, currency: string) => number | null, missing: Set<string>): AttributableRow[] {
+      // The straightforward read (tests hold packedRows + attribution-fast.ts to it); `convert` is
+      // reportingMinorOf(cur) for the per-row-rounded rule the reads use.
       const pid = Number(projectId);
       const persons = personKeys(pid);
       const out: AttributableRow[] = [];
@@ -235,6 +360,67 @@ export function createRevenueRepo(db: Db) {
         out.push({ type, value, occurred_at, person });
       }
       return out;
+    },
+    /**
+     * Posted rows in [from, to) from the packed day rows, as attribution-fast.ts takes them: values in
+     * `cur` minor units rounded per row (NaN without a rate, its currency added to `missing`), person
+     * indexes of `personIndexOf` resolved as in rowsWithPeople. Returns the person count too.
+     */
+    packedRows(projectId: string, from: number, to: number, cur: string, missing: Set<string>): { rows: PackedAttributionRows; persons: number } {
+      const pid = Number(projectId);
+      const ks = keys(pid);
+      const px = personIndex(pid);
+      const memoKey = `ledger-persons:${pid}`;
+      // Per key id: index of its mapped person, -1 when unmapped; `d:` key index apart.
+      const memo = (px.memo.get(memoKey) as { mapped: number[]; own: number[] } | undefined) ?? { mapped: [], own: [] };
+      px.memo.set(memoKey, memo);
+      const mapped = (id: number) => {
+        let v = memo.mapped[id];
+        if (v === undefined) {
+          const p = px.persons.get(ks[id]!.slice(2));
+          memo.mapped[id] = v = p === undefined ? -1 : px.indexOf(p);
+        }
+        return v;
+      };
+      const own = (id: number) => {
+        let v = memo.own[id];
+        if (v === undefined) memo.own[id] = v = px.indexOf(ks[id]!);
+        return v;
+      };
+      const rm = reportingMinorOf(cur);
+      const codes: (string | null | undefined)[] = [];
+      let cap = 1024;
+      let at = new Float64Array(cap);
+      let value = new Float64Array(cap);
+      let payment = new Uint8Array(cap);
+      let person = new Int32Array(cap);
+      let n = 0;
+      visitRows(pid, from, to, (t, type, amount, c, d, a) => {
+        if (n === cap) {
+          cap *= 2;
+          const grow = <T extends Float64Array | Uint8Array | Int32Array>(x: T, y: T) => (y.set(x), y);
+          at = grow(at, new Float64Array(cap));
+          value = grow(value, new Float64Array(cap));
+          payment = grow(payment, new Uint8Array(cap));
+          person = grow(person, new Int32Array(cap));
+        }
+        let code = codes[c];
+        if (code === undefined) {
+          const k = ks[c]!.slice(2);
+          codes[c] = code = rm(0, k) === null ? null : k;
+          if (code === null) missing.add(k);
+        }
+        at[n] = t;
+        value[n] = code === null ? NaN : (rm(amount, code) as number);
+        payment[n] = type === 'payment' ? 1 : 0;
+        let p = -1;
+        if (d >= 0) p = mapped(d);
+        if (p < 0 && a >= 0) p = mapped(a);
+        if (p < 0) p = d >= 0 ? own(d) : a >= 0 ? own(a) : -1;
+        person[n] = p;
+        n++;
+      });
+      return { rows: { n, at, value, payment, person }, persons: px.size() };
     },
     list(projectId: string, f: { kind?: LedgerType; from?: number; to?: number; cursor?: { at: number; id: string }; limit: number }): LedgerRow[] {
       const where = ['project_id = ?'];
@@ -273,8 +459,13 @@ export function createRevenueRepo(db: Db) {
     currency(projectId: string): string | null {
       return (s.settings.get(Number(projectId)) as { currency: string } | undefined)?.currency ?? null;
     },
+    /** Set the reporting currency; the converted rollup is recomputed in it (one pass over the ledger) in the same transaction. */
     setCurrency(projectId: string, currency: string, now: number): void {
-      s.setSettings.run(Number(projectId), currency, now);
+      const pid = Number(projectId);
+      db.transaction(() => {
+        s.setSettings.run(pid, currency, now);
+        if (rollupCurrencyOf(pid) !== currency) rebuildConverted(db, pid, currency);
+      })();
     },
     knownCurrencies(projectId: string): string[] {
       return (s.currencies.all(Number(projectId), Number(projectId)) as { currency: string }[]).map((r) => r.currency);

@@ -283,7 +283,12 @@ describe('revenue reads', () => {
     const set = await api(t, 'PUT', `${P}/revenue/settings`, { key: writer, body: { currency: 'eur' } });
     expect(set.body).toMatchObject({ currency: 'EUR', fx: { date: FX_TABLE.date } });
     const eurView = await get('/revenue/overview', range);
-    expect(eurView.body).toMatchObject({ currency: 'EUR', cached: false, gross: round2(170 / USD_PER_EUR + 50) });
+    // Each USD payment is converted and rounded to the cent on its own (as payment processors report a
+    // converted transaction), then the cents are added: 96.62 + 28.99 + 38.65 + 50 = 214.26, where
+    // converting the 170 USD total at once would give 214.25.
+    const cents = (usd: number) => Math.round((usd / USD_PER_EUR) * 100);
+    expect(eurView.body).toMatchObject({ currency: 'EUR', cached: false, gross: (cents(100) + cents(30) + cents(40) + 5000) / 100 });
+    expect(eurView.body.gross).toBe(214.26);
     await api(t, 'PUT', `${P}/revenue/settings`, { key: writer, body: { currency: 'USD' } });
   });
 });

@@ -93,6 +93,32 @@ export function converterTo(to: string): (amountMinor: number, from: string) => 
   };
 }
 
+/**
+ * One ledger amount in the reporting currency, in its minor units, rounded per row (as payment
+ * processors report a converted transaction): half away from zero, so a refund cancels its payment
+ * exactly. Sums of these integers are exact whatever their order, which is what lets the daily rollup
+ * and every read add them up in any grouping. null when either currency has no rate.
+ */
+export function toReportingMinor(amountMinor: number, from: string, to: string): number | null {
+  return reportingMinorOf(to)(amountMinor, from);
+}
+
+/** `toReportingMinor(·, ·, to)` with the per-currency factors looked up once. */
+export function reportingMinorOf(to: string): (amountMinor: number, from: string) => number | null {
+  const T = to.toUpperCase();
+  const conv = converterTo(T);
+  const p = 10 ** minorUnitExponent(T);
+  return (amountMinor, from) => {
+    if (from === T) return amountMinor;
+    const v = conv(amountMinor, from);
+    if (v === null) return null;
+    const x = Math.abs(v) * p;
+    // The relative nudge undoes binary representation error (1.005 × 100 = 100.49999999999999).
+    const r = Math.round(x + x * 1e-12);
+    return r === 0 ? 0 : v < 0 ? -r : r;
+  };
+}
+
 /** Round a decimal amount to the reporting currency's minor unit. */
 export function roundMoney(amount: number, currency: string): number {
   const p = 10 ** minorUnitExponent(currency);

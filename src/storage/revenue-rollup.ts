@@ -1,0 +1,148 @@
+/**
+ * Write-time revenue rollups (migration 038), shared by the repository and the migration backfill.
+ *
+ * - `revenue_daily.converted`: the sum, per (day, currency, plan, type), of each posted row converted
+ *   to the project's rollup currency (`revenue_rollup_currency`, its reporting currency) and rounded
+ *   to that currency's minor unit per row (fx.ts toReportingMinor). Integer sums: exact in any order.
+ *   NULL when the row currency has no rate, or for days whose ledger rows expired before the
+ *   reporting currency last changed (reads then convert the day total).
+ * - `revenue_day_rows`: one packed blob per (project, day) of that day's posted rows — time, type,
+ *   amount, currency, distinct/anonymous id and customer key as ids of `revenue_keys` — so customer
+ *   counts and attribution decode a few hundred blobs instead of materializing a million SQL rows.
+ *   New rows are appended; a replaced or voided row rebuilds its day from the ledger.
+ */
+import type { Db } from './db.js';
+import type { LedgerType } from '../domain/revenue/ledger.js';
+import { reportingMinorOf } from '../domain/revenue/fx.js';
+
+export const DAY_MS = 86_400_000;
+export const dayOf = (ts: number) => Math.floor(ts / DAY_MS) * DAY_MS;
+
+export const TYPE_CODES: readonly LedgerType[] = ['payment', 'refund', 'dispute', 'dispute_reversal'];
+const typeCode = (t: string) => TYPE_CODES.indexOf(t as LedgerType);
+
+/** Bytes per packed row: u32 ms in day, u8 type, 3 spare, f64 amount, i32 currency, i32 distinct, i32 anonymous, i32 customer. */
+export const ROW_BYTES = 32;
+
+export interface DayRowInput {
+  type: string;
+  amount: number;
+  currency: string;
+  occurred_at: number;
+  distinct_id: string | null;
+  anonymous_id: string | null;
+  customer_key: string | null;
+}
+
+/** Interned strings per project (`d:` distinct or anonymous id, `k:` customer key, `$:` currency); ids never change. */
+export function keyInterner(db: Db) {
+  const get = db.prepare('SELECT id FROM revenue_keys WHERE project_id = ? AND key = ?').pluck();
+  const add = db.prepare('INSERT INTO revenue_keys (project_id, key, id) SELECT ?, ?, COALESCE(MAX(id), 0) + 1 FROM revenue_keys WHERE project_id = ? RETURNING id').pluck();
+  const cache = new Map<string, number>();
+  return (pid: number, key: string): number => {
+    const ck = `${pid}\u0000${key}`;
+    let id = cache.get(ck);
+    if (id !== undefined) return id;
+    id = (get.get(pid, key) as number | undefined) ?? (add.get(pid, key, pid) as number);
+    if (cache.size > 200_000) cache.clear();
+    cache.set(ck, id);
+    return id;
+  };
+}
+
+export function encodeDayRows(pid: number, day: number, rows: readonly DayRowInput[], intern: (pid: number, key: string) => number): Buffer {
+  const buf = Buffer.alloc(rows.length * ROW_BYTES);
+  let o = 0;
+  for (const r of rows) {
+    buf.writeUInt32LE(r.occurred_at - day, o);
+    buf.writeUInt8(typeCode(r.type), o + 4);
+    buf.writeDoubleLE(r.amount, o + 8);
+    buf.writeInt32LE(intern(pid, `$:${r.currency}`), o + 16);
+    buf.writeInt32LE(r.distinct_id !== null ? intern(pid, `d:${r.distinct_id}`) : -1, o + 20);
+    buf.writeInt32LE(r.anonymous_id !== null ? intern(pid, `d:${r.anonymous_id}`) : -1, o + 24);
+    buf.writeInt32LE(r.customer_key !== null ? intern(pid, `k:${r.customer_key}`) : -1, o + 28);
+    o += ROW_BYTES;
+  }
+  return buf;
+}
+
+export function dayRowStatements(db: Db) {
+  return {
+    dayLedger: db.prepare(`SELECT type, amount, currency, occurred_at, distinct_id, anonymous_id, customer_key FROM revenue_events
+      WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`),
+    getDay: db.prepare('SELECT rows FROM revenue_day_rows WHERE project_id = ? AND day = ?').pluck(),
+    putDay: db.prepare(`INSERT INTO revenue_day_rows (project_id, day, n, rows) VALUES (?, ?, ?, ?)
+      ON CONFLICT (project_id, day) DO UPDATE SET n = excluded.n, rows = excluded.rows`),
+    dropDay: db.prepare('DELETE FROM revenue_day_rows WHERE project_id = ? AND day = ?'),
+  };
+}
+
+/** Rewrite one day's blob from the ledger. */
+export function rebuildDay(st: ReturnType<typeof dayRowStatements>, intern: (pid: number, key: string) => number, pid: number, day: number): void {
+  const rows = st.dayLedger.all(pid, day, day + DAY_MS) as DayRowInput[];
+  if (!rows.length) st.dropDay.run(pid, day);
+  else st.putDay.run(pid, day, rows.length, encodeDayRows(pid, day, rows, intern));
+}
+
+/** Append rows (all of one day) to that day's blob. */
+export function appendDay(st: ReturnType<typeof dayRowStatements>, intern: (pid: number, key: string) => number, pid: number, day: number, rows: readonly DayRowInput[]): void {
+  const old = st.getDay.get(pid, day) as Buffer | undefined;
+  const add = encodeDayRows(pid, day, rows, intern);
+  const blob = old ? Buffer.concat([old, add]) : add;
+  st.putDay.run(pid, day, blob.length / ROW_BYTES, blob);
+}
+
+/**
+ * Recompute `revenue_daily.converted` of a project in `currency` from its ledger and record it as the
+ * rollup currency. Days without ledger rows (expired) keep NULL: reads convert their totals.
+ */
+export function rebuildConverted(db: Db, pid: number, currency: string): void {
+  const rm = reportingMinorOf(currency);
+  const sums = new Map<string, { day: number; currency: string; plan: string; type: string; v: number | null }>();
+  const it = db
+    .prepare(`SELECT occurred_at, currency, COALESCE(plan, '') AS plan, type, amount FROM revenue_events WHERE project_id = ? AND status = 'posted'`)
+    .raw(true)
+    .iterate(pid) as Iterable<[number, string, string, string, number]>;
+  for (const [at, cur, plan, type, amount] of it) {
+    const day = dayOf(at);
+    const k = `${day}\u0000${cur}\u0000${plan}\u0000${type}`;
+    const v = rm(amount, cur);
+    const s = sums.get(k);
+    if (s) s.v = s.v === null || v === null ? null : s.v + v;
+    else sums.set(k, { day, currency: cur, plan, type, v });
+  }
+  db.prepare('UPDATE revenue_daily SET converted = NULL WHERE project_id = ?').run(pid);
+  const set = db.prepare('UPDATE revenue_daily SET converted = ? WHERE project_id = ? AND day = ? AND currency = ? AND plan = ? AND type = ?');
+  for (const s of sums.values()) set.run(s.v, pid, s.day, s.currency, s.plan, s.type);
+  db.prepare(`INSERT INTO revenue_rollup_currency (project_id, currency) VALUES (?, ?) ON CONFLICT (project_id) DO UPDATE SET currency = excluded.currency`).run(pid, currency);
+}
+
+/** Migration 038 backfill: converted sums in each project's reporting currency and every day blob. */
+export function backfillRevenueRollups(db: Db): void {
+  const intern = keyInterner(db);
+  const st = dayRowStatements(db);
+  const projects = db.prepare('SELECT DISTINCT project_id FROM revenue_daily UNION SELECT DISTINCT project_id FROM revenue_events').pluck().all() as number[];
+  for (const pid of projects) {
+    const cur = (db.prepare('SELECT currency FROM revenue_settings WHERE project_id = ?').pluck().get(pid) as string | undefined) ?? 'USD';
+    rebuildConverted(db, pid, cur);
+    let day: number | null = null;
+    let rows: DayRowInput[] = [];
+    const flush = () => {
+      if (day !== null && rows.length) st.putDay.run(pid, day, rows.length, encodeDayRows(pid, day, rows, intern));
+      rows = [];
+    };
+    const it = db
+      .prepare(`SELECT type, amount, currency, occurred_at, distinct_id, anonymous_id, customer_key FROM revenue_events
+        WHERE project_id = ? AND status = 'posted' ORDER BY occurred_at`)
+      .iterate(pid) as Iterable<DayRowInput>;
+    for (const r of it) {
+      const d = dayOf(r.occurred_at);
+      if (d !== day) {
+        flush();
+        day = d;
+      }
+      rows.push(r);
+    }
+    flush();
+  }
+}
