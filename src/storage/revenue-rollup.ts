@@ -125,24 +125,7 @@ export function backfillRevenueRollups(db: Db): void {
   for (const pid of projects) {
     const cur = (db.prepare('SELECT currency FROM revenue_settings WHERE project_id = ?').pluck().get(pid) as string | undefined) ?? 'USD';
     rebuildConverted(db, pid, cur);
-    let day: number | null = null;
-    let rows: DayRowInput[] = [];
-    const flush = () => {
-      if (day !== null && rows.length) st.putDay.run(pid, day, rows.length, encodeDayRows(pid, day, rows, intern));
-      rows = [];
-    };
-    const it = db
-      .prepare(`SELECT type, amount, currency, occurred_at, distinct_id, anonymous_id, customer_key FROM revenue_events
-        WHERE project_id = ? AND status = 'posted' ORDER BY occurred_at`)
-      .iterate(pid) as Iterable<DayRowInput>;
-    for (const r of it) {
-      const d = dayOf(r.occurred_at);
-      if (d !== day) {
-        flush();
-        day = d;
-      }
-      rows.push(r);
-    }
-    flush();
+    // Every day with posted rows has a rollup row; one ledger read per day (no writes while iterating).
+    for (const day of db.prepare('SELECT DISTINCT day FROM revenue_daily WHERE project_id = ?').pluck().all(pid) as number[]) rebuildDay(st, intern, pid, day);
   }
 }
