@@ -92,7 +92,7 @@ export const overview = defineOperation({
   tag: 'revenue',
   summary: 'Revenue totals, series and breakdowns for a range',
   description:
-    'Gross, refunds (negative), disputes (negative), dispute reversals, net, paying customers, a series (daily up to 92 days, weekly beyond), breakdowns by currency and by plan, and the previous period of equal length. Amounts are decimals in the reporting currency, converted with the bundled reference-rate table (`fx.date`); currencies without a rate are listed in `fx.missing_currencies` and appear only in `by_currency`. Results are kept up to 5 minutes; new revenue starts a fresh one. The range is at most 400 days.',
+    'Gross, refunds (negative), disputes (negative), dispute reversals, net, paying customers, a series (daily up to 92 days, weekly beyond), breakdowns by currency and by plan, and the previous period of equal length. Amounts are decimals in the reporting currency: each ledger row is converted with the bundled approximate rate table (`fx.source`, `fx.date`) and rounded to the minor unit of the reporting currency on its own, as payment processors report a converted transaction, then the rounded amounts are added (so a total can differ by a few minor units from converting the total at once). Currencies without a rate are listed in `fx.missing_currencies` and appear only in `by_currency`. Results are kept up to 5 minutes; new revenue starts a fresh one. The range is at most 400 days.',
   method: 'GET',
   path: `${P}/overview`,
   scopes: ['revenue:read'],
@@ -251,7 +251,7 @@ export const attribution = defineOperation({
   tag: 'revenue',
   summary: 'Net revenue by marketing source, medium or campaign',
   description:
-    'Credits each ledger row in range to the first or last touch (a pageview with UTM source/medium/campaign, or an external referrer as source with medium `referral`) of its person within `lookback_days` before it. Kinds: `touch`; `direct` (known person, no touch with a value for the dimension); `unlinked` (no distinct_id or anonymous_id). `share` is the percentage of net revenue in range. Touch rows first, by net, at most 100 (`truncated` when more).',
+    'Credits each ledger row in range to the first or last touch (a pageview with UTM source/medium/campaign, or an external referrer as source with medium `referral`) of its person within `lookback_days` before it. Kinds: `touch`; `direct` (known person, no touch with a value for the dimension); `unlinked` (no distinct_id or anonymous_id). Amounts are converted and rounded per ledger row as in revenue.overview. `share` is the percentage of net revenue in range. Touch rows first, by net, at most 100 (`truncated` when more).',
   method: 'GET',
   path: `${P}/attribution`,
   scopes: ['revenue:read'],

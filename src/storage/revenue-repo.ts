@@ -138,7 +138,7 @@ export function createRevenueRepo(db: Db) {
   const personKeys = personKeysOf(db);
   const personIndex = personIndexOf(db);
 
-  const intern = keyInterner(db);
+  const interner = keyInterner(db);
   const dayStmts = dayRowStatements(db);
 
   /** The currency `revenue_daily.converted` is kept in: the reporting currency (recorded at the first write). */
@@ -164,6 +164,7 @@ export function createRevenueRepo(db: Db) {
       const v = rm(r.amount, r.currency);
       s.rollup.run(pid, dayOf(r.occurred_at), r.currency, r.plan ?? '', r.type, sign * r.amount, sign, v === null ? null : sign * v);
     };
+    const intern = interner.session();
     const rebuild = new Set<number>();
     const appends = new Map<number, DayRowInput[]>();
     let written = 0;
@@ -389,37 +390,44 @@ export function createRevenueRepo(db: Db) {
       };
       const rm = reportingMinorOf(cur);
       const codes: (string | null | undefined)[] = [];
-      let cap = 1024;
-      let at = new Float64Array(cap);
-      let value = new Float64Array(cap);
-      let payment = new Uint8Array(cap);
-      let person = new Int32Array(cap);
+      const blobs = s.dayBlobs.all(pid, dayOf(from), to) as [number, Buffer][];
+      let cap = 0;
+      for (const [, blob] of blobs) cap += blob.byteLength / ROW_BYTES;
+      const at = new Float64Array(cap);
+      const value = new Float64Array(cap);
+      const payment = new Uint8Array(cap);
+      const person = new Int32Array(cap);
       let n = 0;
-      visitRows(pid, from, to, (t, type, amount, c, d, a) => {
-        if (n === cap) {
-          cap *= 2;
-          const grow = <T extends Float64Array | Uint8Array | Int32Array>(x: T, y: T) => (y.set(x), y);
-          at = grow(at, new Float64Array(cap));
-          value = grow(value, new Float64Array(cap));
-          payment = grow(payment, new Uint8Array(cap));
-          person = grow(person, new Int32Array(cap));
+      for (const [day, blob] of blobs) {
+        // An aligned copy read through typed views: 8 int32 / 4 float64 per row (layout in revenue-rollup.ts).
+        const u8 = new Uint8Array(blob.byteLength);
+        u8.set(blob);
+        const i32 = new Int32Array(u8.buffer);
+        const f64 = new Float64Array(u8.buffer);
+        const rowsIn = blob.byteLength / ROW_BYTES;
+        for (let k = 0; k < rowsIn; k++) {
+          const t = day + (i32[k * 8]! >>> 0);
+          if (t < from || t >= to) continue;
+          const c = i32[k * 8 + 4]!;
+          let code = codes[c];
+          if (code === undefined) {
+            const name = ks[c]!.slice(2);
+            codes[c] = code = rm(0, name) === null ? null : name;
+            if (code === null) missing.add(name);
+          }
+          at[n] = t;
+          value[n] = code === null ? NaN : (rm(f64[k * 4 + 1]!, code) as number);
+          payment[n] = u8[k * ROW_BYTES + 4] === 0 ? 1 : 0;
+          const d = i32[k * 8 + 5]!;
+          const a = i32[k * 8 + 6]!;
+          let p = -1;
+          if (d >= 0) p = mapped(d);
+          if (p < 0 && a >= 0) p = mapped(a);
+          if (p < 0) p = d >= 0 ? own(d) : a >= 0 ? own(a) : -1;
+          person[n] = p;
+          n++;
         }
-        let code = codes[c];
-        if (code === undefined) {
-          const k = ks[c]!.slice(2);
-          codes[c] = code = rm(0, k) === null ? null : k;
-          if (code === null) missing.add(k);
-        }
-        at[n] = t;
-        value[n] = code === null ? NaN : (rm(amount, code) as number);
-        payment[n] = type === 'payment' ? 1 : 0;
-        let p = -1;
-        if (d >= 0) p = mapped(d);
-        if (p < 0 && a >= 0) p = mapped(a);
-        if (p < 0) p = d >= 0 ? own(d) : a >= 0 ? own(a) : -1;
-        person[n] = p;
-        n++;
-      });
+      }
       return { rows: { n, at, value, payment, person }, persons: px.size() };
     },
     list(projectId: string, f: { kind?: LedgerType; from?: number; to?: number; cursor?: { at: number; id: string }; limit: number }): LedgerRow[] {

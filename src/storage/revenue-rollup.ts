@@ -34,19 +34,24 @@ export interface DayRowInput {
   customer_key: string | null;
 }
 
-/** Interned strings per project (`d:` distinct or anonymous id, `k:` customer key, `$:` currency); ids never change. */
+/**
+ * Interned strings per project (`d:` distinct or anonymous id, `k:` customer key, `$:` currency); ids
+ * never change. `session()` gives a look-up with its own cache: use one per transaction, so an id
+ * from a rolled-back insert is never reused.
+ */
 export function keyInterner(db: Db) {
   const get = db.prepare('SELECT id FROM revenue_keys WHERE project_id = ? AND key = ?').pluck();
   const add = db.prepare('INSERT INTO revenue_keys (project_id, key, id) SELECT ?, ?, COALESCE(MAX(id), 0) + 1 FROM revenue_keys WHERE project_id = ? RETURNING id').pluck();
-  const cache = new Map<string, number>();
-  return (pid: number, key: string): number => {
-    const ck = `${pid}\u0000${key}`;
-    let id = cache.get(ck);
-    if (id !== undefined) return id;
-    id = (get.get(pid, key) as number | undefined) ?? (add.get(pid, key, pid) as number);
-    if (cache.size > 200_000) cache.clear();
-    cache.set(ck, id);
-    return id;
+  return {
+    session(): (pid: number, key: string) => number {
+      const cache = new Map<string, number>();
+      return (pid, key) => {
+        const ck = `${pid}\u0000${key}`;
+        let id = cache.get(ck);
+        if (id === undefined) cache.set(ck, (id = (get.get(pid, key) as number | undefined) ?? (add.get(pid, key, pid) as number)));
+        return id;
+      };
+    },
   };
 }
 
@@ -119,7 +124,7 @@ export function rebuildConverted(db: Db, pid: number, currency: string): void {
 
 /** Migration 038 backfill: converted sums in each project's reporting currency and every day blob. */
 export function backfillRevenueRollups(db: Db): void {
-  const intern = keyInterner(db);
+  const intern = keyInterner(db).session();
   const st = dayRowStatements(db);
   const projects = db.prepare('SELECT DISTINCT project_id FROM revenue_daily UNION SELECT DISTINCT project_id FROM revenue_events').pluck().all() as number[];
   for (const pid of projects) {

@@ -27,14 +27,32 @@ export interface PackedTouches {
   tie: (a: number, b: number) => number;
 }
 
-function groupBy(n: number, persons: number, person: Int32Array, keep: (i: number) => boolean): { start: Int32Array; items: Int32Array } {
+/** Indexes with keep[i] grouped by person (counting sort): person p's are items[start[p] .. start[p+1]). */
+function groupBy(n: number, persons: number, person: Int32Array, keep: Uint8Array | null): { start: Int32Array; items: Int32Array } {
   const start = new Int32Array(persons + 1);
-  for (let i = 0; i < n; i++) if (keep(i)) start[person[i]! + 1]!++;
+  for (let i = 0; i < n; i++) if (!keep || keep[i]) start[person[i]! + 1]!++;
   for (let p = 0; p < persons; p++) start[p + 1]! += start[p]!;
   const fill = start.slice(0, persons);
   const items = new Int32Array(start[persons]!);
-  for (let i = 0; i < n; i++) if (keep(i)) items[fill[person[i]!]!++] = i;
+  for (let i = 0; i < n; i++) if (!keep || keep[i]) items[fill[person[i]!]!++] = i;
   return { start, items };
+}
+
+/** Insertion sort of items[a..b) by key (then `tie`): linear on the nearly sorted runs read in day order. */
+function sortRun(items: Int32Array, a: number, b: number, key: Float64Array, tie: ((x: number, y: number) => number) | null): void {
+  for (let i = a + 1; i < b; i++) {
+    const v = items[i]!;
+    const kv = key[v]!;
+    let j = i - 1;
+    while (j >= a) {
+      const w = items[j]!;
+      const kw = key[w]!;
+      if (kw < kv || (kw === kv && (!tie || tie(w, v) <= 0))) break;
+      items[j + 1] = w;
+      j--;
+    }
+    items[j + 1] = v;
+  }
 }
 
 export function attributePacked(
@@ -57,19 +75,19 @@ export function attributePacked(
       unlinked.payments += rows.payment[i]!;
     }
   }
-  const r = groupBy(rows.n, persons, rows.person, (i) => rows.person[i]! >= 0 && !Number.isNaN(rows.value[i]!));
-  const t = groupBy(touches.n, persons, touches.person, () => true);
-  const byAt = (a: number, b: number) => rows.at[a]! - rows.at[b]!;
-  const byTs = (a: number, b: number) => touches.ts[a]! - touches.ts[b]! || touches.tie(a, b);
+  const keep = new Uint8Array(rows.n);
+  for (let i = 0; i < rows.n; i++) keep[i] = rows.person[i]! >= 0 && !Number.isNaN(rows.value[i]!) ? 1 : 0;
+  const r = groupBy(rows.n, persons, rows.person, keep);
+  const t = groupBy(touches.n, persons, touches.person, null);
   const L = opts.lookbackMs;
   for (let p = 0; p < persons; p++) {
     const r0 = r.start[p]!;
     const r1 = r.start[p + 1]!;
     if (r0 === r1) continue;
+    sortRun(r.items, r0, r1, rows.at, null);
     const pr = r.items.subarray(r0, r1);
-    if (pr.length > 1) pr.sort(byAt);
+    sortRun(t.items, t.start[p]!, t.start[p + 1]!, touches.ts, touches.tie);
     const pt = t.items.subarray(t.start[p]!, t.start[p + 1]!);
-    if (pt.length > 1) pt.sort(byTs);
     let j = 0; // last touch: first touch after the row; first touch: first touch not before row − lookback
     for (let k = 0; k < pr.length; k++) {
       const i = pr[k]!;

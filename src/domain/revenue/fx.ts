@@ -1,13 +1,13 @@
 /**
  * Currency maths for the revenue reads: ISO 4217 minor units and a bundled reference-rate table.
  *
- * The table is a snapshot of euro reference rates (units of each currency per 1 EUR), rounded, with
- * the date it describes. It is bundled so reads never depend on a network call; amounts in a
+ * The table holds approximate euro rates (units of each currency per 1 EUR) around the date it names,
+ * rounded and written by hand — not official ECB reference figures; `source` says so in every answer. It is bundled so reads never depend on a network call; amounts in a
  * currency missing from it appear in `by_currency` but not in converted totals (spec, Revenue:
  * `fx.missing_currencies`). Replace the snapshot (and its date) to refresh it.
  */
 export const FX_TABLE = {
-  source: 'bundled euro reference rates (snapshot, rounded)',
+  source: 'bundled approximate euro rates (rounded, written by hand; not official ECB reference figures)',
   date: '2025-01-02',
   base: 'EUR',
   /** Units of the currency per 1 EUR. */
