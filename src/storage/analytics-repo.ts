@@ -261,8 +261,13 @@ export function createAnalyticsRepo(db: Db) {
       const m = mirrorOf(pid);
       const px = personIndex(pid);
       const memoKey = `touch-persons:${pid}`;
-      const memo = (px.memo.get(memoKey) as number[] | undefined) ?? [];
-      px.memo.set(memoKey, memo);
+      // Person index per mirrored distinct id, -1 until resolved.
+      let memo = px.memo.get(memoKey) as Int32Array | undefined;
+      if (!memo || memo.length < m.ids.length) {
+        const grown = new Int32Array(m.ids.length + 1024).fill(-1);
+        if (memo) grown.set(memo);
+        px.memo.set(memoKey, (memo = grown));
+      }
       const values = m[dim];
       const sel: number[] = [];
       for (let i = 0; i < m.ts.length; i++) if (m.ts[i]! >= from && m.ts[i]! <= to && values[i]) sel.push(i);
@@ -273,16 +278,25 @@ export function createAnalyticsRepo(db: Db) {
         const i = sel[k]!;
         ts[k] = m.ts[i]!;
         const d = m.did[i]!;
-        let p = memo[d];
-        if (p === undefined) memo[d] = p = px.indexOf(px.persons.get(m.ids[d]!) ?? `d:${m.ids[d]!}`);
+        let p = memo[d]!;
+        if (p < 0) memo[d] = p = px.indexOf(px.persons.get(m.ids[d]!) ?? `d:${m.ids[d]!}`);
         person[k] = p;
+      }
+      const valueIds = new Map<string, number>();
+      const valueId = new Int32Array(n);
+      for (let k = 0; k < n; k++) {
+        const v = values[sel[k]!]!;
+        let id = valueIds.get(v);
+        if (id === undefined) valueIds.set(v, (id = valueIds.size));
+        valueId[k] = id;
       }
       const cmp = (x: string | null, y: string | null) => (x === y ? 0 : x === null ? -1 : y === null ? 1 : x < y ? -1 : 1);
       return {
         n,
         ts,
         person,
-        value: (k) => values[sel[k]!]!,
+        valueId,
+        values: [...valueIds.keys()],
         tie: (a, b) => {
           const i = sel[a]!;
           const j = sel[b]!;

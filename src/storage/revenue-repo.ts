@@ -372,20 +372,28 @@ export function createRevenueRepo(db: Db) {
       const ks = keys(pid);
       const px = personIndex(pid);
       const memoKey = `ledger-persons:${pid}`;
-      // Per key id: index of its mapped person, -1 when unmapped; `d:` key index apart.
-      const memo = (px.memo.get(memoKey) as { mapped: number[]; own: number[] } | undefined) ?? { mapped: [], own: [] };
-      px.memo.set(memoKey, memo);
+      // Per key id: index of its mapped person (-1 unmapped), and of its own `d:` key; -2 not yet resolved.
+      let memo = px.memo.get(memoKey) as { mapped: Int32Array; own: Int32Array } | undefined;
+      if (!memo || memo.mapped.length < ks.length) {
+        const grown = { mapped: new Int32Array(ks.length + 1024).fill(-2), own: new Int32Array(ks.length + 1024).fill(-2) };
+        if (memo) {
+          grown.mapped.set(memo.mapped);
+          grown.own.set(memo.own);
+        }
+        px.memo.set(memoKey, (memo = grown));
+      }
+      const { mapped: mm, own: om } = memo;
       const mapped = (id: number) => {
-        let v = memo.mapped[id];
-        if (v === undefined) {
+        let v = mm[id]!;
+        if (v === -2) {
           const p = px.persons.get(ks[id]!.slice(2));
-          memo.mapped[id] = v = p === undefined ? -1 : px.indexOf(p);
+          mm[id] = v = p === undefined ? -1 : px.indexOf(p);
         }
         return v;
       };
       const own = (id: number) => {
-        let v = memo.own[id];
-        if (v === undefined) memo.own[id] = v = px.indexOf(ks[id]!);
+        let v = om[id]!;
+        if (v === -2) om[id] = v = px.indexOf(ks[id]!);
         return v;
       };
       const rm = reportingMinorOf(cur);

@@ -22,7 +22,9 @@ export interface PackedTouches {
   n: number;
   ts: Float64Array;
   person: Int32Array;
-  value: (i: number) => string;
+  /** Index into `values` of each touch's value for the dimension. */
+  valueId: Int32Array;
+  values: readonly string[];
   /** Order of two touches at the same time (the order `attribute` receives them in). */
   tie: (a: number, b: number) => number;
 }
@@ -62,7 +64,7 @@ export function attributePacked(
   opts: { model: AttributionModel; dimension: AttributionDimension; lookbackMs: number; maxTouchRows: number; round: (minor: number) => number },
 ): { rows: AttributionRow[]; truncated: boolean; total: number } {
   type Acc = { net: number; payments: number; people: number; last: number };
-  const touchAcc = new Map<string, Acc>();
+  const touchAcc: (Acc | undefined)[] = new Array(touches.values.length).fill(undefined);
   const direct: Acc = { net: 0, payments: 0, people: 0, last: -1 };
   const unlinked: Acc = { net: 0, payments: 0, people: 0, last: -1 };
   let total = 0;
@@ -102,9 +104,8 @@ export function attributePacked(
       }
       let acc: Acc;
       if (chosen >= 0) {
-        const key = touches.value(chosen);
-        acc = touchAcc.get(key) ?? { net: 0, payments: 0, people: 0, last: -1 };
-        touchAcc.set(key, acc);
+        const v = touches.valueId[chosen]!;
+        acc = touchAcc[v] ??= { net: 0, payments: 0, people: 0, last: -1 };
       } else acc = direct;
       if (acc.last !== p) {
         acc.last = p;
@@ -116,7 +117,9 @@ export function attributePacked(
   }
   const share = (net: number) => (total > 0 ? Math.round((net / total) * 10000) / 100 : 0);
   const out = (value: string | null, kind: AttributionRow['kind'], a: Acc): AttributionRow => ({ value, kind, net: opts.round(a.net), share: share(a.net), payments: a.payments, people: a.people });
-  const touchRows = [...touchAcc.entries()].sort((x, y) => y[1].net - x[1].net || (x[0] < y[0] ? -1 : 1)).map(([v, a]) => out(v, 'touch', a));
+  const used: [string, Acc][] = [];
+  touchAcc.forEach((a, v) => a && used.push([touches.values[v]!, a]));
+  const touchRows = used.sort((x, y) => y[1].net - x[1].net || (x[0] < y[0] ? -1 : 1)).map(([v, a]) => out(v, 'touch', a));
   const truncated = touchRows.length > opts.maxTouchRows;
   const result = touchRows.slice(0, opts.maxTouchRows);
   if (direct.payments || direct.net || direct.people) result.push(out(null, 'direct', direct));
