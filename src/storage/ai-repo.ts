@@ -191,74 +191,100 @@ export function createAiRepo(db: Db) {
   const userUpsert = st.party('agent_users', 'user_id');
   const privacyCache = new Map<number, boolean>();
 
-  type Contribution = { row: StoredObservation | (ObservationRow & Record<FlagColumn, number>); sign: 1 | -1 };
+  type Contribution = { row: StoredObservation | ObservationRow; sign: 1 | -1 };
+  const NF = FLAG_COLUMNS.length;
+  const width = 1 + NF + SUM_COLS.length;
+  type Cell = { hour: number; dim: string; value: string; v: Float64Array };
+  type Party = { n: number; gen: number; err: number; cost: number; tokens: number; first: number; last: number };
 
   function applyRollups(pid: number, changes: Contribution[]) {
-    const obs = new Map<string, { key: unknown[]; v: number[] }>();
-    const parties = [new Map<string, number[]>(), new Map<string, number[]>()];
-    const width = 1 + FLAG_COLUMNS.length + SUM_COLS.length;
+    const obs = new Map<string, Cell>();
+    const parties = [new Map<string, Party>(), new Map<string, Party>()] as const;
+    const contrib = new Float64Array(width);
     for (const { row: r, sign } of changes) {
       const hour = Math.floor(r.started_ms / HOUR) * HOUR;
       const gen = r.observation_type === 'generation';
-      const contrib = [
-        sign,
-        ...FLAG_COLUMNS.map((f) => sign * (r[f] ?? 0)),
-        sign * (r.cost_usd ?? 0),
-        sign * (r.prompt_tokens ?? 0),
-        sign * (r.completion_tokens ?? 0),
-        sign * (r.total_tokens ?? 0),
-        sign * r.duration_ms,
-        gen ? sign * r.duration_ms : 0,
-        r.observation_type === 'tool_call' ? sign : 0,
-      ];
-      const targets: [string, string][] = [['', ''], ...ROLLUP_DIMS.map((d) => [d, String(r[d])] as [string, string])];
-      for (const [dim, value] of targets) {
+      // A new row carries its flags in `flags`; a stored one as columns.
+      const flags = ('flags' in r ? r.flags : r) as Record<FlagColumn, number>;
+      contrib[0] = sign;
+      for (let i = 0; i < NF; i++) contrib[1 + i] = sign * (flags[FLAG_COLUMNS[i]!] ?? 0);
+      let j = 1 + NF;
+      contrib[j++] = sign * (r.cost_usd ?? 0);
+      contrib[j++] = sign * (r.prompt_tokens ?? 0);
+      contrib[j++] = sign * (r.completion_tokens ?? 0);
+      contrib[j++] = sign * (r.total_tokens ?? 0);
+      contrib[j++] = sign * r.duration_ms;
+      contrib[j++] = gen ? sign * r.duration_ms : 0;
+      contrib[j++] = r.observation_type === 'tool_call' ? sign : 0;
+      for (let d = -1; d < ROLLUP_DIMS.length; d++) {
+        const dim = d < 0 ? '' : ROLLUP_DIMS[d]!;
+        const value = d < 0 ? '' : String(r[dim as RollupDim]);
         const k = `${hour}\u0000${dim}\u0000${value}`;
         let e = obs.get(k);
-        if (!e) obs.set(k, (e = { key: [hour, dim, value], v: new Array(width).fill(0) }));
-        for (let i = 0; i < width; i++) e.v[i]! += contrib[i]!;
+        if (!e) obs.set(k, (e = { hour, dim, value, v: new Float64Array(width) }));
+        const v = e.v;
+        for (let i = 0; i < width; i++) v[i]! += contrib[i]!;
       }
-      [r.session_id, r.user_id].forEach((id, pi) => {
-        if (!id) return;
-        let p = parties[pi]!.get(id);
+      for (let pi = 0; pi < 2; pi++) {
+        const id = pi === 0 ? r.session_id : r.user_id;
+        if (!id) continue;
+        const m = parties[pi]!;
+        let p = m.get(id);
         // first/last only grow: a replaced row's old times are kept (they remain an outer bound).
-        if (!p) parties[pi]!.set(id, (p = [0, 0, 0, 0, 0, Infinity, -Infinity]));
-        p[0]! += sign;
-        p[1]! += sign * r.f_gen;
-        p[2]! += sign * r.f_error;
-        p[3]! += sign * (r.cost_usd ?? 0);
-        p[4]! += sign * (r.total_tokens ?? 0);
+        if (!p) m.set(id, (p = { n: 0, gen: 0, err: 0, cost: 0, tokens: 0, first: Infinity, last: -Infinity }));
+        p.n += sign;
+        p.gen += sign * flags.f_gen;
+        p.err += sign * flags.f_error;
+        p.cost += sign * (r.cost_usd ?? 0);
+        p.tokens += sign * (r.total_tokens ?? 0);
         if (sign > 0) {
-          p[5] = Math.min(p[5]!, r.started_ms);
-          p[6] = Math.max(p[6]!, r.started_ms);
+          if (r.started_ms < p.first) p.first = r.started_ms;
+          if (r.started_ms > p.last) p.last = r.started_ms;
         }
-      });
+      }
     }
-    for (const e of obs.values()) st.rollup.run(pid, ...e.key, ...e.v);
-    for (const [pi, m] of parties.entries()) {
+    const args: unknown[] = new Array(4 + width);
+    args[0] = pid;
+    for (const e of obs.values()) {
+      args[1] = e.hour;
+      args[2] = e.dim;
+      args[3] = e.value;
+      for (let i = 0; i < width; i++) args[4 + i] = e.v[i];
+      st.rollup.run(args);
+    }
+    for (let pi = 0; pi < 2; pi++) {
       const stmt = pi === 0 ? sessionUpsert : userUpsert;
-      for (const [id, p] of m) {
-        if (!Number.isFinite(p[5])) continue; // only removals: the outer bounds stay
-        stmt.run(pid, id, p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+      for (const [id, p] of parties[pi]!) {
+        if (!Number.isFinite(p.first)) continue; // only removals: the outer bounds stay
+        stmt.run(pid, id, p.n, p.gen, p.err, p.cost, p.tokens, p.first, p.last);
       }
     }
   }
 
-  const values = (r: ObservationRow) => [...OBS_COLUMNS.map((c) => r[c]), ...FLAG_COLUMNS.map((f) => r.flags[f])];
-  const withFlags = (r: ObservationRow) => Object.assign({}, r, r.flags) as ObservationRow & Record<FlagColumn, number>;
+  const NOBS = OBS_COLUMNS.length;
+  /** The insert's parameters: project id, the columns, the flags (one array, no spreading). */
+  function insertArgs(pid: number, r: ObservationRow, out: unknown[]): unknown[] {
+    out[0] = pid;
+    for (let i = 0; i < NOBS; i++) out[1 + i] = r[OBS_COLUMNS[i]!];
+    for (let i = 0; i < NF; i++) out[1 + NOBS + i] = r.flags[FLAG_COLUMNS[i]!];
+    return out;
+  }
 
   /** Insert or replace observations (same id replaces) and keep the rollups exact. Call inside a transaction. */
   function writeObservations(projectId: string, rows: ObservationRow[]): number {
     const pid = Number(projectId);
     const changes: Contribution[] = [];
+    const args: unknown[] = new Array(1 + NOBS + NF);
     for (const r of rows) {
-      const v = values(r);
-      if (st.insert.run(pid, ...v).changes === 0) {
+      if (st.insert.run(insertArgs(pid, r, args)).changes === 0) {
         const old = st.byId.get(pid, r.observation_id) as StoredObservation;
         changes.push({ row: old, sign: -1 });
-        st.update.run(...v.filter((_, i) => i !== 0), pid, r.observation_id);
+        // UPDATE … SET (every column but the id) WHERE project_id = ? AND observation_id = ?
+        const v = args.slice(2);
+        v.push(pid, r.observation_id);
+        st.update.run(v);
       }
-      changes.push({ row: withFlags(r), sign: 1 });
+      changes.push({ row: r, sign: 1 });
     }
     applyRollups(pid, changes);
     return rows.length;
