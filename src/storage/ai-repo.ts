@@ -146,7 +146,16 @@ export function createAiRepo(db: Db) {
     ),
     update: db.prepare(`UPDATE agent_observations SET ${insertCols.filter((c) => c !== 'observation_id').map((c) => `${c} = ?`).join(', ')} WHERE project_id = ? AND observation_id = ?`),
     byId: db.prepare('SELECT * FROM agent_observations WHERE project_id = ? AND observation_id = ?'),
-    ofTrace: db.prepare("SELECT * FROM agent_observations WHERE project_id = ? AND trace_id = ? AND trace_id != ''"),
+    // A trace's observations: its time range (migration 039), then the time index filtered on trace_id.
+    ofTrace: db.prepare(
+      `SELECT o.* FROM agent_obs_traces t JOIN agent_observations o INDEXED BY agent_obs_time
+       ON o.project_id = t.project_id AND o.started_ms >= t.first_ms AND o.started_ms <= t.last_ms AND o.trace_id = t.trace_id
+       WHERE t.project_id = ? AND t.trace_id = ?`,
+    ),
+    traceRange: db.prepare('SELECT first_ms, last_ms FROM agent_obs_traces WHERE project_id = ? AND trace_id = ?'),
+    traceUpsert: db.prepare(
+      'INSERT INTO agent_obs_traces (project_id, trace_id, first_ms, last_ms) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)',
+    ),
     rollup: db.prepare(
       `INSERT INTO agent_obs_1h (project_id, hour_ms, dim, value, n, ${FLAGS}, ${SUM_COLS.join(', ')})
        VALUES (?, ?, ?, ?, ?, ${FLAG_COLUMNS.map(() => '?').join(', ')}, ${SUM_COLS.map(() => '?').join(', ')})
@@ -275,7 +284,14 @@ export function createAiRepo(db: Db) {
     const pid = Number(projectId);
     const changes: Contribution[] = [];
     const args: unknown[] = new Array(1 + NOBS + NF);
+    const traces = new Map<string, [number, number]>();
     for (const r of rows) {
+      if (r.trace_id) {
+        const t = traces.get(r.trace_id);
+        if (!t) traces.set(r.trace_id, [r.started_ms, r.started_ms]);
+        else if (r.started_ms < t[0]) t[0] = r.started_ms;
+        else if (r.started_ms > t[1]) t[1] = r.started_ms;
+      }
       if (st.insert.run(insertArgs(pid, r, args)).changes === 0) {
         const old = st.byId.get(pid, r.observation_id) as StoredObservation;
         changes.push({ row: old, sign: -1 });
@@ -286,6 +302,7 @@ export function createAiRepo(db: Db) {
       }
       changes.push({ row: r, sign: 1 });
     }
+    for (const [id, t] of traces) st.traceUpsert.run(pid, id, t[0], t[1]);
     applyRollups(pid, changes);
     return rows.length;
   }
@@ -321,7 +338,20 @@ export function createAiRepo(db: Db) {
     return { sql: parts.length ? ` AND ${parts.join(' AND ')}` : '', params };
   }
 
-  function list(projectId: string, f: ObservationFilters, limit: number, offset: number): { rows: StoredObservation[]; total: number } {
+  /**
+   * With a trace_id filter, the window narrowed to the trace's time range (migration 039: there is no
+   * per-observation trace index; the time index walks the range). Every observation of the trace
+   * starts within [first_ms, last_ms]; an unknown trace gives an empty window.
+   */
+  function narrowToTrace<F extends ObservationFilters>(projectId: string, f: F): F {
+    if (f.trace_id === undefined) return f;
+    const r = st.traceRange.get(Number(projectId), f.trace_id) as { first_ms: number; last_ms: number } | undefined;
+    if (!r) return { ...f, fromMs: 0, toMs: 0 };
+    return { ...f, fromMs: Math.max(f.fromMs, r.first_ms), toMs: Math.min(f.toMs, r.last_ms + 1) };
+  }
+
+  function list(projectId: string, filters: ObservationFilters, limit: number, offset: number): { rows: StoredObservation[]; total: number } {
+    const f = narrowToTrace(projectId, filters);
     const w = where(f);
     const base = `FROM agent_observations WHERE project_id = ? AND started_ms >= ? AND started_ms < ?${w.sql}`;
     const args = [Number(projectId), f.fromMs, f.toMs, ...w.params];
@@ -394,7 +424,8 @@ export function createAiRepo(db: Db) {
       .get(...params, Number(projectId), fromMs, toMs) as { count: number; scored_observations: number };
   }
 
-  function exportRows(projectId: string, f: ExportFilters, limit: number, offset: number): { rows: StoredObservation[]; hasMore: boolean } {
+  function exportRows(projectId: string, filters: ExportFilters, limit: number, offset: number): { rows: StoredObservation[]; hasMore: boolean } {
+    const f = narrowToTrace(projectId, filters);
     const w = where({ ...f, observation_type: 'generation' }, 'o');
     const scoreParts: string[] = [];
     const scoreParams: unknown[] = [];
