@@ -279,6 +279,16 @@ export function createAiRepo(db: Db) {
     return out;
   }
 
+  /** Does the stored row hold exactly this observation (every column and flag but the received time)? */
+  function sameObservation(old: StoredObservation, r: ObservationRow): boolean {
+    for (let i = 0; i < NOBS; i++) {
+      const c = OBS_COLUMNS[i]!;
+      if (c !== 'received_ms' && old[c] !== r[c]) return false;
+    }
+    for (let i = 0; i < NF; i++) if (old[FLAG_COLUMNS[i]!] !== r.flags[FLAG_COLUMNS[i]!]) return false;
+    return true;
+  }
+
   /** Insert or replace observations (same id replaces) and keep the rollups exact. Call inside a transaction. */
   function writeObservations(projectId: string, rows: ObservationRow[]): number {
     const pid = Number(projectId);
@@ -286,14 +296,11 @@ export function createAiRepo(db: Db) {
     const args: unknown[] = new Array(1 + NOBS + NF);
     const traces = new Map<string, [number, number]>();
     for (const r of rows) {
-      if (r.trace_id) {
-        const t = traces.get(r.trace_id);
-        if (!t) traces.set(r.trace_id, [r.started_ms, r.started_ms]);
-        else if (r.started_ms < t[0]) t[0] = r.started_ms;
-        else if (r.started_ms > t[1]) t[1] = r.started_ms;
-      }
       if (st.insert.run(insertArgs(pid, r, args)).changes === 0) {
         const old = st.byId.get(pid, r.observation_id) as StoredObservation;
+        // A resend of what is stored (an exporter's retry, a replayed batch) changes nothing: no
+        // update, no rollup change; the row keeps its first received time.
+        if (sameObservation(old, r)) continue;
         changes.push({ row: old, sign: -1 });
         // UPDATE … SET (every column but the id) WHERE project_id = ? AND observation_id = ?
         const v = args.slice(2);
@@ -301,6 +308,12 @@ export function createAiRepo(db: Db) {
         st.update.run(v);
       }
       changes.push({ row: r, sign: 1 });
+      if (r.trace_id) {
+        const t = traces.get(r.trace_id);
+        if (!t) traces.set(r.trace_id, [r.started_ms, r.started_ms]);
+        else if (r.started_ms < t[0]) t[0] = r.started_ms;
+        else if (r.started_ms > t[1]) t[1] = r.started_ms;
+      }
     }
     for (const [id, t] of traces) st.traceUpsert.run(pid, id, t[0], t[1]);
     applyRollups(pid, changes);

@@ -1,7 +1,8 @@
 /**
  * Reads by trace (migration 039: a time range per trace instead of a per-observation trace index)
  * return exactly the observations of the trace, also after a replacement moves one to another time,
- * and migration 039 builds the ranges of observations written before it.
+ * and migration 039 builds the ranges of observations written before it. A resend of a stored
+ * observation changes nothing; a changed one replaces it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,6 +64,28 @@ describe('observations by trace', () => {
     const repo = createAiRepo(db);
     expect(ids(repo.list('1', { ...ALL, trace_id: 'tx' }, 100, 0).rows)).toEqual(['x1', 'x2']);
     expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'agent_obs_trace'").pluck().get()).toBe(0);
+    db.close();
+  });
+});
+
+describe('resending observations', () => {
+  it('an identical resend changes nothing, a changed one replaces the row and its rollups', () => {
+    const db = openDatabase(join(dir, 'c.db'));
+    const repo = createAiRepo(db);
+    const write = (rows: ReturnType<typeof obs>[]) => db.transaction(() => repo.writeObservations('1', rows))();
+    const at = (id: string, received: number, model = 'gpt-4o') =>
+      finalizeObservation(emptyDraft({ observation_id: id, trace_id: 't', started_ms: T0 + 10, observation_type: 'generation', model, prompt_tokens: 10, completion_tokens: 5 }), { receivedMs: received, projectPrivacy: false });
+    const usage = () => repo.usage('1', T0, T0 + 3_600_000);
+    write([at('g1', T0 + 100), at('g2', T0 + 100)]);
+    const before = usage();
+    expect(before).toMatchObject({ n: 2, generations: 2, tokens: 30 });
+    write([at('g1', T0 + 999), at('g2', T0 + 999)]);
+    expect(usage()).toEqual(before);
+    expect(repo.get('1', 'g1')!.received_ms).toBe(T0 + 100);
+    write([at('g1', T0 + 2000, 'gpt-4o-mini')]);
+    expect(usage()).toMatchObject({ n: 2, generations: 2, tokens: 30 });
+    expect(repo.get('1', 'g1')).toMatchObject({ model: 'gpt-4o-mini', received_ms: T0 + 2000 });
+    expect(repo.usageBy('1', T0, T0 + 3_600_000, 'model', 10).map((g) => [g.key, g.n])).toEqual([['gpt-4o', 1], ['gpt-4o-mini', 1]]);
     db.close();
   });
 });
