@@ -11,6 +11,11 @@
  *    Target ≤ 300 ms p95.
  *
  *   npx tsx bench/ai.ts [ingest-seconds=8] [observations=1000000] [connections=4]
+ *
+ * Every ingest request carries new span ids (BENCH_AI_BODIES prebuilt bodies, default enough for
+ * 25,000 observations/s over the run); past them the bodies are sent again, and the row says how
+ * many observations were such resends (a resend identical to the stored row is a no-op, cheaper
+ * than a new observation).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,6 +32,7 @@ const SECONDS = Number(process.argv[2] ?? 8);
 const OBSERVATIONS = Number(process.argv[3] ?? 1_000_000);
 const CONNECTIONS = Number(process.argv[4] ?? 4);
 const BATCH = 512;
+const BODIES = Number(process.env.BENCH_AI_BODIES ?? Math.ceil((SECONDS * 25_000) / BATCH));
 const DAY = 86_400_000;
 
 const resource = { attributes: [attr('service.name', 'agent'), attr('service.version', '3.1.0'), attr('deployment.environment.name', 'production')] };
@@ -74,16 +80,16 @@ function agentBatch(seed: number): Buffer {
   return Buffer.from(ExportTraceServiceRequest.encode(msg).finish());
 }
 
-async function ingestPhase(port: number, key: string): Promise<{ perSecond: number; p99: number; total: number }> {
-  const bodies = Array.from({ length: 16 }, (_, i) => agentBatch(i));
+async function ingestPhase(port: number, key: string): Promise<{ perSecond: number; p99: number; total: number; resent: number }> {
+  const bodies = Array.from({ length: BODIES }, (_, i) => agentBatch(i));
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const latencies: number[] = [];
   let sent = 0;
   const deadline = Date.now() + SECONDS * 1000;
-  const worker = async (w: number) => {
-    let n = w;
+  let next = 0; // shared: each body goes out once before any is sent again
+  const worker = async () => {
     while (Date.now() < deadline) {
-      const body = bodies[n++ % bodies.length]!;
+      const body = bodies[next++ % bodies.length]!;
       const t0 = performance.now();
       await new Promise<void>((resolve, reject) => {
         const req = http.request(
@@ -101,11 +107,11 @@ async function ingestPhase(port: number, key: string): Promise<{ perSecond: numb
     }
   };
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CONNECTIONS }, (_, i) => worker(i)));
+  await Promise.all(Array.from({ length: CONNECTIONS }, () => worker()));
   const secs = (performance.now() - t0) / 1000;
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { perSecond: sent / secs, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0, total: sent };
+  return { perSecond: sent / secs, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0, total: sent, resent: Math.max(0, sent - BODIES * BATCH) };
 }
 
 function seed(dbFile: string, projectId: string, n: number, toMs: number): number {
@@ -180,7 +186,8 @@ async function main() {
   const rows: [string, string, string][] = [];
   try {
     const ing = await ingestPhase(port, keys.ingest);
-    rows.push([`OTLP ingest (${CONNECTIONS} connections, ${SECONDS}s)`, `${Math.round(ing.perSecond).toLocaleString('en-US')} observations/s (p99 ack ${ing.p99.toFixed(0)} ms)`, ing.perSecond >= 20_000 ? 'meets ≥ 20,000/s' : 'below 20,000/s']);
+    const resent = ing.resent ? `, ${Math.round((100 * ing.resent) / ing.total)}% resends` : '';
+    rows.push([`OTLP ingest (${CONNECTIONS} connections, ${SECONDS}s)`, `${Math.round(ing.perSecond).toLocaleString('en-US')} observations/s (p99 ack ${ing.p99.toFixed(0)} ms${resent})`, ing.perSecond >= 20_000 ? 'meets ≥ 20,000/s' : 'below 20,000/s']);
     const to = Date.now();
     const rate = seed(dbFile, keys.project, OBSERVATIONS, to);
     rows.push([`seed ${OBSERVATIONS.toLocaleString('en-US')} observations (repository, 30 days)`, `${Math.round(rate).toLocaleString('en-US')} rows/s`, '']);

@@ -146,7 +146,16 @@ export function createAiRepo(db: Db) {
     ),
     update: db.prepare(`UPDATE agent_observations SET ${insertCols.filter((c) => c !== 'observation_id').map((c) => `${c} = ?`).join(', ')} WHERE project_id = ? AND observation_id = ?`),
     byId: db.prepare('SELECT * FROM agent_observations WHERE project_id = ? AND observation_id = ?'),
-    ofTrace: db.prepare("SELECT * FROM agent_observations WHERE project_id = ? AND trace_id = ? AND trace_id != ''"),
+    // A trace's observations: its time range (migration 039), then the time index filtered on trace_id.
+    ofTrace: db.prepare(
+      `SELECT o.* FROM agent_obs_traces t JOIN agent_observations o INDEXED BY agent_obs_time
+       ON o.project_id = t.project_id AND o.started_ms >= t.first_ms AND o.started_ms <= t.last_ms AND o.trace_id = t.trace_id
+       WHERE t.project_id = ? AND t.trace_id = ?`,
+    ),
+    traceRange: db.prepare('SELECT first_ms, last_ms FROM agent_obs_traces WHERE project_id = ? AND trace_id = ?'),
+    traceUpsert: db.prepare(
+      'INSERT INTO agent_obs_traces (project_id, trace_id, first_ms, last_ms) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)',
+    ),
     rollup: db.prepare(
       `INSERT INTO agent_obs_1h (project_id, hour_ms, dim, value, n, ${FLAGS}, ${SUM_COLS.join(', ')})
        VALUES (?, ?, ?, ?, ?, ${FLAG_COLUMNS.map(() => '?').join(', ')}, ${SUM_COLS.map(() => '?').join(', ')})
@@ -191,75 +200,122 @@ export function createAiRepo(db: Db) {
   const userUpsert = st.party('agent_users', 'user_id');
   const privacyCache = new Map<number, boolean>();
 
-  type Contribution = { row: StoredObservation | (ObservationRow & Record<FlagColumn, number>); sign: 1 | -1 };
+  type Contribution = { row: StoredObservation | ObservationRow; sign: 1 | -1 };
+  const NF = FLAG_COLUMNS.length;
+  const width = 1 + NF + SUM_COLS.length;
+  type Cell = { hour: number; dim: string; value: string; v: Float64Array };
+  type Party = { n: number; gen: number; err: number; cost: number; tokens: number; first: number; last: number };
 
   function applyRollups(pid: number, changes: Contribution[]) {
-    const obs = new Map<string, { key: unknown[]; v: number[] }>();
-    const parties = [new Map<string, number[]>(), new Map<string, number[]>()];
-    const width = 1 + FLAG_COLUMNS.length + SUM_COLS.length;
+    const obs = new Map<string, Cell>();
+    const parties = [new Map<string, Party>(), new Map<string, Party>()] as const;
+    const contrib = new Float64Array(width);
     for (const { row: r, sign } of changes) {
       const hour = Math.floor(r.started_ms / HOUR) * HOUR;
       const gen = r.observation_type === 'generation';
-      const contrib = [
-        sign,
-        ...FLAG_COLUMNS.map((f) => sign * (r[f] ?? 0)),
-        sign * (r.cost_usd ?? 0),
-        sign * (r.prompt_tokens ?? 0),
-        sign * (r.completion_tokens ?? 0),
-        sign * (r.total_tokens ?? 0),
-        sign * r.duration_ms,
-        gen ? sign * r.duration_ms : 0,
-        r.observation_type === 'tool_call' ? sign : 0,
-      ];
-      const targets: [string, string][] = [['', ''], ...ROLLUP_DIMS.map((d) => [d, String(r[d])] as [string, string])];
-      for (const [dim, value] of targets) {
+      // A new row carries its flags in `flags`; a stored one as columns.
+      const flags = ('flags' in r ? r.flags : r) as Record<FlagColumn, number>;
+      contrib[0] = sign;
+      for (let i = 0; i < NF; i++) contrib[1 + i] = sign * (flags[FLAG_COLUMNS[i]!] ?? 0);
+      let j = 1 + NF;
+      contrib[j++] = sign * (r.cost_usd ?? 0);
+      contrib[j++] = sign * (r.prompt_tokens ?? 0);
+      contrib[j++] = sign * (r.completion_tokens ?? 0);
+      contrib[j++] = sign * (r.total_tokens ?? 0);
+      contrib[j++] = sign * r.duration_ms;
+      contrib[j++] = gen ? sign * r.duration_ms : 0;
+      contrib[j++] = r.observation_type === 'tool_call' ? sign : 0;
+      for (let d = -1; d < ROLLUP_DIMS.length; d++) {
+        const dim = d < 0 ? '' : ROLLUP_DIMS[d]!;
+        const value = d < 0 ? '' : String(r[dim as RollupDim]);
         const k = `${hour}\u0000${dim}\u0000${value}`;
         let e = obs.get(k);
-        if (!e) obs.set(k, (e = { key: [hour, dim, value], v: new Array(width).fill(0) }));
-        for (let i = 0; i < width; i++) e.v[i]! += contrib[i]!;
+        if (!e) obs.set(k, (e = { hour, dim, value, v: new Float64Array(width) }));
+        const v = e.v;
+        for (let i = 0; i < width; i++) v[i]! += contrib[i]!;
       }
-      [r.session_id, r.user_id].forEach((id, pi) => {
-        if (!id) return;
-        let p = parties[pi]!.get(id);
+      for (let pi = 0; pi < 2; pi++) {
+        const id = pi === 0 ? r.session_id : r.user_id;
+        if (!id) continue;
+        const m = parties[pi]!;
+        let p = m.get(id);
         // first/last only grow: a replaced row's old times are kept (they remain an outer bound).
-        if (!p) parties[pi]!.set(id, (p = [0, 0, 0, 0, 0, Infinity, -Infinity]));
-        p[0]! += sign;
-        p[1]! += sign * r.f_gen;
-        p[2]! += sign * r.f_error;
-        p[3]! += sign * (r.cost_usd ?? 0);
-        p[4]! += sign * (r.total_tokens ?? 0);
+        if (!p) m.set(id, (p = { n: 0, gen: 0, err: 0, cost: 0, tokens: 0, first: Infinity, last: -Infinity }));
+        p.n += sign;
+        p.gen += sign * flags.f_gen;
+        p.err += sign * flags.f_error;
+        p.cost += sign * (r.cost_usd ?? 0);
+        p.tokens += sign * (r.total_tokens ?? 0);
         if (sign > 0) {
-          p[5] = Math.min(p[5]!, r.started_ms);
-          p[6] = Math.max(p[6]!, r.started_ms);
+          if (r.started_ms < p.first) p.first = r.started_ms;
+          if (r.started_ms > p.last) p.last = r.started_ms;
         }
-      });
+      }
     }
-    for (const e of obs.values()) st.rollup.run(pid, ...e.key, ...e.v);
-    for (const [pi, m] of parties.entries()) {
+    const args: unknown[] = new Array(4 + width);
+    args[0] = pid;
+    for (const e of obs.values()) {
+      args[1] = e.hour;
+      args[2] = e.dim;
+      args[3] = e.value;
+      for (let i = 0; i < width; i++) args[4 + i] = e.v[i];
+      st.rollup.run(args);
+    }
+    for (let pi = 0; pi < 2; pi++) {
       const stmt = pi === 0 ? sessionUpsert : userUpsert;
-      for (const [id, p] of m) {
-        if (!Number.isFinite(p[5])) continue; // only removals: the outer bounds stay
-        stmt.run(pid, id, p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+      for (const [id, p] of parties[pi]!) {
+        if (!Number.isFinite(p.first)) continue; // only removals: the outer bounds stay
+        stmt.run(pid, id, p.n, p.gen, p.err, p.cost, p.tokens, p.first, p.last);
       }
     }
   }
 
-  const values = (r: ObservationRow) => [...OBS_COLUMNS.map((c) => r[c]), ...FLAG_COLUMNS.map((f) => r.flags[f])];
-  const withFlags = (r: ObservationRow) => Object.assign({}, r, r.flags) as ObservationRow & Record<FlagColumn, number>;
+  const NOBS = OBS_COLUMNS.length;
+  /** The insert's parameters: project id, the columns, the flags (one array, no spreading). */
+  function insertArgs(pid: number, r: ObservationRow, out: unknown[]): unknown[] {
+    out[0] = pid;
+    for (let i = 0; i < NOBS; i++) out[1 + i] = r[OBS_COLUMNS[i]!];
+    for (let i = 0; i < NF; i++) out[1 + NOBS + i] = r.flags[FLAG_COLUMNS[i]!];
+    return out;
+  }
+
+  /** Does the stored row hold exactly this observation (every column and flag but the received time)? */
+  function sameObservation(old: StoredObservation, r: ObservationRow): boolean {
+    for (let i = 0; i < NOBS; i++) {
+      const c = OBS_COLUMNS[i]!;
+      if (c !== 'received_ms' && old[c] !== r[c]) return false;
+    }
+    for (let i = 0; i < NF; i++) if (old[FLAG_COLUMNS[i]!] !== r.flags[FLAG_COLUMNS[i]!]) return false;
+    return true;
+  }
 
   /** Insert or replace observations (same id replaces) and keep the rollups exact. Call inside a transaction. */
   function writeObservations(projectId: string, rows: ObservationRow[]): number {
     const pid = Number(projectId);
     const changes: Contribution[] = [];
+    const args: unknown[] = new Array(1 + NOBS + NF);
+    const traces = new Map<string, [number, number]>();
     for (const r of rows) {
-      const v = values(r);
-      if (st.insert.run(pid, ...v).changes === 0) {
+      if (st.insert.run(insertArgs(pid, r, args)).changes === 0) {
         const old = st.byId.get(pid, r.observation_id) as StoredObservation;
+        // A resend of what is stored (an exporter's retry, a replayed batch) changes nothing: no
+        // update, no rollup change; the row keeps its first received time.
+        if (sameObservation(old, r)) continue;
         changes.push({ row: old, sign: -1 });
-        st.update.run(...v.filter((_, i) => i !== 0), pid, r.observation_id);
+        // UPDATE … SET (every column but the id) WHERE project_id = ? AND observation_id = ?
+        const v = args.slice(2);
+        v.push(pid, r.observation_id);
+        st.update.run(v);
       }
-      changes.push({ row: withFlags(r), sign: 1 });
+      changes.push({ row: r, sign: 1 });
+      if (r.trace_id) {
+        const t = traces.get(r.trace_id);
+        if (!t) traces.set(r.trace_id, [r.started_ms, r.started_ms]);
+        else if (r.started_ms < t[0]) t[0] = r.started_ms;
+        else if (r.started_ms > t[1]) t[1] = r.started_ms;
+      }
     }
+    for (const [id, t] of traces) st.traceUpsert.run(pid, id, t[0], t[1]);
     applyRollups(pid, changes);
     return rows.length;
   }
@@ -295,7 +351,20 @@ export function createAiRepo(db: Db) {
     return { sql: parts.length ? ` AND ${parts.join(' AND ')}` : '', params };
   }
 
-  function list(projectId: string, f: ObservationFilters, limit: number, offset: number): { rows: StoredObservation[]; total: number } {
+  /**
+   * With a trace_id filter, the window narrowed to the trace's time range (migration 039: there is no
+   * per-observation trace index; the time index walks the range). Every observation of the trace
+   * starts within [first_ms, last_ms]; an unknown trace gives an empty window.
+   */
+  function narrowToTrace<F extends ObservationFilters>(projectId: string, f: F): F {
+    if (f.trace_id === undefined) return f;
+    const r = st.traceRange.get(Number(projectId), f.trace_id) as { first_ms: number; last_ms: number } | undefined;
+    if (!r) return { ...f, fromMs: 0, toMs: 0 };
+    return { ...f, fromMs: Math.max(f.fromMs, r.first_ms), toMs: Math.min(f.toMs, r.last_ms + 1) };
+  }
+
+  function list(projectId: string, filters: ObservationFilters, limit: number, offset: number): { rows: StoredObservation[]; total: number } {
+    const f = narrowToTrace(projectId, filters);
     const w = where(f);
     const base = `FROM agent_observations WHERE project_id = ? AND started_ms >= ? AND started_ms < ?${w.sql}`;
     const args = [Number(projectId), f.fromMs, f.toMs, ...w.params];
@@ -368,7 +437,8 @@ export function createAiRepo(db: Db) {
       .get(...params, Number(projectId), fromMs, toMs) as { count: number; scored_observations: number };
   }
 
-  function exportRows(projectId: string, f: ExportFilters, limit: number, offset: number): { rows: StoredObservation[]; hasMore: boolean } {
+  function exportRows(projectId: string, filters: ExportFilters, limit: number, offset: number): { rows: StoredObservation[]; hasMore: boolean } {
+    const f = narrowToTrace(projectId, filters);
     const w = where({ ...f, observation_type: 'generation' }, 'o');
     const scoreParts: string[] = [];
     const scoreParams: unknown[] = [];

@@ -33,18 +33,60 @@ const CONTENT_PREFIXES = ['gen_ai.prompt.', 'gen_ai.completion.', 'llm.input_mes
 const CONTENT_EVENTS = new Set(['gen_ai.system.message', 'gen_ai.user.message', 'gen_ai.assistant.message', 'gen_ai.tool.message', 'gen_ai.choice', 'gen_ai.content.prompt', 'gen_ai.content.completion', 'gen_ai.client.inference.operation.details']);
 
 export function isContentKey(k: string): boolean {
-  return CONTENT_KEYS.has(k) || CONTENT_PREFIXES.some((p) => k.startsWith(p));
+  if (CONTENT_KEYS.has(k)) return true;
+  for (const p of CONTENT_PREFIXES) if (k.startsWith(p)) return true;
+  return false;
 }
 export function isContentEvent(name: string): boolean {
   return CONTENT_EVENTS.has(name);
 }
 
+const isAiKey = (k: string) => k.startsWith('gen_ai.') || k.startsWith('llm.') || k === 'openinference.span.kind' || k.startsWith('langfuse.observation.') || k.startsWith('langfuse.trace.');
+
 /** Does this span describe AI work? (Any GenAI, OpenInference or Langfuse attribute.) */
 export function isAiSpan(a: Attributes): boolean {
-  for (const k in a) {
-    if (k.startsWith('gen_ai.') || k.startsWith('llm.') || k === 'openinference.span.kind' || k.startsWith('langfuse.observation.') || k.startsWith('langfuse.trace.')) return true;
-  }
+  for (const k in a) if (isAiKey(k)) return true;
   return false;
+}
+
+/** Indexed-message prefixes (older GenAI, OpenInference) present among a span's attribute keys. */
+const P_PROMPT = 1;
+const P_COMPLETION = 2;
+const P_OI_IN = 4;
+const P_OI_OUT = 8;
+
+/**
+ * One pass over a span's attribute keys: is it AI work (cheap early-out for every other span),
+ * which indexed-message prefixes occur, and the attributes without content (what the observation keeps).
+ */
+function scanAttributes(a: Attributes, source: string): { ai: boolean; prefixes: number; rest: Record<string, unknown> } | null {
+  let ai = source === 'langfuse' || a['sightline.observation_type'] !== undefined;
+  let prefixes = 0;
+  for (const k in a) {
+    if (isAiKey(k)) {
+      ai = true;
+      break;
+    }
+  }
+  if (!ai) return null;
+  const rest: Record<string, unknown> = {};
+  for (const k in a) {
+    if (CONTENT_KEYS.has(k)) continue;
+    const c = k.charCodeAt(0);
+    if (c === 103 /* g */ || c === 108 /* l */ || c === 101 /* e */ || c === 114 /* r */) {
+      if (k.startsWith('gen_ai.prompt.')) (prefixes |= P_PROMPT);
+      else if (k.startsWith('gen_ai.completion.')) (prefixes |= P_COMPLETION);
+      else if (k.startsWith('llm.input_messages.')) (prefixes |= P_OI_IN);
+      else if (k.startsWith('llm.output_messages.')) (prefixes |= P_OI_OUT);
+      else if (!isContentKey(k)) {
+        rest[k] = a[k];
+        continue;
+      }
+      continue;
+    }
+    rest[k] = a[k];
+  }
+  return { ai, prefixes, rest };
 }
 
 export function privacyRequested(a: Attributes): boolean {
@@ -53,7 +95,7 @@ export function privacyRequested(a: Attributes): boolean {
 }
 
 const s = (v: AttrValue | undefined): string => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '');
-const first = (a: Attributes, keys: string[]): string => {
+const first = (a: Attributes, keys: readonly string[]): string => {
   for (const k of keys) {
     const v = s(a[k]);
     if (v) return v;
@@ -64,7 +106,7 @@ const num = (v: unknown): number | null => {
   const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
   return typeof n === 'number' && Number.isFinite(n) ? n : null;
 };
-const firstNum = (a: Attributes, keys: string[]): number | null => {
+const firstNum = (a: Attributes, keys: readonly string[]): number | null => {
   for (const k of keys) {
     const n = num(a[k]);
     if (n !== null) return n;
@@ -124,7 +166,7 @@ function messagesContent(msgs: ChatMessage[], system?: string): Content | null {
   return contentFromMessages(msgs, system || undefined);
 }
 
-function typeOf(a: Attributes, source: string): ObservationType | null {
+function typeOf(a: Attributes, source: string, ai: boolean): ObservationType | null {
   const own = s(a['sightline.observation_type']);
   if ((OBSERVATION_TYPES as readonly string[]).includes(own)) return own as ObservationType;
   const lf = s(a['langfuse.observation.type']).toLowerCase();
@@ -141,7 +183,7 @@ function typeOf(a: Attributes, source: string): ObservationType | null {
   if (oi) return oi === 'LLM' || oi === 'EMBEDDING' ? 'generation' : oi === 'TOOL' ? 'tool_call' : oi === 'RETRIEVER' || oi === 'RERANKER' ? 'retrieval' : 'agent_step';
   if (a['gen_ai.request.model'] !== undefined || a['llm.model_name'] !== undefined || a['gen_ai.response.model'] !== undefined) return 'generation';
   if (a['gen_ai.tool.name'] !== undefined) return 'tool_call';
-  if (isAiSpan(a) || source === 'langfuse') return 'agent_step';
+  if (ai || source === 'langfuse') return 'agent_step';
   return null;
 }
 
@@ -164,6 +206,24 @@ function tagsOf(a: Attributes): string[] {
   return [];
 }
 
+/** Attribute keys read in order of preference (hoisted: the mapping runs for every AI span). */
+const K_PROMPT = ['gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt', 'llm.usage.prompt_tokens'];
+const K_COMPLETION = ['gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.token_count.completion', 'llm.usage.completion_tokens'];
+const K_TOTAL = ['gen_ai.usage.total_tokens', 'llm.token_count.total', 'llm.usage.total_tokens'];
+const K_COST = ['sightline.cost_usd', 'gen_ai.usage.cost', 'llm.cost.total'];
+const K_SESSION = ['gen_ai.conversation.id', 'session.id', 'langfuse.session.id', 'sightline.session_id'];
+const K_USER = ['user.id', 'langfuse.user.id', 'enduser.id', 'sightline.user_id'];
+const K_DISTINCT = ['sightline.distinct_id', 'distinct_id', 'posthog.distinct_id'];
+const K_VISITOR = ['sightline.visitor_id', 'visitor.id'];
+const K_AGENT = ['gen_ai.agent.id', 'gen_ai.agent.name', 'agent.id', 'sightline.agent_id'];
+const K_WORKFLOW = ['sightline.workflow_id', 'workflow.id', 'gen_ai.workflow.name', 'langfuse.trace.name'];
+const K_STEP = ['sightline.step_id', 'gen_ai.step.id'];
+const K_MODEL = ['gen_ai.response.model', 'gen_ai.request.model', 'llm.model_name', 'langfuse.observation.model.name', 'embedding.model_name'];
+const K_PROVIDER = ['gen_ai.provider.name', 'gen_ai.system', 'llm.provider', 'llm.system'];
+const K_TOOL = ['gen_ai.tool.name', 'tool.name'];
+const K_ENV = ['langfuse.environment'];
+const K_RELEASE = ['langfuse.release'];
+
 const LANGFUSE_LEVELS: Record<string, string> = { DEBUG: 'debug', DEFAULT: 'info', WARNING: 'warning', ERROR: 'error' };
 
 export interface SpanMapping {
@@ -177,19 +237,22 @@ export interface SpanMapping {
  */
 export function observationFromSpan(sp: SpanRecord, source: string): SpanMapping | null {
   const a = sp.attributes;
-  const type = typeOf(a, source);
+  const scan = scanAttributes(a, source);
+  if (!scan) return null;
+  const type = typeOf(a, source, scan.ai);
   if (!type) return null;
+  const { prefixes } = scan;
   const operation = s(a['gen_ai.operation.name']).toLowerCase() || (s(a['openinference.span.kind']).toUpperCase() === 'EMBEDDING' || s(a['langfuse.observation.type']) === 'embedding' ? 'embeddings' : '');
 
   // Input
   let input: Content | null = null;
   const sys = systemText(a['gen_ai.system_instructions']);
   if (a['gen_ai.input.messages'] !== undefined) input = normalizeContent(a['gen_ai.input.messages']);
-  if (!input) {
+  if (!input && prefixes & P_PROMPT) {
     const legacy = unflattenIndexed(a, 'gen_ai.prompt.');
     if (legacy.length) input = messagesContent(legacyGenAiMessages(legacy.map((m) => ({ ...m, role: m.role ?? 'user' }))));
   }
-  if (!input) {
+  if (!input && prefixes & P_OI_IN) {
     const oi = unflattenIndexed(a, 'llm.input_messages.');
     if (oi.length) input = messagesContent(openInferenceMessages(oi));
   }
@@ -202,11 +265,11 @@ export function observationFromSpan(sp: SpanRecord, source: string): SpanMapping
   // Output
   let output: Content | null = null;
   if (a['gen_ai.output.messages'] !== undefined) output = normalizeContent(a['gen_ai.output.messages']);
-  if (!output) {
+  if (!output && prefixes & P_COMPLETION) {
     const legacy = unflattenIndexed(a, 'gen_ai.completion.');
     if (legacy.length) output = messagesContent(legacyGenAiMessages(legacy));
   }
-  if (!output) {
+  if (!output && prefixes & P_OI_OUT) {
     const oi = unflattenIndexed(a, 'llm.output_messages.');
     if (oi.length) output = messagesContent(openInferenceMessages(oi));
   }
@@ -273,29 +336,28 @@ export function observationFromSpan(sp: SpanRecord, source: string): SpanMapping
 
   // Usage and cost
   const lfUsage = usageDetails(a['langfuse.observation.usage_details']);
-  const prompt = firstNum(a, ['gen_ai.usage.input_tokens', 'gen_ai.usage.prompt_tokens', 'llm.token_count.prompt', 'llm.usage.prompt_tokens']) ?? lfUsage.input;
-  const completion = firstNum(a, ['gen_ai.usage.output_tokens', 'gen_ai.usage.completion_tokens', 'llm.token_count.completion', 'llm.usage.completion_tokens']) ?? lfUsage.output;
-  const total = firstNum(a, ['gen_ai.usage.total_tokens', 'llm.token_count.total', 'llm.usage.total_tokens']) ?? lfUsage.total;
+  const prompt = firstNum(a, K_PROMPT) ?? lfUsage.input;
+  const completion = firstNum(a, K_COMPLETION) ?? lfUsage.output;
+  const total = firstNum(a, K_TOTAL) ?? lfUsage.total;
   const lfCost = maybeJson(a['langfuse.observation.cost_details']) as Record<string, unknown> | undefined;
-  const cost = firstNum(a, ['sightline.cost_usd', 'gen_ai.usage.cost', 'llm.cost.total']) ?? (lfCost && typeof lfCost === 'object' ? num(lfCost.total) : null);
+  const cost = firstNum(a, K_COST) ?? (lfCost && typeof lfCost === 'object' ? num(lfCost.total) : null);
 
   const lfLevel = LANGFUSE_LEVELS[s(a['langfuse.observation.level']).toUpperCase()] ?? '';
   const isError = sp.status_code === 2 || lfLevel === 'error';
-  const attributes: Record<string, unknown> = {};
-  for (const k in a) if (!isContentKey(k)) attributes[k] = a[k];
+  const attributes = scan.rest;
 
   const draft = emptyDraft({
     observation_id: sp.span_id,
     parent_observation_id: sp.parent_span_id ?? '',
     trace_id: sp.trace_id,
     span_id: sp.span_id,
-    session_id: first(a, ['gen_ai.conversation.id', 'session.id', 'langfuse.session.id', 'sightline.session_id']),
-    user_id: first(a, ['user.id', 'langfuse.user.id', 'enduser.id', 'sightline.user_id']),
-    distinct_id: first(a, ['sightline.distinct_id', 'distinct_id', 'posthog.distinct_id']),
-    visitor_id: first(a, ['sightline.visitor_id', 'visitor.id']),
-    agent_id: first(a, ['gen_ai.agent.id', 'gen_ai.agent.name', 'agent.id', 'sightline.agent_id']),
-    workflow_id: first(a, ['sightline.workflow_id', 'workflow.id', 'gen_ai.workflow.name', 'langfuse.trace.name']),
-    step_id: first(a, ['sightline.step_id', 'gen_ai.step.id']),
+    session_id: first(a, K_SESSION),
+    user_id: first(a, K_USER),
+    distinct_id: first(a, K_DISTINCT),
+    visitor_id: first(a, K_VISITOR),
+    agent_id: first(a, K_AGENT),
+    workflow_id: first(a, K_WORKFLOW),
+    step_id: first(a, K_STEP),
     observation_type: type,
     observation_name: sp.name,
     operation,
@@ -303,17 +365,17 @@ export function observationFromSpan(sp: SpanRecord, source: string): SpanMapping
     level: lfLevel || (isError ? 'error' : 'info'),
     status: isError ? 'error' : 'ok',
     source: source === 'langfuse' ? 'langfuse' : s(a['openinference.span.kind']) ? 'openinference' : 'otel',
-    model: first(a, ['gen_ai.response.model', 'gen_ai.request.model', 'llm.model_name', 'langfuse.observation.model.name', 'embedding.model_name']),
-    provider: first(a, ['gen_ai.provider.name', 'gen_ai.system', 'llm.provider', 'llm.system']),
-    tool_name: first(a, ['gen_ai.tool.name', 'tool.name']) || (type === 'tool_call' ? sp.name : ''),
+    model: first(a, K_MODEL),
+    provider: first(a, K_PROVIDER),
+    tool_name: first(a, K_TOOL) || (type === 'tool_call' ? sp.name : ''),
     started_ms: sp.start_ms,
     ended_ms: sp.end_ms,
     prompt_tokens: prompt,
     completion_tokens: completion,
     total_tokens: total,
     cost_usd: cost,
-    environment: first(a, ['langfuse.environment']) || s(sp.resource['deployment.environment.name'] ?? sp.resource['deployment.environment']),
-    release: first(a, ['langfuse.release']) || s(sp.resource['service.version']),
+    environment: first(a, K_ENV) || s(sp.resource['deployment.environment.name'] ?? sp.resource['deployment.environment']),
+    release: first(a, K_RELEASE) || s(sp.resource['service.version']),
     input,
     output,
     tags: tagsOf(a),

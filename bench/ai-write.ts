@@ -1,0 +1,94 @@
+/**
+ * Micro-bench of the AI span write path (issue 13), in one process without HTTP: the bench's
+ * OTLP/protobuf batches of GenAI spans are decoded once, then written again and again (fresh span
+ * ids each round) through the plain span writer and through the writer with the AI decorator
+ * (src/storage/ai-spans.ts), each in its own database. Prints spans/s for both and the ratio.
+ *
+ *   BENCH_AI_SPANS=100000 npx tsx bench/ai-write.ts          (add --cpu-prof via node to profile)
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
+import { decodeTraces } from '../src/ingest/otlp/decode.js';
+import { migrate, openDatabase } from '../src/storage/db.js';
+import { createSqliteTelemetryWriter } from '../src/storage/sqlite-telemetry-store.js';
+import { withLogRollups } from '../src/storage/log-rollups.js';
+import { withAgentObservations } from '../src/storage/ai-spans.js';
+import { createAiRepo } from '../src/storage/ai-repo.js';
+import type { SpanRecord } from '../src/domain/telemetry-types.js';
+import { attr } from './lib.js';
+
+const TOTAL = Number(process.env.BENCH_AI_SPANS ?? 100_000);
+const MODE = process.env.BENCH_AI_MODE ?? 'both'; // plain | ai | both
+const BATCH = 512;
+const models = ['gpt-4o-mini', 'gpt-4o', 'claude-sonnet-4-20250514', 'gemini-2.5-flash'];
+const resource = { attributes: [attr('service.name', 'agent'), attr('service.version', '3.1.0'), attr('deployment.environment.name', 'production')] };
+
+function batch(seed: number): SpanRecord[] {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const spans = [];
+  for (let i = 0; i < BATCH; i += 4) {
+    const traceId = randomBytes(16);
+    const root = randomBytes(8);
+    const start = now - BigInt(i) * 1_000_000n;
+    const conv = attr('gen_ai.conversation.id', `conv-${seed}-${i % 64}`);
+    const user = attr('user.id', `u-${i % 97}`);
+    const mk = (spanId: Buffer, parent: Buffer | null, name: string, attributes: ReturnType<typeof attr>[], ms: number) => ({
+      traceId, spanId, parentSpanId: parent ?? Buffer.alloc(0), name, kind: 1,
+      startTimeUnixNano: start.toString(), endTimeUnixNano: (start + BigInt(ms * 1_000_000)).toString(),
+      attributes: [conv, user, ...attributes], status: { code: 1 },
+    });
+    const model = models[(seed + i) % models.length]!;
+    const chat = (n: number) => [
+      attr('gen_ai.operation.name', 'chat'), attr('gen_ai.provider.name', 'openai'), attr('gen_ai.request.model', model),
+      attr('gen_ai.usage.input_tokens', 300 + n), attr('gen_ai.usage.output_tokens', 40 + (n % 50)),
+      attr('gen_ai.system_instructions', '[{"type":"text","content":"You are a helpful agent."}]'),
+      attr('gen_ai.input.messages', `[{"role":"user","parts":[{"type":"text","content":"Question ${n} about order ${seed}"}]}]`),
+      attr('gen_ai.output.messages', `[{"role":"assistant","parts":[{"type":"text","content":"Answer ${n}"}]}]`),
+    ];
+    spans.push(
+      mk(root, null, 'invoke_agent support', [attr('gen_ai.operation.name', 'invoke_agent'), attr('gen_ai.agent.id', 'support')], 900),
+      mk(randomBytes(8), root, `chat ${model}`, chat(i), 400),
+      mk(randomBytes(8), root, 'execute_tool lookup', [attr('gen_ai.operation.name', 'execute_tool'), attr('gen_ai.tool.name', 'lookup'), attr('gen_ai.tool.call.arguments', '{"id":1}')], 50),
+      mk(randomBytes(8), root, `chat ${model}`, chat(i + 1), 300),
+    );
+  }
+  const msg = ExportTraceServiceRequest.fromObject({ resourceSpans: [{ resource, scopeSpans: [{ scope: { name: 'bench-agent', version: '1' }, spans }] }] });
+  return decodeTraces(Buffer.from(ExportTraceServiceRequest.encode(msg).finish()), 'protobuf').records;
+}
+
+/** Spans per second of wall time and per second of this process's CPU time (steadier on a loaded machine). */
+function run(withAi: boolean, batches: SpanRecord[][]): { wall: number; cpu: number } {
+  const dir = mkdtempSync(join(tmpdir(), 'sightline-bench-aiw-'));
+  const db = openDatabase(join(dir, 'b.db'));
+  migrate(db);
+  const plain = withLogRollups(db, createSqliteTelemetryWriter(db));
+  const writer = withAi ? withAgentObservations(db, createAiRepo(db), plain) : plain;
+  let n = 0;
+  let round = 0;
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  while (n < TOTAL) {
+    const b = batches[round % batches.length]!;
+    // Fresh ids each round, so every write is an insert (ids differ per round, parents kept consistent).
+    const suffix = (round++).toString(16).padStart(4, '0');
+    const spans = b.map((s) => ({ ...s, span_id: s.span_id.slice(0, 12) + suffix, parent_span_id: s.parent_span_id ? s.parent_span_id.slice(0, 12) + suffix : s.parent_span_id, trace_id: s.trace_id.slice(0, 28) + suffix }));
+    db.transaction(() => writer.insertSpans('1', spans, 'otlp', Date.now()))();
+    n += spans.length;
+  }
+  const secs = (performance.now() - t0) / 1000;
+  const c = process.cpuUsage(c0);
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+  return { wall: n / secs, cpu: n / ((c.user + c.system) / 1e6) };
+}
+
+const batches = Array.from({ length: 8 }, (_, i) => batch(i));
+const fmt = (r: { wall: number; cpu: number }) => `${Math.round(r.wall).toLocaleString('en-US')} spans/s wall, ${Math.round(r.cpu).toLocaleString('en-US')} spans per CPU-second`;
+const plain = MODE !== 'ai' ? run(false, batches) : null;
+const ai = MODE !== 'plain' ? run(true, batches) : null;
+if (plain) console.log(`plain span writer:     ${fmt(plain)}`);
+if (ai) console.log(`with AI observations:  ${fmt(ai)}`);
+if (plain && ai) console.log(`AI decorator cost:     ${(plain.cpu / ai.cpu).toFixed(2)}× a plain span write (CPU)`);
