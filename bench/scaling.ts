@@ -168,10 +168,12 @@ function seedErrors(db: ReturnType<typeof createSightline>['db'], pid: number, n
   const nGroups = Math.max(200, Math.min(5000, Math.round(n / 500)));
   const groups = Array.from({ length: nGroups }, (_, g) => ({ id: `00000000-0000-4000-8000-${g.toString(16).padStart(12, '0')}`, type: ERROR_TYPES[g % ERROR_TYPES.length]!, svc: SERVICES[g % SERVICES.length]!, fn: `handler${g}` }));
   const users = Array.from({ length: 200 }, (_, u) => `u${u}`);
-  const tx = db.transaction(() => {
+  db.transaction(() => {
     const ins = db.prepare(`INSERT INTO error_groups (id, project_id, seq, short_id, fingerprint, grouping_method, type, title, culprit, level, service_name, environment, first_seen, last_seen, event_count, updated_at)
       VALUES (?, ?, ?, ?, ?, 'stacktrace', ?, ?, ?, 'error', ?, 'production', ?, ?, 0, ?)`);
     groups.forEach((g, i) => ins.run(g.id, pid, i + 1, shortId('bench', i + 1), `fp${i}`, g.type, `${g.type}: failure in ${g.fn}`, `src/${g.svc}.js in ${g.fn}`, g.svc, FROM, FROM, NOW));
+  })();
+  {
     const ROWS = 40;
     const cols = 22;
     const stmt = db.prepare(`INSERT INTO error_events (project_id, event_id, group_id, fingerprint_group_id, timestamp_ms, received_ms, source, platform, level, type, message, title,
@@ -179,6 +181,17 @@ function seedErrors(db: ReturnType<typeof createSightline>['db'], pid: number, n
     const one = db.prepare(`INSERT INTO error_events (project_id, event_id, group_id, fingerprint_group_id, timestamp_ms, received_ms, source, platform, level, type, message, title,
       service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json, payload) VALUES (${Array(cols).fill('?').join(',')})`);
     let buf: unknown[] = [];
+    // Event ids in insertion order (the table is keyed by them): random ids would make seeding a random B-tree insert per row.
+    // One transaction per 20,000 rows (one for all would grow the WAL to the whole table).
+    let rowsInTx = 0;
+    const flushRows = (rows: unknown[]) => {
+      stmt.run(rows);
+      if ((rowsInTx += ROWS) >= 20_000) {
+        db.exec('COMMIT; BEGIN');
+        rowsInTx = 0;
+      }
+    };
+    db.exec('BEGIN');
     for (let i = 0; i < n; i++) {
       // Long tail: a few groups hold most events.
       const g = groups[Math.floor(nGroups * rand() ** 3)]!;
@@ -186,16 +199,19 @@ function seedErrors(db: ReturnType<typeof createSightline>['db'], pid: number, n
       const env = pick(ENVS);
       const user = rand() < 0.4 ? pick(users) : null;
       const msg = `${g.type}: failure in ${g.fn} for order ord_${int(100000)}${rand() < 0.05 ? ' (upstream timeout)' : ''}`;
-      buf.push(pid, hex(16), g.id, g.id, ts, Math.round(ts + 50 + int(2000)), 'sentry', 'node', rand() < 0.1 ? 'warning' : 'error', g.type, msg, `${g.type}: failure in ${g.fn}`,
+      buf.push(pid, i.toString(16).padStart(32, '0'), g.id, g.id, ts, Math.round(ts + 50 + int(2000)), 'sentry', 'node', rand() < 0.1 ? 'warning' : 'error', g.type, msg, `${g.type}: failure in ${g.fn}`,
         g.svc, env, `${g.svc}@1.${Math.floor((i / n) * 10)}.0`, pick(ROUTES), `web-${int(4)}`, rand() < 0.33 ? hex(16) : null, null,
         JSON.stringify({ 'http.route': pick(ROUTES), browser: pick(['Chrome', 'Firefox', 'Safari']) }), user ? JSON.stringify({ id: user, email: `${user}@example.com` }) : null,
         JSON.stringify({ exception: { values: [{ type: g.type, value: msg, stacktrace: { frames: [{ filename: `/app/src/${g.svc}.js`, function: g.fn, lineno: 10 + (i % 50), in_app: true }] } }] } }));
       if (buf.length === ROWS * cols) {
-        stmt.run(buf);
+        flushRows(buf);
         buf = [];
       }
     }
     for (let i = 0; i < buf.length; i += cols) one.run(buf.slice(i, i + cols));
+    db.exec('COMMIT');
+  }
+  db.transaction(() => {
     // The group rollups, as migration 034 backfills them from events.
     for (const [kind, col] of [['environment', 'environment'], ['service', 'service_name'], ['release', 'release']] as const)
       db.prepare(`INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen)
@@ -218,8 +234,7 @@ function seedErrors(db: ReturnType<typeof createSightline>['db'], pid: number, n
       const u = pick(users);
       fb.run(`${hex(8)}-${hex(4)}-4${hex(2).slice(1)}-8${hex(2).slice(1)}-${hex(6)}`, pid, `checkout broke again (${i})`, `${u}@example.com`, pick(ENVS), u, pick(SERVICES), pick(['new', 'new', 'reviewed', 'archived']), t, t);
     }
-  });
-  tx();
+  })();
   return { groupIds: groups.slice(0, 50).map((g) => g.id), users };
 }
 
@@ -243,7 +258,9 @@ async function seed(s: ReturnType<typeof createSightline>, n: number): Promise<S
   const cum = new Map<string, number>();
   const t0 = performance.now();
   const batches = Math.ceil(n / BATCH);
-  for (let b = 0; b < batches; b++) {
+  // With --only naming error/event/feedback reads alone, the telemetry signals are not seeded.
+  const telemetry = !ONLY.length || ONLY.some((x) => !/^(errors|events|feedback)/.test(x));
+  for (let b = 0; telemetry && b < batches; b++) {
     const t = FROM + ((b + 0.5) / batches) * DAY;
     const spans: SpanRecord[] = [];
     while (spans.length < BATCH) spans.push(...trace(t + int(DAY / batches), traceIds, errorTraceIds));
@@ -338,7 +355,8 @@ async function measure(n: number): Promise<{ seedSeconds: number; p95: Map<strin
     return { seedSeconds: seeded.seedSeconds, p95 };
   } finally {
     await s.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env.BENCH_KEEP_DB) console.error(`kept ${join(dir, 'bench.db')}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 
