@@ -41,6 +41,10 @@ import { attr, startBenchServer } from './lib.js';
 
 const argv = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const STORAGE_ONLY = process.argv.includes('--storage-only');
+/** Only the Sentry phase, on the worker pool (the error-ingest profile loop; BENCH_SERVER_NODE_ARGS='--cpu-prof --cpu-prof-dir=DIR' profiles the server). */
+const ERRORS_ONLY = process.argv.includes('--errors-only');
+/** The error write path alone, in this process: decoded Sentry events through the write batcher (group commit), events per CPU second. */
+const ERRORS_STORAGE = process.argv.includes('--errors-storage');
 const SECONDS = Number(argv[0] ?? 8);
 const CONNECTIONS = Number(argv[1] ?? 8);
 const SPANS_PER_TRACE = 8;
@@ -474,6 +478,13 @@ async function runMode(workers: string | undefined) {
   ] as const) {
     await Promise.all(Array.from({ length: 4 }, () => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers, body })));
   }
+  if (ERRORS_ONLY) {
+    const r = await runPhase('error events (Sentry envelopes, grouped)', port, `/ingest/api/${project}/envelope/?sentry_key=${key}`, { 'content-type': 'application/x-sentry-envelope' }, envelopes, 1);
+    const exited = new Promise((res) => child.once('exit', res));
+    child.kill('SIGTERM');
+    await exited;
+    return { results: [r], rss: NaN };
+  }
   const results = [
     await runPhase(`spans (OTLP protobuf, 512/batch, ${SPANS_PER_TRACE} per trace)`, port, '/ingest/v1/traces', otlpHeaders, traces, BATCH),
     await runPhase('spans (OTLP protobuf, 512/batch, 1 per trace)', port, '/ingest/v1/traces', otlpHeaders, traces1, BATCH),
@@ -485,7 +496,52 @@ async function runMode(workers: string | undefined) {
   return { results, rss };
 }
 
+/**
+ * Error events through the storage path alone: envelopes decoded up front (processJob, as a decode
+ * worker does), then each event written as its own job of the write batcher, 256 jobs per commit as
+ * concurrent envelopes arrive, the way mount.ts writes them. Events per CPU second of this process.
+ */
+async function errorStorageBench(n = Number(process.env.BENCH_ERROR_EVENTS ?? 40_000)): Promise<number> {
+  const { createSightline } = await import('../src/server.js');
+  const { bootstrapOrganization } = await import('../src/core/bootstrap.js');
+  const { processJob } = await import('../src/ingest/process.js');
+  const { ingestKeyedErrorEvents, SpikeGuard } = await import('../src/ingest/pipeline.js');
+  const { ingestLimitsFromEnv } = await import('../src/ingest/limits.js');
+  const dir = mkdtempSync(join(tmpdir(), 'sl-bench-errors-'));
+  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1' });
+  try {
+    const boot = bootstrapOrganization(s.services, { now: Date.now() });
+    s.db.prepare('UPDATE projects SET spike_threshold_per_minute = NULL WHERE id = ?').run(Number(boot.project_id));
+    const project = s.services.identity.projectById(boot.project_id)!;
+    const limits = ingestLimitsFromEnv();
+    const keyed = Array.from({ length: n }, (_, i) => processJob({ kind: 'envelope', body: envelope(i), receivedMs: Date.now(), limits }).slices.flatMap((x) => x.errors ?? []));
+    const spike = new SpikeGuard();
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    for (let i = 0; i < n; i += 256) {
+      await Promise.all(keyed.slice(i, i + 256).map((k) => s.services.writeBatch(() => ingestKeyedErrorEvents(s.services, spike, project, k, Date.now()))));
+    }
+    const c = process.cpuUsage(c0);
+    const cpu = (c.user + c.system) / 1e6;
+    const groups = (s.db.prepare('SELECT COUNT(*) AS n, SUM(event_count) AS e FROM error_groups').get() as { n: number; e: number });
+    console.log(`error events, storage path alone: ${k(n / cpu)} per CPU s (${k(n / ((performance.now() - t0) / 1000))}/s wall), ${n} events in ${groups.n} groups (${groups.e} counted)`);
+    return n / cpu;
+  } finally {
+    await s.close();
+  }
+}
+
 async function main() {
+  if (ERRORS_STORAGE) {
+    await errorStorageBench();
+    return;
+  }
+  if (ERRORS_ONLY) {
+    const { results } = await runMode(process.env.SIGHTLINE_INGEST_WORKERS);
+    const r = results[0]!;
+    console.log(`${r.name}: ${k(r.items / r.seconds)}/s (aim ≥ 10,000), p50 ack ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, ${SECONDS}s, ${CONNECTIONS} connections`);
+    return;
+  }
   const st = storageBench();
   if (STORAGE_ONLY) return;
   console.log(`\n${SECONDS}s per phase, ${CONNECTIONS} connections`);

@@ -47,7 +47,9 @@ export async function startBenchServer(dbFile: string, env: Record<string, strin
   const { spawn } = await import('node:child_process');
   const { join } = await import('node:path');
   const port = await freePort();
-  const child = spawn(process.execPath, [join(import.meta.dirname, '..', 'bin/sightline.mjs'), 'start'], {
+  // BENCH_SERVER_NODE_ARGS: extra node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, not allowed in NODE_OPTIONS).
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, join(import.meta.dirname, '..', 'bin/sightline.mjs'), 'start'], {
     env: { ...process.env, SIGHTLINE_DB: dbFile, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGHTLINE_RATE_LIMIT: '100000000', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

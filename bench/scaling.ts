@@ -22,8 +22,13 @@ import { createSightline } from '../src/server.js';
 import { bootstrapOrganization } from '../src/core/bootstrap.js';
 import type { Attributes, LogRecordOut, MetricPointRecord, SpanRecord } from '../src/domain/telemetry-types.js';
 import { rng } from './lib.js';
+import { userFieldSql, userKeySql } from '../src/domain/errors/users.js';
+import { shortId } from '../src/storage/errors-repo.js';
 
-const { values: opts } = parseArgs({ options: { sizes: { type: 'string' }, runs: { type: 'string' } } });
+const { values: opts } = parseArgs({ options: { sizes: { type: 'string' }, runs: { type: 'string' }, skip: { type: 'string' }, only: { type: 'string' } } });
+/** Operation label prefixes to leave out / to run alone (e.g. `--skip metrics,observability` while another change owns them). */
+const SKIP = (opts.skip ?? '').split(',').filter(Boolean);
+const ONLY = (opts.only ?? '').split(',').filter(Boolean);
 const SIZES = (opts.sizes ?? '100000,1000000').split(',').map(Number);
 const RUNS = Number(opts.runs ?? 15);
 const DAY = 86_400_000;
@@ -149,7 +154,93 @@ function points(t: number, n: number, cum: Map<string, number>): MetricPointReco
   return out;
 }
 
+const ERROR_TYPES = ['TypeError', 'RangeError', 'DatabaseError', 'TimeoutError', 'ValidationError'];
+const ENVS = ['production', 'production', 'production', 'staging'];
+
+/**
+ * Error events, their groups and the groups' context rollups, written with direct SQL on the real
+ * schema (multi-row inserts in one transaction, then the rollups computed as migration 034 backfills
+ * them): grouping one event at a time through the ingest path would make seeding the slow part.
+ * Groups: about one per 500 events (at least 200, at most 5,000), long-tailed; 40% of the events
+ * name a user, a third carry a trace id.
+ */
+function seedErrors(db: ReturnType<typeof createSightline>['db'], pid: number, n: number): { groupIds: string[]; users: string[] } {
+  const nGroups = Math.max(200, Math.min(5000, Math.round(n / 500)));
+  const groups = Array.from({ length: nGroups }, (_, g) => ({ id: `00000000-0000-4000-8000-${g.toString(16).padStart(12, '0')}`, type: ERROR_TYPES[g % ERROR_TYPES.length]!, svc: SERVICES[g % SERVICES.length]!, fn: `handler${g}` }));
+  const users = Array.from({ length: 200 }, (_, u) => `u${u}`);
+  db.transaction(() => {
+    const ins = db.prepare(`INSERT INTO error_groups (id, project_id, seq, short_id, fingerprint, grouping_method, type, title, culprit, level, service_name, environment, first_seen, last_seen, event_count, updated_at)
+      VALUES (?, ?, ?, ?, ?, 'stacktrace', ?, ?, ?, 'error', ?, 'production', ?, ?, 0, ?)`);
+    groups.forEach((g, i) => ins.run(g.id, pid, i + 1, shortId('bench', i + 1), `fp${i}`, g.type, `${g.type}: failure in ${g.fn}`, `src/${g.svc}.js in ${g.fn}`, g.svc, FROM, FROM, NOW));
+  })();
+  {
+    const ROWS = 40;
+    const cols = 22;
+    const stmt = db.prepare(`INSERT INTO error_events (project_id, event_id, group_id, fingerprint_group_id, timestamp_ms, received_ms, source, platform, level, type, message, title,
+      service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json, payload) VALUES ${Array.from({ length: ROWS }, () => `(${Array(cols).fill('?').join(',')})`).join(',')}`);
+    const one = db.prepare(`INSERT INTO error_events (project_id, event_id, group_id, fingerprint_group_id, timestamp_ms, received_ms, source, platform, level, type, message, title,
+      service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json, payload) VALUES (${Array(cols).fill('?').join(',')})`);
+    let buf: unknown[] = [];
+    // Event ids in insertion order (the table is keyed by them): random ids would make seeding a random B-tree insert per row.
+    // One transaction per 20,000 rows (one for all would grow the WAL to the whole table).
+    let rowsInTx = 0;
+    const flushRows = (rows: unknown[]) => {
+      stmt.run(rows);
+      if ((rowsInTx += ROWS) >= 20_000) {
+        db.exec('COMMIT; BEGIN');
+        rowsInTx = 0;
+      }
+    };
+    db.exec('BEGIN');
+    for (let i = 0; i < n; i++) {
+      // Long tail: a few groups hold most events.
+      const g = groups[Math.floor(nGroups * rand() ** 3)]!;
+      const ts = FROM + (i / n) * DAY;
+      const env = pick(ENVS);
+      const user = rand() < 0.4 ? pick(users) : null;
+      const msg = `${g.type}: failure in ${g.fn} for order ord_${int(100000)}${rand() < 0.05 ? ' (upstream timeout)' : ''}`;
+      buf.push(pid, i.toString(16).padStart(32, '0'), g.id, g.id, ts, Math.round(ts + 50 + int(2000)), 'sentry', 'node', rand() < 0.1 ? 'warning' : 'error', g.type, msg, `${g.type}: failure in ${g.fn}`,
+        g.svc, env, `${g.svc}@1.${Math.floor((i / n) * 10)}.0`, pick(ROUTES), `web-${int(4)}`, rand() < 0.33 ? hex(16) : null, null,
+        JSON.stringify({ 'http.route': pick(ROUTES), browser: pick(['Chrome', 'Firefox', 'Safari']) }), user ? JSON.stringify({ id: user, email: `${user}@example.com` }) : null,
+        JSON.stringify({ exception: { values: [{ type: g.type, value: msg, stacktrace: { frames: [{ filename: `/app/src/${g.svc}.js`, function: g.fn, lineno: 10 + (i % 50), in_app: true }] } }] } }));
+      if (buf.length === ROWS * cols) {
+        flushRows(buf);
+        buf = [];
+      }
+    }
+    for (let i = 0; i < buf.length; i += cols) one.run(buf.slice(i, i + cols));
+    db.exec('COMMIT');
+  }
+  db.transaction(() => {
+    // The group rollups, as migration 034 backfills them from events.
+    for (const [kind, col] of [['environment', 'environment'], ['service', 'service_name'], ['release', 'release']] as const)
+      db.prepare(`INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen)
+        SELECT group_id, '${kind}', ${col}, COUNT(*), MIN(timestamp_ms), MAX(timestamp_ms) FROM error_events WHERE project_id = ? AND ${col} <> '' GROUP BY group_id, ${col}`).run(pid);
+    db.prepare(`INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen)
+      SELECT group_id, k, MAX(uid), MIN(timestamp_ms) FROM (SELECT group_id, ${userKeySql('user_json')} AS k, NULLIF(${userFieldSql('user_json', 'id')}, '') AS uid, timestamp_ms
+      FROM error_events WHERE project_id = ? AND user_json IS NOT NULL) WHERE k IS NOT NULL GROUP BY group_id, k`).run(pid);
+    db.prepare(`UPDATE error_groups SET
+      event_count = (SELECT COUNT(*) FROM error_events e WHERE e.project_id = error_groups.project_id AND e.group_id = error_groups.id),
+      first_seen = COALESCE((SELECT MIN(timestamp_ms) FROM error_events e WHERE e.project_id = error_groups.project_id AND e.group_id = error_groups.id), first_seen),
+      last_seen = COALESCE((SELECT MAX(timestamp_ms) FROM error_events e WHERE e.project_id = error_groups.project_id AND e.group_id = error_groups.id), last_seen),
+      user_count = (SELECT COUNT(*) FROM error_group_users u WHERE u.group_id = error_groups.id),
+      first_release = COALESCE((SELECT value FROM error_group_dims d WHERE d.group_id = error_groups.id AND d.kind = 'release' ORDER BY d.first_seen, d.value LIMIT 1), ''),
+      last_release = COALESCE((SELECT value FROM error_group_dims d WHERE d.group_id = error_groups.id AND d.kind = 'release' ORDER BY d.last_seen DESC, d.value DESC LIMIT 1), '')
+      WHERE project_id = ?`).run(pid);
+    // Feedback: one entry per 20 events, the same window.
+    const fb = db.prepare(`INSERT INTO feedback (id, project_id, message, contact_email, environment, user_id, service, status, source, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'api', ?, ?)`);
+    for (let i = 0; i < Math.ceil(n / 20); i++) {
+      const t = Math.round(FROM + (i / Math.ceil(n / 20)) * DAY);
+      const u = pick(users);
+      fb.run(`${hex(8)}-${hex(4)}-4${hex(2).slice(1)}-8${hex(2).slice(1)}-${hex(6)}`, pid, `checkout broke again (${i})`, `${u}@example.com`, pick(ENVS), u, pick(SERVICES), pick(['new', 'new', 'reviewed', 'archived']), t, t);
+    }
+  })();
+  return { groupIds: groups.slice(0, 50).map((g) => g.id), users };
+}
+
 interface Seeded {
+  groupIds: string[];
+  users: string[];
   project: string;
   admin: string;
   traceIds: string[];
@@ -167,7 +258,9 @@ async function seed(s: ReturnType<typeof createSightline>, n: number): Promise<S
   const cum = new Map<string, number>();
   const t0 = performance.now();
   const batches = Math.ceil(n / BATCH);
-  for (let b = 0; b < batches; b++) {
+  // With --only naming error/event/feedback reads alone, the telemetry signals are not seeded.
+  const telemetry = !ONLY.length || ONLY.some((x) => !/^(errors|events|feedback)/.test(x));
+  for (let b = 0; telemetry && b < batches; b++) {
     const t = FROM + ((b + 0.5) / batches) * DAY;
     const spans: SpanRecord[] = [];
     while (spans.length < BATCH) spans.push(...trace(t + int(DAY / batches), traceIds, errorTraceIds));
@@ -179,7 +272,8 @@ async function seed(s: ReturnType<typeof createSightline>, n: number): Promise<S
       w.insertMetricPoints(pid, pts, NOW);
     });
   }
-  return { project: pid, admin: boot.admin_key, traceIds, errorTraceIds, seedSeconds: (performance.now() - t0) / 1000 };
+  const errs = seedErrors(s.db, Number(pid), n);
+  return { project: pid, admin: boot.admin_key, traceIds, errorTraceIds, ...errs, seedSeconds: (performance.now() - t0) / 1000 };
 }
 
 async function timeOp(base: string, key: string, path: () => string): Promise<{ p95: number; status: number }> {
@@ -231,9 +325,28 @@ async function measure(n: number): Promise<{ seedSeconds: number; p95: Map<strin
       ['traces.serviceMap', () => `${P}/services?${w}`],
       ['traces.get', () => `${P}/traces/${someTrace()}`],
       ['traces.errors', () => `${P}/traces/${someFailed()}/errors`],
+      ['errors.list', () => `${P}/errors?${w}`],
+      ['errors.list status=all sort=event_count', () => `${P}/errors?${w}&status=all&sort=event_count`],
+      ['errors.list environment=staging', () => `${P}/errors?${w}&environment=staging`],
+      ['errors.list q=timeout', () => `${P}/errors?${w}&q=timeout`],
+      ['errors.list user_id', () => `${P}/errors?${w}&user_id=${pick(seeded.users)}`],
+      ['errors.get (busiest group)', () => `${P}/errors/${seeded.groupIds[0]}?${w}`],
+      ['errors.get', () => `${P}/errors/${seeded.groupIds[i++ % seeded.groupIds.length]}?${w}`],
+      ['errors.traces (busiest group)', () => `${P}/errors/${seeded.groupIds[0]}/traces?${w}`],
+      ['errors.suspectCommits', () => `${P}/errors/${seeded.groupIds[i++ % seeded.groupIds.length]}/suspect-commits`],
+      ['events.search (no query)', () => `${P}/events/search?${w}`],
+      ['events.search level:warning service:payments', () => `${P}/events/search?${w}&q=${encodeURIComponent('level:warning service:payments')}`],
+      ['events.search "upstream timeout"', () => `${P}/events/search?${w}&q=${encodeURIComponent('"upstream timeout"')}`],
+      ['events.search user.id', () => `${P}/events/search?${w}&q=${encodeURIComponent(`user.id:${pick(seeded.users)}`)}`],
+      ['events.search tags.browser:Safari environment:staging', () => `${P}/events/search?${w}&q=${encodeURIComponent('tags.browser:Safari environment:staging')}`],
+      ['events.latency', () => `${P}/events/latency?${w}`],
+      ['feedback.list', () => `${P}/feedback`],
+      ['feedback.list status=reviewed', () => `${P}/feedback?status=reviewed`],
+      ['feedback.list q=broke', () => `${P}/feedback?q=${encodeURIComponent('again (1')}`],
     ];
     const p95 = new Map<string, number>();
     for (const [label, path] of ops) {
+      if (SKIP.some((x) => label.startsWith(x)) || (ONLY.length && !ONLY.some((x) => label.startsWith(x)))) continue;
       const r = await timeOp(base, seeded.admin, path);
       if (r.status !== 200) console.error(`${label}: HTTP ${r.status} at ${n}`);
       p95.set(label, r.p95);
@@ -242,7 +355,8 @@ async function measure(n: number): Promise<{ seedSeconds: number; p95: Map<strin
     return { seedSeconds: seeded.seedSeconds, p95 };
   } finally {
     await s.close();
-    rmSync(dir, { recursive: true, force: true });
+    if (process.env.BENCH_KEEP_DB) console.error(`kept ${join(dir, 'bench.db')}`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
+import type { BatchParticipant } from './write-batcher.js';
 import type { ErrorEventRecord } from '../domain/telemetry-types.js';
 import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
@@ -54,8 +55,8 @@ export function shortId(projectSlug: string, seq: number): string {
  */
 export function createErrorsIngestRepo(db: Db) {
   const s = {
-    byFingerprint: db.prepare('SELECT * FROM error_groups WHERE project_id = ? AND fingerprint = ?'),
-    byId: db.prepare('SELECT * FROM error_groups WHERE project_id = ? AND id = ?'),
+    byFingerprint: db.prepare('SELECT id, short_id, title, level, service_name, environment, status, merged_into FROM error_groups WHERE project_id = ? AND fingerprint = ?'),
+    byId: db.prepare('SELECT id, short_id, title, level, service_name, environment, status, merged_into FROM error_groups WHERE project_id = ? AND id = ?'),
     nextSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM error_groups WHERE project_id = ?'),
     insertGroup: db.prepare(`INSERT INTO error_groups (id, project_id, seq, short_id, fingerprint, grouping_method, type, title, culprit, level,
       service_name, environment, first_seen, last_seen, event_count, updated_at)
@@ -63,12 +64,15 @@ export function createErrorsIngestRepo(db: Db) {
     insertEvent: db.prepare(`INSERT OR IGNORE INTO error_events (project_id, event_id, group_id, fingerprint_group_id, timestamp_ms, received_ms, source, platform,
       level, type, message, title, service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json, payload)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-    bump: db.prepare(`UPDATE error_groups SET event_count = event_count + 1, last_seen = MAX(last_seen, @ts), first_seen = MIN(first_seen, @ts),
-      first_release = CASE WHEN @release <> '' AND (first_release = '' OR @ts < first_seen) THEN @release ELSE first_release END,
-      last_release = CASE WHEN @release <> '' AND (last_release = '' OR @ts >= last_seen) THEN @release ELSE last_release END,
-      user_count = user_count + @new_user,
-      level = CASE WHEN @rank > @current_rank THEN @level ELSE level END,
-      status = CASE WHEN status = 'resolved' THEN 'unresolved' ELSE status END, updated_at = @now WHERE id = @id`),
+    // A resolved group that gets an event is unresolved at once (a second event of the same batch must not reopen it again).
+    reopen: db.prepare(`UPDATE error_groups SET status = 'unresolved', updated_at = ? WHERE id = ? AND status = 'resolved'`),
+    // One UPDATE per group per batch with the batch's tally (SET expressions all see the row before the update).
+    bump: db.prepare(`UPDATE error_groups SET event_count = event_count + @n, last_seen = MAX(last_seen, @max_ts), first_seen = MIN(first_seen, @min_ts),
+      first_release = CASE WHEN @rel_first <> '' AND (first_release = '' OR @rel_first_ts < first_seen) THEN @rel_first ELSE first_release END,
+      last_release = CASE WHEN @rel_last <> '' AND (last_release = '' OR @rel_last_ts >= last_seen) THEN @rel_last ELSE last_release END,
+      user_count = user_count + @new_users,
+      level = CASE WHEN @rank > (CASE level WHEN 'debug' THEN 0 WHEN 'info' THEN 1 WHEN 'warning' THEN 2 WHEN 'error' THEN 3 WHEN 'fatal' THEN 4 ELSE 3 END) THEN @level ELSE level END,
+      updated_at = @now WHERE id = @id`),
     // Rollups kept beside the group in the same transaction (migration 034): reads never scan events.
     dim: db.prepare(`INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
       ON CONFLICT (group_id, kind, value) DO UPDATE SET event_count = event_count + excluded.event_count, first_seen = MIN(first_seen, excluded.first_seen),
@@ -78,65 +82,104 @@ export function createErrorsIngestRepo(db: Db) {
     groupOfEvent: db.prepare('SELECT group_id FROM error_events WHERE project_id = ? AND event_id = ?'),
   };
 
-  const ingest = db.transaction(
-    (projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number): ErrorsIngestOutcome => {
-      const pid = Number(projectId);
-      let inserted = 0;
-      const groups: string[] = [];
-      const created: GroupChange[] = [];
-      const reopened: GroupChange[] = [];
-      const dims = dimBatch(s.dim);
-      for (const { event: e, key } of items) {
-        let g = s.byFingerprint.get(pid, key.fingerprint) as any;
-        if (!g) {
-          const seq = (s.nextSeq.get(pid) as { n: number }).n;
-          const row = {
-            id: randomUUID(), project_id: pid, seq, short_id: shortId(projectSlug, seq), fingerprint: key.fingerprint,
-            grouping_method: key.method, type: key.type, title: key.title, culprit: key.culprit, level: e.level,
-            service_name: e.service_name, environment: e.environment, ts: e.timestamp_ms, now,
-          };
-          s.insertGroup.run(row);
-          g = s.byId.get(pid, row.id);
-          created.push(groupChange(g));
-        }
-        const own = g.id as string;
-        const effective = (g.merged_into as string | null) ?? own;
-        const info = s.insertEvent.run(
-          pid, e.event_id, effective, own, e.timestamp_ms, e.received_ms, e.source, e.platform, e.level,
-          e.exceptions.length ? e.exceptions[e.exceptions.length - 1]!.type : key.type, e.message, key.title,
-          e.service_name, e.environment, e.release, e.transaction, e.server_name, e.trace_id, e.span_id,
-          JSON.stringify(e.tags), e.user ? JSON.stringify(e.user) : null, JSON.stringify(e.payload),
-        );
-        if (info.changes > 0) {
-          inserted++;
-          const target = effective === own ? g : (s.byId.get(pid, effective) as any);
-          if (target?.status === 'resolved' && !reopened.some((r) => r.groupId === effective)) {
-            reopened.push(groupChange(target));
-            target.status = 'unresolved';
-          }
-          const ts = e.timestamp_ms;
-          if (e.environment) dims.add(effective, 'environment', e.environment, ts);
-          if (e.service_name) dims.add(effective, 'service', e.service_name, ts);
-          if (e.release) dims.add(effective, 'release', e.release, ts);
-          const userKey = e.user ? userKeyOf(e.user) : null;
-          const newUser = userKey !== null && s.user.run(effective, userKey, userField(e.user, 'id') || null, ts).changes > 0 ? 1 : 0;
-          s.bump.run({
-            id: effective, ts, now, level: e.level, rank: LEVEL_RANK[e.level] ?? 3, current_rank: LEVEL_RANK[target?.level] ?? 3,
-            release: e.release, new_user: newUser,
-          });
-        }
-        groups.push(effective);
+  /*
+   * Group counts, levels, releases, users and dimension counts are tallied in memory and written once
+   * per group (and per dimension value, per user) at the end: of the write batch when ingest runs
+   * inside one (createWriteBatcher's participant below: a job whose savepoint rolls back leaves its
+   * tally out), else of this call. The event rows themselves are inserted as they come.
+   */
+  let inBatch = false;
+  let job = newTally(); // what the running job has tallied
+  let batch = newTally(); // what the batch's succeeded jobs have tallied
+
+  const write = (t: Tally) => {
+    const newUsers = new Map<string, number>();
+    for (const u of t.users.values()) {
+      if (s.user.run(u.group, u.key, u.id, u.ts).changes > 0) newUsers.set(u.group, (newUsers.get(u.group) ?? 0) + 1);
+    }
+    for (const g of t.groups.values()) {
+      s.bump.run({
+        id: g.id, n: g.n, min_ts: g.minTs, max_ts: g.maxTs, rel_first: g.relFirst, rel_first_ts: g.relFirstTs, rel_last: g.relLast, rel_last_ts: g.relLastTs,
+        new_users: newUsers.get(g.id) ?? 0, rank: g.rank, level: g.level, now: g.now,
+      });
+    }
+    for (const d of t.dims.values()) s.dim.run(d.group, d.kind, d.value, d.n, d.min, d.max);
+  };
+
+  const ingestRows = (projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number, t: Tally): ErrorsIngestOutcome => {
+    const pid = Number(projectId);
+    let inserted = 0;
+    const groups: string[] = [];
+    const created: GroupChange[] = [];
+    const reopened: GroupChange[] = [];
+    for (const { event: e, key } of items) {
+      let g = s.byFingerprint.get(pid, key.fingerprint) as GroupHead | undefined;
+      if (!g) {
+        const seq = (s.nextSeq.get(pid) as { n: number }).n;
+        const row = {
+          id: randomUUID(), project_id: pid, seq, short_id: shortId(projectSlug, seq), fingerprint: key.fingerprint,
+          grouping_method: key.method, type: key.type, title: key.title, culprit: key.culprit, level: e.level,
+          service_name: e.service_name, environment: e.environment, ts: e.timestamp_ms, now,
+        };
+        s.insertGroup.run(row);
+        g = { id: row.id, short_id: row.short_id, title: row.title, level: row.level, service_name: row.service_name, environment: row.environment, status: 'unresolved', merged_into: null };
+        created.push(groupChange(g));
       }
-      dims.flush();
-      return { inserted, groups, created, reopened };
-    },
-  );
+      const own = g.id;
+      const effective = g.merged_into ?? own;
+      const info = s.insertEvent.run(
+        pid, e.event_id, effective, own, e.timestamp_ms, e.received_ms, e.source, e.platform, e.level,
+        e.exceptions.length ? e.exceptions[e.exceptions.length - 1]!.type : key.type, e.message, key.title,
+        e.service_name, e.environment, e.release, e.transaction, e.server_name, e.trace_id, e.span_id,
+        JSON.stringify(e.tags), e.user ? JSON.stringify(e.user) : null, JSON.stringify(e.payload),
+      );
+      if (info.changes > 0) {
+        inserted++;
+        const target = effective === own ? g : (s.byId.get(pid, effective) as GroupHead | undefined);
+        if (target?.status === 'resolved') {
+          s.reopen.run(now, effective);
+          if (!reopened.some((r) => r.groupId === effective)) reopened.push(groupChange(target));
+          target.status = 'unresolved';
+        }
+        t.add(effective, e, now);
+      }
+      groups.push(effective);
+    }
+    return { inserted, groups, created, reopened };
+  };
+
+  const ingestAlone = db.transaction((projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number): ErrorsIngestOutcome => {
+    const t = newTally();
+    const out = ingestRows(projectId, projectSlug, items, now, t);
+    write(t);
+    return out;
+  });
 
   return {
     /** Group and store events in one transaction; a repeated event_id is ignored (SDK retries). */
-    ingest(projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number) {
-      return ingest(projectId, projectSlug, items, now);
+    ingest(projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number): ErrorsIngestOutcome {
+      if (!inBatch) return ingestAlone(projectId, projectSlug, items, now);
+      // Inside a write batch the job already runs in its own savepoint; a throw here rolls it back and drops its tally.
+      return ingestRows(projectId, projectSlug, items, now, job);
     },
+    /** Hooks for createWriteBatcher: per-group tallies written once per batch, before its commit. */
+    batchParticipant: {
+      begin() {
+        inBatch = true;
+        job = newTally();
+        batch = newTally();
+      },
+      jobEnd(ok: boolean) {
+        if (ok) batch.merge(job);
+        job = newTally();
+      },
+      end() {
+        inBatch = false;
+        const t = batch;
+        batch = newTally();
+        write(t);
+      },
+    } satisfies BatchParticipant,
     /** The group an event was counted on, by the SDK's event id. */
     groupOfEvent(projectId: string, eventId: string): string | undefined {
       return (s.groupOfEvent.get(Number(projectId), eventId) as { group_id: string } | undefined)?.group_id;
@@ -147,26 +190,99 @@ export function createErrorsIngestRepo(db: Db) {
   };
 }
 
+interface GroupHead {
+  id: string;
+  short_id: string;
+  title: string;
+  level: string;
+  service_name: string;
+  environment: string;
+  status: string;
+  merged_into: string | null;
+}
+
+interface GroupTally {
+  id: string;
+  n: number;
+  minTs: number;
+  maxTs: number;
+  /** Release of the earliest event that named one (first of equals), and of the latest (last of equals). */
+  relFirst: string;
+  relFirstTs: number;
+  relLast: string;
+  relLastTs: number;
+  /** Highest level rank seen (first event reaching it), -1 when none. */
+  rank: number;
+  level: string;
+  now: number;
+}
+
+interface DimTally { group: string; kind: string; value: string; n: number; min: number; max: number }
+interface UserTally { group: string; key: string; id: string | null; ts: number }
+
+interface Tally {
+  groups: Map<string, GroupTally>;
+  dims: Map<string, DimTally>;
+  users: Map<string, UserTally>;
+  add(group: string, e: ErrorEventRecord, now: number): void;
+  merge(o: Tally): void;
+}
+
 /**
- * Environment / service / release counts of one ingest batch, summed per (group, kind, value) and
- * written once each at the end of the transaction: a batch from one service writes a few rows, not
- * three per event.
+ * Counts of events per group, per (group, environment/service/release) and the users per group, in
+ * event order, so that writing them once gives what writing them event by event gave.
  */
-function dimBatch(upsert: { run(...args: unknown[]): unknown }) {
-  const acc = new Map<string, { group: string; kind: string; value: string; n: number; min: number; max: number }>();
+function newTally(): Tally {
+  const groups = new Map<string, GroupTally>();
+  const dims = new Map<string, DimTally>();
+  const users = new Map<string, UserTally>();
+  const dim = (group: string, kind: string, value: string, n: number, min: number, max: number) => {
+    const k = `${group}\u0000${kind}\u0000${value}`;
+    const d = dims.get(k);
+    if (!d) dims.set(k, { group, kind, value, n, min, max });
+    else {
+      d.n += n;
+      if (min < d.min) d.min = min;
+      if (max > d.max) d.max = max;
+    }
+  };
+  const mergeGroup = (x: GroupTally) => {
+    const g = groups.get(x.id);
+    if (!g) {
+      groups.set(x.id, { ...x });
+      return;
+    }
+    g.n += x.n;
+    if (x.minTs < g.minTs) g.minTs = x.minTs;
+    if (x.maxTs > g.maxTs) g.maxTs = x.maxTs;
+    if (x.relFirst && (!g.relFirst || x.relFirstTs < g.relFirstTs)) [g.relFirst, g.relFirstTs] = [x.relFirst, x.relFirstTs];
+    if (x.relLast && (!g.relLast || x.relLastTs >= g.relLastTs)) [g.relLast, g.relLastTs] = [x.relLast, x.relLastTs];
+    if (x.rank > g.rank) [g.rank, g.level] = [x.rank, x.level];
+    if (x.now > g.now) g.now = x.now;
+  };
   return {
-    add(group: string, kind: string, value: string, ts: number) {
-      const k = `${group}\u0000${kind}\u0000${value}`;
-      const d = acc.get(k);
-      if (!d) acc.set(k, { group, kind, value, n: 1, min: ts, max: ts });
-      else {
-        d.n++;
-        if (ts < d.min) d.min = ts;
-        if (ts > d.max) d.max = ts;
+    groups,
+    dims,
+    users,
+    add(group: string, e: ErrorEventRecord, now: number) {
+      const ts = e.timestamp_ms;
+      const rank = LEVEL_RANK[e.level] ?? 3;
+      mergeGroup({
+        id: group, n: 1, minTs: ts, maxTs: ts, relFirst: e.release, relFirstTs: ts, relLast: e.release, relLastTs: ts, rank, level: e.level, now,
+      });
+      if (e.environment) dim(group, 'environment', e.environment, 1, ts, ts);
+      if (e.service_name) dim(group, 'service', e.service_name, 1, ts, ts);
+      if (e.release) dim(group, 'release', e.release, 1, ts, ts);
+      const key = e.user ? userKeyOf(e.user) : null;
+      if (key !== null) {
+        const k = `${group}\u0000${key}`;
+        if (!users.has(k)) users.set(k, { group, key, id: userField(e.user, 'id') || null, ts });
       }
     },
-    flush() {
-      for (const d of acc.values()) upsert.run(d.group, d.kind, d.value, d.n, d.min, d.max);
+    merge(o: Tally) {
+      for (const g of o.groups.values()) mergeGroup(g);
+      for (const d of o.dims.values()) dim(d.group, d.kind, d.value, d.n, d.min, d.max);
+      for (const [k, u] of o.users) if (!users.has(k)) users.set(k, u);
     },
   };
 }

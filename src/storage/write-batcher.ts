@@ -16,7 +16,21 @@ interface Job {
 /** Runs a write with group commit; `depth()` is how many writes wait for the next commit. */
 export type WriteBatch = (<T>(fn: () => T) => Promise<T>) & { depth(): number };
 
-export function createWriteBatcher(db: Db, maxJobs = 512): WriteBatch {
+/**
+ * A writer that keeps tallies for a whole batch (for example per error group: one UPDATE per group
+ * per commit instead of one per event). `begin` when the batch's transaction opens; `jobEnd` after
+ * each job, `ok` when the job's savepoint was released (keep what it tallied) or false when it
+ * rolled back (drop it); `end` inside the transaction after the last job, before the commit (a throw
+ * there rolls the whole batch back and every job fails). Outside a batch the writer writes its
+ * tallies itself.
+ */
+export interface BatchParticipant {
+  begin(): void;
+  jobEnd(ok: boolean): void;
+  end(): void;
+}
+
+export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly BatchParticipant[] = []): WriteBatch {
   let queue: Job[] = [];
   let scheduled = false;
 
@@ -27,14 +41,18 @@ export function createWriteBatcher(db: Db, maxJobs = 512): WriteBatch {
     const results: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
       db.transaction(() => {
+        for (const p of participants) p.begin();
         for (const job of jobs) {
           try {
             // A transaction function called inside a transaction runs as a savepoint.
             results.push({ ok: true, value: db.transaction(job.fn)() });
+            for (const p of participants) p.jobEnd(true);
           } catch (error) {
             results.push({ ok: false, error });
+            for (const p of participants) p.jobEnd(false);
           }
         }
+        for (const p of participants) p.end();
       })();
     } catch (error) {
       // SQLite rolls the whole transaction back on some errors (disk full, I/O error), so the commit
