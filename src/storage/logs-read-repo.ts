@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
-import { HTTP_METHOD_SQL, LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
+import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
+import { attrValueSql, createAttrDecoder, HTTP_METHOD_KS_SQL } from './attr-keysets.js';
 import type { LogQuery } from '../domain/logs/query.js';
 
 /** Level names as stored (see levelOf in sqlite-telemetry-store.ts), least to most severe. */
@@ -169,8 +170,8 @@ function queryWhere(q: LogQuery, pid: number): Where {
       if (col) return { sql: `l.${col} ${op} ?`, args: [col === 'trace_id' || col === 'span_id' || col === 'level' ? v.toLowerCase() : v] };
       const path = `$."${q.key}"`;
       return {
-        sql: `(CAST(json_extract(l.attributes, ?) AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
-        args: [path, v, pid, path, v],
+        sql: `(CAST(${attrValueSql('l', '?', '?')} AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
+        args: [path, q.key, v, pid, path, v],
       };
     }
     default: {
@@ -260,15 +261,24 @@ export function createLogsReadRepo(db: Db) {
   const idRange = db.prepare('SELECT min(id) AS a, max(id) AS b FROM logs WHERE project_id = ? AND time_ms >= ? AND time_ms < ?');
 
   const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, l.level, l.body, l.attributes, l.trace_id, l.span_id,
-    l.service_name, l.environment, l.release, l.source, l.connector_key, l.scope_name, l.resource_id`;
+    l.service_name, l.environment, l.release, l.source, l.connector_key, l.scope_name, l.resource_id, l.attr_keys`;
+  const decode = createAttrDecoder(db);
+  /** Attribute objects of rows read with `attr_keys` (migration 037), which is then removed. */
+  function decoded<T extends { attributes?: string; attr_keys?: number | null }>(rows: T[]): T[] {
+    for (const r of rows) {
+      if (r.attributes !== undefined) r.attributes = decode(r.attr_keys, r.attributes);
+      delete r.attr_keys;
+    }
+    return rows;
+  }
   const ORDER = 'ORDER BY l.time_ms DESC, l.id DESC';
 
   /** Rows of `[fromMs, toMs)` matching the filter (and an extra condition), newest first. */
   function rowsIn(pid: number, f: LogFilter, fromMs: number, toMs: number, extra: Where, limit: number, offset = 0): LogRow[] {
     const w = rowWhere(f, pid);
-    return stmt(
+    return decoded(stmt(
       `SELECT ${COLS} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${extra.sql}${w.sql} ${ORDER} LIMIT ? OFFSET ?`,
-    ).all(pid, fromMs, toMs, ...extra.args, ...w.args, limit, offset) as LogRow[];
+    ).all(pid, fromMs, toMs, ...extra.args, ...w.args, limit, offset) as LogRow[]);
   }
 
   /**
@@ -312,7 +322,7 @@ export function createLogsReadRepo(db: Db) {
         `SELECT ${COLS} FROM json_each(?) j CROSS JOIN logs l ON l.id = j.value
          WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER}`,
       ).all(JSON.stringify(ids), pid, f.fromMs, f.toMs, ...w.args) as LogRow[];
-      return { rows: rows.slice(0, need), total: rows.length };
+      return { rows: decoded(rows.slice(0, need)), total: rows.length };
     }
     // Many matches: walk the window backwards in growing time slices. The full-text index is read
     // only within the id range of each slice (ids grow with arrival, so the range stays tight), and
@@ -344,7 +354,7 @@ export function createLogsReadRepo(db: Db) {
   /** Counts over raw log rows of `[fromMs, toMs)`, grouped by bucket and dimensions. */
   function rawCounts(pid: number, f: LogFilter, fromMs: number, toMs: number, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {
     const w = rowWhere(f, pid);
-    const cols = dims.map((d) => (d === 'http_method' ? HTTP_METHOD_SQL('l') : d === 'connector_key' ? "COALESCE(l.connector_key, '')" : `l.${d}`));
+    const cols = dims.map((d) => (d === 'http_method' ? HTTP_METHOD_KS_SQL('l') : d === 'connector_key' ? "COALESCE(l.connector_key, '')" : `l.${d}`));
     const bucket = step ? 'CAST((l.time_ms - ?) / ? AS INTEGER)' : '0';
     // With free text: from the matches to their rows by id (CROSS JOIN keeps that order), so the cost
     // follows the number of matches rather than the size of the window.
@@ -451,9 +461,9 @@ export function createLogsReadRepo(db: Db) {
       if (f.match) return matchRows(pid, f, n).rows;
       const from = hasDimFilter(f) && !rowOnly(f) ? narrowFrom(pid, f, n) : f.fromMs;
       const w = rowWhere(f, pid);
-      return stmt(
-        `SELECT l.body, l.level${opts.attributes ? ', l.attributes' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
-      ).all(pid, from, f.toMs, ...w.args, n) as LogSample[];
+      return decoded(stmt(
+        `SELECT l.body, l.level${opts.attributes ? ', l.attributes, l.attr_keys' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
+      ).all(pid, from, f.toMs, ...w.args, n) as LogSample[]);
     },
   };
 }

@@ -4,6 +4,7 @@ import type { Attributes } from '../domain/telemetry-types.js';
 import type { MapSpan } from '../domain/traces/service-map.js';
 import { SPARKLINE_BUCKETS } from '../domain/traces/operation-stats.js';
 import { createTraceSpans } from './trace-spans.js';
+import { attrValueSql, createAttrDecoder } from './attr-keysets.js';
 
 /**
  * Reads of the spans the ingest path writes (traces.* operations). Every method takes the project id
@@ -113,8 +114,8 @@ function spanWhereSql(w: SpanWhere | undefined): { sql: string; args: unknown[] 
     args.push(w.environment);
   }
   for (const a of w?.attributes ?? []) {
-    sql += ' AND CAST(json_extract(attributes, ?) AS TEXT) = ?';
-    args.push(`$."${a.key.replace(/"/g, '')}"`, a.value);
+    sql += ` AND CAST(${attrValueSql('spans', '?', '?')} AS TEXT) = ?`;
+    args.push(`$."${a.key.replace(/"/g, '')}"`, a.key.replace(/"/g, ''), a.value);
   }
   return { sql, args };
 }
@@ -297,7 +298,7 @@ export function createTracesReadRepo(db: Db) {
     group: db.prepare(`SELECT id, short_id, title, type, culprit, level, status, service_name, first_seen, last_seen, merged_into
       FROM error_groups WHERE project_id = ? AND id = ?`),
     sample: db
-      .prepare(`SELECT trace_id, span_id, parent_span_id, service_name, kind, duration_ms, status_code, start_ms, CASE WHEN kind IN (3, 4) THEN attributes END
+      .prepare(`SELECT trace_id, span_id, parent_span_id, service_name, kind, duration_ms, status_code, start_ms, CASE WHEN kind IN (3, 4) THEN attributes END, attr_keys
       FROM spans WHERE project_id = ? AND start_ms >= ? AND start_ms < ?`)
       .raw(),
     countUpTo: db.prepare('SELECT count(*) FROM (SELECT 1 FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? LIMIT ?)').pluck(),
@@ -306,7 +307,8 @@ export function createTracesReadRepo(db: Db) {
   const traces = createTraceSpans(db);
   const LITE = 's.span_id, s.parent_span_id, s.name, s.operation, s.kind, s.service_name, s.environment, s.start_ms, s.end_ms, s.duration_ms, s.status_code';
   const FULL = `s.span_id, s.parent_span_id, s.name, s.operation, s.kind, s.service_name, s.environment, s.service_version, s.start_ms, s.end_ms,
-    s.duration_ms, s.status_code, s.status_message, s.attributes, s.events, s.links, s.scope_name, s.scope_version`;
+    s.duration_ms, s.status_code, s.status_message, s.attributes, s.attr_keys, s.events, s.links, s.scope_name, s.scope_version`;
+  const decode = createAttrDecoder(db);
 
   return {
     /** Services with entry spans (at any time), sorted. A seek per service. */
@@ -444,9 +446,9 @@ export function createTracesReadRepo(db: Db) {
         { cols: FULL, tail: 'ORDER BY s.start_ms, s.rowid LIMIT ?', tailArgs: [limit], check: { kind: 'length', expect: Math.min(limit, sum.span_count) } },
         sum,
       );
-      return rows.map((r) => ({
+      return rows.map(({ attr_keys, ...r }) => ({
         ...r,
-        attributes: json(r.attributes) ?? {},
+        attributes: json(decode(attr_keys, r.attributes)) ?? {},
         events: json(r.events) ?? [],
         links: json(r.links) ?? [],
       }));
@@ -499,7 +501,7 @@ export function createTracesReadRepo(db: Db) {
           duration_ms: r[5],
           status_code: r[6],
           core: start >= coreFromMs && start < coreToMs,
-          attributes: (r[8] as string | null) ?? null,
+          attributes: r[8] === null ? null : decode(r[9] as number | null, r[8] as string),
         };
       }
       return out;
