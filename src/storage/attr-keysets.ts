@@ -78,3 +78,27 @@ export function createAttrDecoder(db: Db) {
     return JSON.stringify(o);
   };
 }
+
+/**
+ * Instrumentation scopes stored once (migration 037): rows carry `scope_id` and an empty
+ * `scope_name` (and `scope_version` for spans). SQL of a row's scope name / version, either form.
+ */
+export const scopeNameSql = (t: string) => `CASE WHEN ${t}.scope_id IS NULL THEN ${t}.scope_name ELSE (SELECT name FROM scopes WHERE id = ${t}.scope_id) END`;
+export const scopeVersionSql = (t: string) => `CASE WHEN ${t}.scope_id IS NULL THEN ${t}.scope_version ELSE (SELECT version FROM scopes WHERE id = ${t}.scope_id) END`;
+
+/** Writer side: the id of an instrumentation scope (name and version), created on first use. */
+export function createScopeIds(db: Db) {
+  const get = db.prepare('SELECT id FROM scopes WHERE name = ? AND version = ?').pluck();
+  const insert = db.prepare('INSERT INTO scopes (name, version) VALUES (?, ?)');
+  const ids = new Map<string, number>();
+  return (name: string, version: string): number => {
+    const key = `${name}\u0000${version}`;
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = (get.get(name, version) as number | undefined) ?? Number(insert.run(name, version).lastInsertRowid);
+      if (ids.size > 10_000) ids.clear();
+      ids.set(key, id);
+    }
+    return id;
+  };
+}

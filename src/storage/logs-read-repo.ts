@@ -1,7 +1,8 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
-import { attrValueSql, createAttrDecoder, HTTP_METHOD_KS_SQL } from './attr-keysets.js';
+import { attrValueSql, createAttrDecoder, HTTP_METHOD_KS_SQL, scopeNameSql } from './attr-keysets.js';
+import { idEqSql, idTextSql } from './compact-ids.js';
 import type { LogQuery } from '../domain/logs/query.js';
 
 /** Level names as stored (see levelOf in sqlite-telemetry-store.ts), least to most severe. */
@@ -167,7 +168,12 @@ function queryWhere(q: LogQuery, pid: number): Where {
       const col = COLUMN_KEYS[q.key];
       const op = q.prefix ? 'GLOB' : '=';
       const v = q.prefix ? `${globLiteral(q.value)}*` : q.value;
-      if (col) return { sql: `l.${col} ${op} ?`, args: [col === 'trace_id' || col === 'span_id' || col === 'level' ? v.toLowerCase() : v] };
+      if (col === 'trace_id' || col === 'span_id') {
+        // Stored as bytes or text (migration 037).
+        const lv = v.toLowerCase();
+        return q.prefix ? { sql: `${idTextSql(`l.${col}`)} GLOB ?`, args: [lv] } : { sql: idEqSql(`l.${col}`), args: [lv, lv] };
+      }
+      if (col) return { sql: `l.${col} ${op} ?`, args: [col === 'level' ? v.toLowerCase() : v] };
       const path = `$."${q.key}"`;
       return {
         sql: `(CAST(${attrValueSql('l', '?', '?')} AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
@@ -190,12 +196,12 @@ function rowWhere(f: LogFilter, pid: number): Where {
   let sql = w.sql;
   const args = [...w.args];
   if (f.traceId !== undefined) {
-    sql += ' AND l.trace_id = ?';
-    args.push(f.traceId);
+    sql += ` AND ${idEqSql('l.trace_id')}`;
+    args.push(f.traceId, f.traceId);
   }
   if (f.spanId !== undefined) {
-    sql += ' AND l.span_id = ?';
-    args.push(f.spanId);
+    sql += ` AND ${idEqSql('l.span_id')}`;
+    args.push(f.spanId, f.spanId);
   }
   if (f.where) {
     const q = queryWhere(f.where, pid);
@@ -260,8 +266,9 @@ export function createLogsReadRepo(db: Db) {
   const ftsIds = db.prepare('SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? LIMIT ?').pluck();
   const idRange = db.prepare('SELECT min(id) AS a, max(id) AS b FROM logs WHERE project_id = ? AND time_ms >= ? AND time_ms < ?');
 
-  const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, l.level, l.body, l.attributes, l.trace_id, l.span_id,
-    l.service_name, l.environment, l.release, l.source, l.connector_key, l.scope_name, l.resource_id, l.attr_keys`;
+  const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, l.level, l.body, l.attributes,
+    ${idTextSql('l.trace_id')} AS trace_id, ${idTextSql('l.span_id')} AS span_id,
+    l.service_name, l.environment, l.release, l.source, l.connector_key, ${scopeNameSql('l')} AS scope_name, l.resource_id, l.attr_keys`;
   const decode = createAttrDecoder(db);
   /** Attribute objects of rows read with `attr_keys` (migration 037), which is then removed. */
   function decoded<T extends { attributes?: string; attr_keys?: number | null }>(rows: T[]): T[] {

@@ -4,7 +4,8 @@ import type { Attributes, AttrValue, LogRecordOut, MetricPointRecord, SpanRecord
 import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
-import { createAttrEncoder } from './attr-keysets.js';
+import { createAttrEncoder, createScopeIds } from './attr-keysets.js';
+import { idBlob } from './compact-ids.js';
 
 /** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
 export function environmentOf(resource: Attributes): string {
@@ -65,9 +66,9 @@ function attrsText(a: Attributes): string {
 const ROWS_PER_INSERT = 32;
 
 const SPAN_COLS = `project_id, trace_id, span_id, parent_span_id, name, operation, kind, service_name, environment, service_version,
-  start_ms, end_ms, duration_ms, status_code, status_message, attributes, events, links, resource_id, scope_name, scope_version, trace_state, source, received_ms, attr_keys`;
+  start_ms, end_ms, duration_ms, status_code, status_message, attributes, events, links, resource_id, scope_name, scope_version, trace_state, source, received_ms, attr_keys, scope_id`;
 const LOG_COLS = `project_id, time_ms, observed_ms, severity_number, severity_text, level, body, attributes, trace_id, span_id,
-  service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms, attr_keys`;
+  service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms, attr_keys, scope_id`;
 const CHUNK_COLS = 'project_id, trace_id, first_rowid, last_rowid, span_count, error_count, min_start_ms, max_start_ms, max_end_ms';
 
 const placeholders = (cols: number, rows: number) => {
@@ -101,12 +102,14 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
   const resourceIds = new Map<string, number>();
   // Attribute keys stored once per key set (migration 037): rows hold the values only.
   const encodeAttrs = createAttrEncoder(db);
+  // Scopes stored once, ids as bytes, received_ms not kept (migration 037).
+  const scopeId = createScopeIds(db);
   const s = {
     resByHash: db.prepare('SELECT id FROM resources WHERE project_id = ? AND hash = ?'),
     resInsert: db.prepare('INSERT INTO resources (project_id, hash, attributes) VALUES (?, ?, ?)'),
-    spans: multiInsert(db, `INSERT INTO spans (${SPAN_COLS})`, 25),
+    spans: multiInsert(db, `INSERT INTO spans (${SPAN_COLS})`, 26),
     chunks: multiInsert(db, `INSERT INTO trace_chunks (${CHUNK_COLS})`, 9),
-    logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 19),
+    logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 20),
     fts: multiInsert(db, 'INSERT INTO logs_fts (rowid, body, attrs)', 3),
     points: multiInsert(
       db,
@@ -181,11 +184,11 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
       const res = resourceInfo(projectId, sp.resource, resources);
       const [attrKeys, attrs] = encodeAttrs(sp.attributes);
       args.push(
-        pid, sp.trace_id, sp.span_id, sp.parent_span_id, sp.name, operationOf(sp), sp.kind, sp.service_name,
+        pid, sp.trace_id, idBlob(sp.span_id, 16), idBlob(sp.parent_span_id, 16), sp.name, operationOf(sp), sp.kind, sp.service_name,
         res.environment, res.serviceVersion, sp.start_ms, sp.end_ms, Math.max(0, sp.end_ms - sp.start_ms),
         sp.status_code, sp.status_message, attrs,
         sp.events.length ? JSON.stringify(sp.events) : null, sp.links.length ? JSON.stringify(sp.links) : null,
-        res.id, sp.scope.name, sp.scope.version, sp.trace_state, source, receivedMs, attrKeys,
+        res.id, '', '', sp.trace_state, source, 0, attrKeys, scopeId(sp.scope.name, sp.scope.version ?? ''),
       );
       if (++rows === ROWS_PER_INSERT) flush();
     }
@@ -247,8 +250,8 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
         const res = resourceInfo(projectId, l.resource, resources);
         args.push(
           pid, l.time_ms, l.observed_time_ms, l.severity_number, l.severity_text, levelOf(l.severity_number, l.severity_text),
-          body, attrs, l.trace_id, l.span_id, l.service_name, res.environment, res.serviceVersion,
-          logSource, connectorKey, res.id, l.scope.name, receivedMs, attrKeys,
+          body, attrs, idBlob(l.trace_id, 32), idBlob(l.span_id, 16), l.service_name, res.environment, res.serviceVersion,
+          logSource, connectorKey, res.id, '', 0, attrKeys, scopeId(l.scope.name, ''),
         );
         // The trace id is a token of the full-text row: a trace's logs are found through this index
         // (logs.search trace_id, traces.get) without a B-tree index of random keys on logs.

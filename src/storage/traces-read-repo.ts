@@ -4,7 +4,8 @@ import type { Attributes } from '../domain/telemetry-types.js';
 import type { MapSpan } from '../domain/traces/service-map.js';
 import { SPARKLINE_BUCKETS } from '../domain/traces/operation-stats.js';
 import { createTraceSpans } from './trace-spans.js';
-import { attrValueSql, createAttrDecoder } from './attr-keysets.js';
+import { attrValueSql, createAttrDecoder, scopeNameSql, scopeVersionSql } from './attr-keysets.js';
+import { idEqSql, idTextSql } from './compact-ids.js';
 
 /**
  * Reads of the spans the ingest path writes (traces.* operations). Every method takes the project id
@@ -298,16 +299,17 @@ export function createTracesReadRepo(db: Db) {
     group: db.prepare(`SELECT id, short_id, title, type, culprit, level, status, service_name, first_seen, last_seen, merged_into
       FROM error_groups WHERE project_id = ? AND id = ?`),
     sample: db
-      .prepare(`SELECT trace_id, span_id, parent_span_id, service_name, kind, duration_ms, status_code, start_ms, CASE WHEN kind IN (3, 4) THEN attributes END, attr_keys
+      .prepare(`SELECT trace_id, ${idTextSql('span_id')}, ${idTextSql('parent_span_id')}, service_name, kind, duration_ms, status_code, start_ms, CASE WHEN kind IN (3, 4) THEN attributes END, attr_keys
       FROM spans WHERE project_id = ? AND start_ms >= ? AND start_ms < ?`)
       .raw(),
     countUpTo: db.prepare('SELECT count(*) FROM (SELECT 1 FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? LIMIT ?)').pluck(),
     startAtRank: db.prepare('SELECT start_ms FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? ORDER BY start_ms LIMIT 1 OFFSET ?').pluck(),
   };
   const traces = createTraceSpans(db);
-  const LITE = 's.span_id, s.parent_span_id, s.name, s.operation, s.kind, s.service_name, s.environment, s.start_ms, s.end_ms, s.duration_ms, s.status_code';
-  const FULL = `s.span_id, s.parent_span_id, s.name, s.operation, s.kind, s.service_name, s.environment, s.service_version, s.start_ms, s.end_ms,
-    s.duration_ms, s.status_code, s.status_message, s.attributes, s.attr_keys, s.events, s.links, s.scope_name, s.scope_version`;
+  const IDS = `${idTextSql('s.span_id')} AS span_id, ${idTextSql('s.parent_span_id')} AS parent_span_id`;
+  const LITE = `${IDS}, s.name, s.operation, s.kind, s.service_name, s.environment, s.start_ms, s.end_ms, s.duration_ms, s.status_code`;
+  const FULL = `${IDS}, s.name, s.operation, s.kind, s.service_name, s.environment, s.service_version, s.start_ms, s.end_ms,
+    s.duration_ms, s.status_code, s.status_message, s.attributes, s.attr_keys, s.events, s.links, ${scopeNameSql('s')} AS scope_name, ${scopeVersionSql('s')} AS scope_version`;
   const decode = createAttrDecoder(db);
 
   return {
@@ -520,15 +522,15 @@ export function createTracesReadRepo(db: Db) {
     },
 
     parentService(projectId: string, traceId: string, spanId: string): string | null {
-      const r = traces.rows<[string]>(projectId, traceId, { cols: 's.service_name', where: ' AND s.span_id = ?', args: [spanId], tail: 'LIMIT 1', check: { kind: 'any' }, raw: true });
+      const r = traces.rows<[string]>(projectId, traceId, { cols: 's.service_name', where: ` AND ${idEqSql('s.span_id')}`, args: [spanId, spanId], tail: 'LIMIT 1', check: { kind: 'any' }, raw: true });
       return r[0]?.[0] ?? null;
     },
 
     childServices(projectId: string, traceId: string, spanId: string): string[] {
       const r = traces.rows<[string]>(projectId, traceId, {
         cols: 'DISTINCT s.service_name',
-        where: ' AND s.parent_span_id = ?',
-        args: [spanId],
+        where: ` AND ${idEqSql('s.parent_span_id')}`,
+        args: [spanId, spanId],
         check: { kind: 'count' },
         raw: true,
       });

@@ -62,6 +62,14 @@ describe('attribute key sets', () => {
     expect(byAttr('http.route', '/api/')).toEqual([]);
     expect(byAttr('http.route', '/api/', true)).toEqual(['message 1', 'message 0']);
     expect(byAttr('10', 'numeric key first')).toEqual(['message 2']);
+    // Ids stored as bytes, scopes once; read back as sent.
+    expect(db.prepare('SELECT typeof(trace_id) || typeof(span_id) FROM logs WHERE trace_id IS NOT NULL').pluck().get()).toBe('blobblob');
+    const first = rows[rows.length - 1]!;
+    expect([first.trace_id, first.span_id, first.scope_name]).toEqual([TRACE, '00f067aa0ba902b7', 'app']);
+    expect(byAttr('trace_id', TRACE.slice(0, 8), true)).toEqual(['message 0']);
+    expect(byAttr('trace_id', TRACE.toUpperCase())).toEqual(['message 0']);
+    expect(byAttr('span_id', '00f067aa0ba902b7')).toEqual(['message 0']);
+    expect(logs.search('1', { ...win, spanId: '00f067aa0ba902b7' }, { limit: 10, offset: 0 }).rows.length).toBe(1);
     expect(logs.newest('1', win, 10, { attributes: true }).map((r) => JSON.parse(r.attributes!)).reverse()).toEqual(ATTRS);
 
     // HTTP method counts: from the rollups and from raw rows (a key:value filter forces raw rows).
@@ -73,6 +81,10 @@ describe('attribute key sets', () => {
     const traces = createTracesReadRepo(db);
     const full = traces.traceSpansFull('1', TRACE, 10);
     expect(full.map((s) => s.attributes)).toEqual(ATTRS);
+    expect(full.map((s) => [s.span_id, s.parent_span_id, s.scope_name, s.scope_version])).toEqual(ATTRS.map((_, i) => [`00f067aa0ba902c${i}`, null, 'app', '1']));
+    expect(traces.parentService('1', TRACE, '00f067aa0ba902c2')).toBe('orders');
+    w.insertSpans('1', [{ ...span(TRACE, '00f067aa0ba902d0', T0 + 9, {}), parent_span_id: '00f067aa0ba902c1', service_name: 'billing' }], 'otlp', T0);
+    expect(traces.childServices('1', TRACE, '00f067aa0ba902c1')).toEqual(['billing']);
     const streamed = [...traces.spanStream('1', { kind: 'all', where: { attributes: [{ key: 'user.id', value: 'u1' }] } }, T0 - MIN, T0 + MIN)];
     expect(streamed.length).toBe(1);
     db.close();

@@ -13,6 +13,12 @@ import { LOG_COUNT_TABLES } from './004-log-counts.js';
  *   JSON array of values. Existing rows keep `attr_keys` NULL and their JSON object: readers accept
  *   both forms, so nothing is rewritten (a large database upgrades instantly; old rows keep their
  *   old size until retention expires them).
+ * - `scopes`: instrumentation scopes (name, version) stored once; new log and span rows carry
+ *   `scope_id` and empty `scope_name` / `scope_version` (src/storage/attr-keysets.ts scopeNameSql).
+ * - Trace and span ids of new log rows (trace_id, span_id) and span rows (span_id, parent_span_id)
+ *   are stored as bytes when they are lowercase hex of the OTLP length (src/storage/compact-ids.ts);
+ *   `spans.trace_id` stays text (trace_chunks and error events join on it).
+ * - `received_ms` of new log and span rows is 0 (one byte less than six): nothing reads it.
  * - The log count delete trigger (migration 004) reads the HTTP method of either form.
  */
 const decrement = (t: (typeof LOG_COUNT_TABLES)[number]) => `
@@ -23,7 +29,7 @@ const decrement = (t: (typeof LOG_COUNT_TABLES)[number]) => `
 
 export const m037AttrKeysets: Migration = {
   version: 37,
-  name: 'attribute key sets stored once for logs and spans',
+  name: 'attribute key sets and scopes stored once for logs and spans',
   sql: `
 CREATE TABLE attr_keysets (
   id INTEGER PRIMARY KEY,
@@ -31,8 +37,16 @@ CREATE TABLE attr_keysets (
   http_req_path TEXT,
   http_path TEXT
 );
+CREATE TABLE scopes (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  version TEXT NOT NULL,
+  UNIQUE (name, version)
+);
 ALTER TABLE logs ADD COLUMN attr_keys INTEGER;
+ALTER TABLE logs ADD COLUMN scope_id INTEGER;
 ALTER TABLE spans ADD COLUMN attr_keys INTEGER;
+ALTER TABLE spans ADD COLUMN scope_id INTEGER;
 DROP TRIGGER logs_counts_delete;
 CREATE TRIGGER logs_counts_delete AFTER DELETE ON logs BEGIN
 ${LOG_COUNT_TABLES.map(decrement).join('\n')}
