@@ -261,6 +261,9 @@ function timeSearches(db: Db, startMs: number): Record<string, number> {
     'prefix': () => repo.search('1', { ...window, match: ftsQuery('retry*')! }, { limit: 50, offset: 0 }),
     'trace_id': () => repo.search('1', { ...window, traceId: tid }, { limit: 50, offset: 0 }),
     'no text, error level': () => repo.search('1', { ...window, levels: ['error'] }, { limit: 50, offset: 0 }),
+    'no text, one service, errors': () => repo.search('1', { ...window, service: 'email', levels: ['error'] }, { limit: 50, offset: 0 }),
+    'one service, errors, 2000 rows': () => repo.search('1', { ...window, service: 'email', levels: ['error'] }, { limit: 2000, offset: 0, withTotal: false }),
+    'key:value (user.id)': () => repo.search('1', { ...window, where: { kind: 'attr', key: 'user.id', value: 'u_4242', prefix: false } }, { limit: 50, offset: 0 }),
   };
   const out: Record<string, number> = {};
   for (const [k, f] of Object.entries(queries)) {

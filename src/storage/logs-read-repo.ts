@@ -3,6 +3,7 @@ import type { Db } from './db.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
 import { attrValueSql, createAttrDecoder, HTTP_METHOD_KS_SQL, scopeNameSql } from './attr-keysets.js';
 import { idEqSql, idTextSql } from './compact-ids.js';
+import { logDimCondSql, logDimJoinSql, logDimSql, type LogDimCol } from './log-dims.js';
 import type { LogQuery } from '../domain/logs/query.js';
 
 /** Level names as stored (see levelOf in sqlite-telemetry-store.ts), least to most severe. */
@@ -173,7 +174,10 @@ function queryWhere(q: LogQuery, pid: number): Where {
         const lv = v.toLowerCase();
         return q.prefix ? { sql: `${idTextSql(`l.${col}`)} GLOB ?`, args: [lv] } : { sql: idEqSql(`l.${col}`), args: [lv, lv] };
       }
-      if (col) return { sql: `l.${col} ${op} ?`, args: [col === 'level' ? v.toLowerCase() : v] };
+      if (col) {
+        const x = col === 'level' ? v.toLowerCase() : v;
+        return { sql: logDimCondSql('l', col as LogDimCol, op), args: [pid, x, x] };
+      }
       const path = `$."${q.key}"`;
       return {
         sql: `(CAST(${attrValueSql('l', '?', '?')} AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
@@ -190,9 +194,23 @@ function queryWhere(q: LogQuery, pid: number): Where {
 /** Filters the rollups cannot answer (trace, span, `key:value`): such reads go to log rows. */
 const rowOnly = (f: LogFilter) => f.traceId !== undefined || f.spanId !== undefined || f.where !== undefined;
 
+/**
+ * The dimension filter on log rows `l`: through the numbered combinations (`dims`, in `logs_time`,
+ * so checked in the index; migration 037), or on the columns for rows from before the migration.
+ */
+function rowDimWhere(f: LogFilter, pid: number): Where {
+  if (!hasDimFilter(f)) return { sql: '', args: [] };
+  const d = dimWhere(f, '');
+  const l = dimWhere(f, 'l.');
+  return {
+    sql: ` AND (l.dims IN (SELECT id FROM log_dims WHERE project_id = ?${d.sql}) OR (l.dims IS NULL${l.sql}))`,
+    args: [pid, ...d.args, ...l.args],
+  };
+}
+
 /** Conditions on log rows `l`: the dimensions plus trace, span and the parsed query's rest. */
 function rowWhere(f: LogFilter, pid: number): Where {
-  const w = dimWhere(f, 'l.');
+  const w = rowDimWhere(f, pid);
   let sql = w.sql;
   const args = [...w.args];
   if (f.traceId !== undefined) {
@@ -266,9 +284,10 @@ export function createLogsReadRepo(db: Db) {
   const ftsIds = db.prepare('SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? LIMIT ?').pluck();
   const idRange = db.prepare('SELECT min(id) AS a, max(id) AS b FROM logs WHERE project_id = ? AND time_ms >= ? AND time_ms < ?');
 
-  const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, l.level, l.body, l.attributes,
+  const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, ${logDimSql('l', 'level')} AS level, l.body, l.attributes,
     ${idTextSql('l.trace_id')} AS trace_id, ${idTextSql('l.span_id')} AS span_id,
-    l.service_name, l.environment, l.release, l.source, l.connector_key, ${scopeNameSql('l')} AS scope_name, l.resource_id, l.attr_keys`;
+    ${(['service_name', 'environment', 'release', 'source', 'connector_key'] as const).map((c) => `${logDimSql('l', c)} AS ${c}`).join(', ')},
+    ${scopeNameSql('l')} AS scope_name, l.resource_id, l.attr_keys`;
   const decode = createAttrDecoder(db);
   /** Attribute objects of rows read with `attr_keys` (migration 037), which is then removed. */
   function decoded<T extends { attributes?: string; attr_keys?: number | null }>(rows: T[]): T[] {
@@ -361,11 +380,13 @@ export function createLogsReadRepo(db: Db) {
   /** Counts over raw log rows of `[fromMs, toMs)`, grouped by bucket and dimensions. */
   function rawCounts(pid: number, f: LogFilter, fromMs: number, toMs: number, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {
     const w = rowWhere(f, pid);
-    const cols = dims.map((d) => (d === 'http_method' ? HTTP_METHOD_KS_SQL('l') : d === 'connector_key' ? "COALESCE(l.connector_key, '')" : `l.${d}`));
+    const cols = dims.map((d) =>
+      d === 'http_method' ? HTTP_METHOD_KS_SQL('l') : d === 'connector_key' ? `COALESCE(${logDimJoinSql('l', d)}, '')` : logDimJoinSql('l', d),
+    );
     const bucket = step ? 'CAST((l.time_ms - ?) / ? AS INTEGER)' : '0';
     // With free text: from the matches to their rows by id (CROSS JOIN keeps that order), so the cost
     // follows the number of matches rather than the size of the window.
-    const source = f.match ? '(SELECT rowid AS id FROM logs_fts WHERE logs_fts MATCH ?) f CROSS JOIN logs l ON l.id = f.id' : 'logs l';
+    const source = `${f.match ? '(SELECT rowid AS id FROM logs_fts WHERE logs_fts MATCH ?) f CROSS JOIN logs l ON l.id = f.id' : 'logs l'} LEFT JOIN log_dims d ON d.id = l.dims`;
     const group = ['1', ...cols.map((_, i) => String(i + 2))].join(', ');
     return stmt(
       `SELECT ${bucket} AS b${cols.map((c, i) => `, ${c} AS k${i}`).join('')}, count(*) AS n FROM ${source}
@@ -469,7 +490,7 @@ export function createLogsReadRepo(db: Db) {
       const from = hasDimFilter(f) && !rowOnly(f) ? narrowFrom(pid, f, n) : f.fromMs;
       const w = rowWhere(f, pid);
       return decoded(stmt(
-        `SELECT l.body, l.level${opts.attributes ? ', l.attributes, l.attr_keys' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
+        `SELECT l.body, ${logDimSql('l', 'level')} AS level${opts.attributes ? ', l.attributes, l.attr_keys' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
       ).all(pid, from, f.toMs, ...w.args, n) as LogSample[]);
     },
   };
