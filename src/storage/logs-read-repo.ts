@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
 import { attrValueSql, createAttrDecoder, HTTP_METHOD_KS_SQL, scopeNameSql } from './attr-keysets.js';
-import { idEqSql, idTextSql } from './compact-ids.js';
+import { idEqSql, idTextSql, traceIdFts } from './compact-ids.js';
 import { logDimCondSql, logDimJoinSql, logDimSql, type LogDimCol } from './log-dims.js';
 import type { LogQuery } from '../domain/logs/query.js';
 
@@ -100,7 +100,8 @@ export function ftsQuery(text: string): string | null {
     const prefix = word.endsWith('*');
     word = word.replace(/\*+$/, '');
     if (!WORD_CHAR.test(word)) continue;
-    terms.push(prefix && WORD_CHAR.test(word[word.length - 1]!) ? `${quote(word)}*` : quote(word));
+    if (!prefix && /^[0-9a-f]{32}$/i.test(word)) terms.push(traceIdFts(word)); // a trace id: indexed by its first digits (migration 037)
+    else terms.push(prefix && WORD_CHAR.test(word[word.length - 1]!) ? `${quote(word)}*` : quote(word));
   }
   return terms.length ? terms.join(' ') : null;
 }
@@ -236,7 +237,7 @@ function rowWhere(f: LogFilter, pid: number): Where {
  */
 function withTraceMatch(f: LogFilter): LogFilter {
   if (f.traceId === undefined || !/^[0-9a-f]{32}$/.test(f.traceId)) return f;
-  const term = `attrs : "${f.traceId}"`;
+  const term = `attrs : ${traceIdFts(f.traceId)}`;
   return { ...f, match: f.match ? `(${f.match}) AND ${term}` : term };
 }
 

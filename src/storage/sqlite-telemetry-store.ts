@@ -5,7 +5,7 @@ import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
 import { createAttrEncoder, createScopeIds } from './attr-keysets.js';
-import { idBlob } from './compact-ids.js';
+import { idBlob, traceToken } from './compact-ids.js';
 
 /** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
 export function environmentOf(resource: Attributes): string {
@@ -274,7 +274,8 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
         // The trace id is a token of the full-text row: a trace's logs are found through this index
         // (logs.search trace_id, traces.get) without a B-tree index of random keys on logs.
         const at = attrsText(l.attributes);
-        fts.push(0, body, l.trace_id ? (at ? `${at} ${l.trace_id}` : l.trace_id) : at);
+        const tt = l.trace_id ? traceToken(l.trace_id) : null;
+        fts.push(0, body, tt ? (at ? `${at} ${tt}` : tt) : at);
         if (++rows === ROWS_PER_INSERT) flush();
       }
       if (rows) flush();

@@ -9,7 +9,7 @@ import { LOG_COUNT_TABLES, rollupInsert } from '../../src/storage/migrations/004
 import { MIGRATIONS } from '../../src/storage/migrations/index.js';
 import { createSqliteTelemetryWriter } from '../../src/storage/sqlite-telemetry-store.js';
 import { withLogRollups } from '../../src/storage/log-rollups.js';
-import { createLogsReadRepo } from '../../src/storage/logs-read-repo.js';
+import { createLogsReadRepo, ftsQuery } from '../../src/storage/logs-read-repo.js';
 import { createTracesReadRepo } from '../../src/storage/traces-read-repo.js';
 import { createRetentionRepo, EXPIRY_TARGETS } from '../../src/storage/retention-repo.js';
 import type { Attributes, LogRecordOut, SpanRecord } from '../../src/domain/telemetry-types.js';
@@ -67,6 +67,8 @@ describe('attribute key sets', () => {
     const first = rows[rows.length - 1]!;
     expect([first.trace_id, first.span_id, first.scope_name]).toEqual([TRACE, '00f067aa0ba902b7', 'app']);
     expect(byAttr('trace_id', TRACE.slice(0, 8), true)).toEqual(['message 0']);
+    // The full-text index holds the trace id's first digits; a search for the whole id finds the log.
+    expect(logs.search('1', { ...win, match: ftsQuery(TRACE.toUpperCase())! }, { limit: 10, offset: 0 }).rows.map((r) => r.body)).toEqual(['message 0']);
     expect(byAttr('trace_id', TRACE.toUpperCase())).toEqual(['message 0']);
     expect(byAttr('span_id', '00f067aa0ba902b7')).toEqual(['message 0']);
     expect(logs.search('1', { ...win, spanId: '00f067aa0ba902b7' }, { limit: 10, offset: 0 }).rows.length).toBe(1);
