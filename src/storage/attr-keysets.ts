@@ -102,3 +102,23 @@ export function createScopeIds(db: Db) {
     return id;
   };
 }
+
+/** Key set id → index of one key in its value array: for {@link attrValueAtSql}. */
+export type KeyPositions = (key: string) => [number, number][];
+
+/** The positions of a key in every key set holding it (read before a query that filters on the key). */
+export function createKeyPositions(db: Db): KeyPositions {
+  const st = db.prepare('SELECT ks.id, CAST(k.key AS INTEGER) FROM attr_keysets ks, json_each(ks.keys) k WHERE k.value = ?').raw();
+  return (key) => st.all(key) as [number, number][];
+}
+
+/**
+ * Like {@link attrValueSql}, with the key's position per key set given as literals (no key list
+ * read per row): rows whose key set lacks the key give NULL.
+ */
+export function attrValueAtSql(t: string, pathSql: string, positions: [number, number][]): string {
+  const at = positions.length
+    ? `json_extract(${t}.attributes, CASE ${t}.attr_keys ${positions.map(([id, i]) => `WHEN ${Math.trunc(id)} THEN '$[${Math.trunc(i)}]'`).join(' ')} END)`
+    : 'NULL';
+  return `CASE WHEN ${t}.attr_keys IS NULL THEN json_extract(${t}.attributes, ${pathSql}) ELSE ${at} END`;
+}

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
-import { attrValueSql, createAttrDecoder, HTTP_METHOD_KS_SQL, scopeNameSql } from './attr-keysets.js';
+import { attrValueAtSql, createAttrDecoder, createKeyPositions, HTTP_METHOD_KS_SQL, scopeNameSql, type KeyPositions } from './attr-keysets.js';
 import { idEqSql, idTextSql, traceIdFts } from './compact-ids.js';
 import { logDimCondSql, logDimJoinSql, logDimSql, type LogDimCol } from './log-dims.js';
 import type { LogQuery } from '../domain/logs/query.js';
@@ -162,7 +162,7 @@ const globLiteral = (s: string) => s.replace(/[*?[]/g, (c) => `[${c}]`);
  * match are found once per query: a resource is stored once, not per row); free text under an OR
  * becomes a full-text subquery.
  */
-function queryWhere(q: LogQuery, pid: number): Where {
+function queryWhere(q: LogQuery, pid: number, keyPos: KeyPositions): Where {
   switch (q.kind) {
     case 'text':
       return { sql: 'l.id IN (SELECT rowid FROM logs_fts WHERE logs_fts MATCH ?)', args: [q.fts] };
@@ -181,12 +181,12 @@ function queryWhere(q: LogQuery, pid: number): Where {
       }
       const path = `$."${q.key}"`;
       return {
-        sql: `(CAST(${attrValueSql('l', '?', '?')} AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
-        args: [path, q.key, v, pid, path, v],
+        sql: `(CAST(${attrValueAtSql('l', '?', keyPos(q.key))} AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
+        args: [path, v, pid, path, v],
       };
     }
     default: {
-      const parts = q.items.map((x) => queryWhere(x, pid));
+      const parts = q.items.map((x) => queryWhere(x, pid, keyPos));
       return { sql: `(${parts.map((p) => p.sql).join(q.kind === 'and' ? ' AND ' : ' OR ')})`, args: parts.flatMap((p) => p.args) };
     }
   }
@@ -210,7 +210,7 @@ function rowDimWhere(f: LogFilter, pid: number): Where {
 }
 
 /** Conditions on log rows `l`: the dimensions plus trace, span and the parsed query's rest. */
-function rowWhere(f: LogFilter, pid: number): Where {
+function rowWhere(f: LogFilter, pid: number, keyPos: KeyPositions): Where {
   const w = rowDimWhere(f, pid);
   let sql = w.sql;
   const args = [...w.args];
@@ -223,7 +223,7 @@ function rowWhere(f: LogFilter, pid: number): Where {
     args.push(f.spanId, f.spanId);
   }
   if (f.where) {
-    const q = queryWhere(f.where, pid);
+    const q = queryWhere(f.where, pid, keyPos);
     sql += ` AND ${q.sql}`;
     args.push(...q.args);
   }
@@ -282,6 +282,7 @@ export function createLogsReadRepo(db: Db) {
     return s;
   };
 
+  const keyPos = createKeyPositions(db);
   const ftsIds = db.prepare('SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? LIMIT ?').pluck();
   const idRange = db.prepare('SELECT min(id) AS a, max(id) AS b FROM logs WHERE project_id = ? AND time_ms >= ? AND time_ms < ?');
 
@@ -302,7 +303,7 @@ export function createLogsReadRepo(db: Db) {
 
   /** Rows of `[fromMs, toMs)` matching the filter (and an extra condition), newest first. */
   function rowsIn(pid: number, f: LogFilter, fromMs: number, toMs: number, extra: Where, limit: number, offset = 0): LogRow[] {
-    const w = rowWhere(f, pid);
+    const w = rowWhere(f, pid, keyPos);
     return decoded(stmt(
       `SELECT ${COLS} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${extra.sql}${w.sql} ${ORDER} LIMIT ? OFFSET ?`,
     ).all(pid, fromMs, toMs, ...extra.args, ...w.args, limit, offset) as LogRow[]);
@@ -344,7 +345,7 @@ export function createLogsReadRepo(db: Db) {
       // Few matches in the whole index: fetch them by id (CROSS JOIN keeps that order of work),
       // filter, sort. Exact total for free.
       if (ids.length === 0) return { rows: [], total: 0 };
-      const w = rowWhere(f, pid);
+      const w = rowWhere(f, pid, keyPos);
       const rows = stmt(
         `SELECT ${COLS} FROM json_each(?) j CROSS JOIN logs l ON l.id = j.value
          WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER}`,
@@ -380,7 +381,7 @@ export function createLogsReadRepo(db: Db) {
 
   /** Counts over raw log rows of `[fromMs, toMs)`, grouped by bucket and dimensions. */
   function rawCounts(pid: number, f: LogFilter, fromMs: number, toMs: number, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {
-    const w = rowWhere(f, pid);
+    const w = rowWhere(f, pid, keyPos);
     const cols = dims.map((d) =>
       d === 'http_method' ? HTTP_METHOD_KS_SQL('l') : d === 'connector_key' ? `COALESCE(${logDimJoinSql('l', d)}, '')` : logDimJoinSql('l', d),
     );
@@ -489,7 +490,7 @@ export function createLogsReadRepo(db: Db) {
       const f = withTraceMatch(f0);
       if (f.match) return matchRows(pid, f, n).rows;
       const from = hasDimFilter(f) && !rowOnly(f) ? narrowFrom(pid, f, n) : f.fromMs;
-      const w = rowWhere(f, pid);
+      const w = rowWhere(f, pid, keyPos);
       return decoded(stmt(
         `SELECT l.body, ${logDimSql('l', 'level')} AS level${opts.attributes ? ', l.attributes, l.attr_keys' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
       ).all(pid, from, f.toMs, ...w.args, n) as LogSample[]);

@@ -4,7 +4,7 @@ import type { Attributes } from '../domain/telemetry-types.js';
 import type { MapSpan } from '../domain/traces/service-map.js';
 import { SPARKLINE_BUCKETS } from '../domain/traces/operation-stats.js';
 import { createTraceSpans } from './trace-spans.js';
-import { attrValueSql, createAttrDecoder, scopeNameSql, scopeVersionSql } from './attr-keysets.js';
+import { attrValueAtSql, createAttrDecoder, createKeyPositions, scopeNameSql, scopeVersionSql, type KeyPositions } from './attr-keysets.js';
 import { idEqSql, idTextSql } from './compact-ids.js';
 
 /**
@@ -107,7 +107,7 @@ export interface SpanWhere {
 }
 
 /** SQL (and its arguments) of a {@link SpanWhere} on span rows. */
-function spanWhereSql(w: SpanWhere | undefined): { sql: string; args: unknown[] } {
+function spanWhereSql(w: SpanWhere | undefined, keyPos: KeyPositions): { sql: string; args: unknown[] } {
   let sql = '';
   const args: unknown[] = [];
   if (w?.environment !== undefined) {
@@ -115,8 +115,9 @@ function spanWhereSql(w: SpanWhere | undefined): { sql: string; args: unknown[] 
     args.push(w.environment);
   }
   for (const a of w?.attributes ?? []) {
-    sql += ` AND CAST(${attrValueSql('spans', '?', '?')} AS TEXT) = ?`;
-    args.push(`$."${a.key.replace(/"/g, '')}"`, a.key.replace(/"/g, ''), a.value);
+    const key = a.key.replace(/"/g, '');
+    sql += ` AND CAST(${attrValueAtSql('spans', '?', keyPos(key))} AS TEXT) = ?`;
+    args.push(`$."${key}"`, a.value);
   }
   return { sql, args };
 }
@@ -311,6 +312,7 @@ export function createTracesReadRepo(db: Db) {
   const FULL = `${IDS}, s.name, s.operation, s.kind, s.service_name, s.environment, s.service_version, s.start_ms, s.end_ms,
     s.duration_ms, s.status_code, s.status_message, s.attributes, s.attr_keys, s.events, s.links, ${scopeNameSql('s')} AS scope_name, ${scopeVersionSql('s')} AS scope_version`;
   const decode = createAttrDecoder(db);
+  const keyPos = createKeyPositions(db);
 
   return {
     /** Services with entry spans (at any time), sorted. A seek per service. */
@@ -400,7 +402,7 @@ export function createTracesReadRepo(db: Db) {
         const idx = stream.kind === 'errors' ? 'INDEXED BY spans_error' : 'INDEXED BY spans_time';
         const err = stream.kind === 'errors' ? ' AND status_code = 2' : '';
         // Span conditions (attributes, environment) are checked on the rows the time index walks.
-        const w = spanWhereSql(stream.kind === 'all' ? stream.where : undefined);
+        const w = spanWhereSql(stream.kind === 'all' ? stream.where : undefined, keyPos);
         const sql = (op: string) =>
           `SELECT rowid, start_ms, trace_id FROM spans ${idx} WHERE project_id = ? AND start_ms >= ? AND start_ms ${op} ?${err}${w.sql} ORDER BY start_ms DESC LIMIT ?`;
         const cursor = newestFirst(
