@@ -1,6 +1,7 @@
 import type { Db } from './db.js';
 import type { TelemetryWriter } from './telemetry-store.js';
-import { LOG_COUNT_TABLES, rollupInsert } from './migrations/004-log-counts.js';
+import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
+import { rollupInsertDims } from './log-dims.js';
 
 /**
  * Wraps a telemetry writer so every log batch also updates the log count rollups (migration 004) in
@@ -10,7 +11,7 @@ import { LOG_COUNT_TABLES, rollupInsert } from './migrations/004-log-counts.js';
  */
 export function withLogRollups(db: Db, writer: TelemetryWriter): TelemetryWriter {
   const maxId = db.prepare('SELECT max(id) FROM logs').pluck();
-  const upserts = LOG_COUNT_TABLES.map((t) => db.prepare(`${rollupInsert(t, 'l.id > ?')} ON CONFLICT DO UPDATE SET n = n + excluded.n`));
+  const upserts = LOG_COUNT_TABLES.map((t) => db.prepare(`${rollupInsertDims(t, 'l.id > ?')} ON CONFLICT DO UPDATE SET n = n + excluded.n`));
   const insertLogs = db.transaction((...args: Parameters<TelemetryWriter['insertLogs']>) => {
     const before = (maxId.get() as number | null) ?? 0;
     const n = writer.insertLogs(...args);

@@ -1,6 +1,9 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
-import { HTTP_METHOD_SQL, LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
+import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
+import { attrValueAtSql, createAttrDecoder, createKeyPositions, HTTP_METHOD_KS_SQL, scopeNameSql, type KeyPositions } from './attr-keysets.js';
+import { idEqSql, idTextSql, traceIdFts } from './compact-ids.js';
+import { logDimCondSql, logDimJoinSql, logDimSql, type LogDimCol } from './log-dims.js';
 import type { LogQuery } from '../domain/logs/query.js';
 
 /** Level names as stored (see levelOf in sqlite-telemetry-store.ts), least to most severe. */
@@ -97,7 +100,8 @@ export function ftsQuery(text: string): string | null {
     const prefix = word.endsWith('*');
     word = word.replace(/\*+$/, '');
     if (!WORD_CHAR.test(word)) continue;
-    terms.push(prefix && WORD_CHAR.test(word[word.length - 1]!) ? `${quote(word)}*` : quote(word));
+    if (!prefix && /^[0-9a-f]{32}$/i.test(word)) terms.push(traceIdFts(word)); // a trace id: indexed by its first digits (migration 037)
+    else terms.push(prefix && WORD_CHAR.test(word[word.length - 1]!) ? `${quote(word)}*` : quote(word));
   }
   return terms.length ? terms.join(' ') : null;
 }
@@ -158,7 +162,7 @@ const globLiteral = (s: string) => s.replace(/[*?[]/g, (c) => `[${c}]`);
  * match are found once per query: a resource is stored once, not per row); free text under an OR
  * becomes a full-text subquery.
  */
-function queryWhere(q: LogQuery, pid: number): Where {
+function queryWhere(q: LogQuery, pid: number, keyPos: KeyPositions): Where {
   switch (q.kind) {
     case 'text':
       return { sql: 'l.id IN (SELECT rowid FROM logs_fts WHERE logs_fts MATCH ?)', args: [q.fts] };
@@ -166,15 +170,23 @@ function queryWhere(q: LogQuery, pid: number): Where {
       const col = COLUMN_KEYS[q.key];
       const op = q.prefix ? 'GLOB' : '=';
       const v = q.prefix ? `${globLiteral(q.value)}*` : q.value;
-      if (col) return { sql: `l.${col} ${op} ?`, args: [col === 'trace_id' || col === 'span_id' || col === 'level' ? v.toLowerCase() : v] };
+      if (col === 'trace_id' || col === 'span_id') {
+        // Stored as bytes or text (migration 037).
+        const lv = v.toLowerCase();
+        return q.prefix ? { sql: `${idTextSql(`l.${col}`)} GLOB ?`, args: [lv] } : { sql: idEqSql(`l.${col}`), args: [lv, lv] };
+      }
+      if (col) {
+        const x = col === 'level' ? v.toLowerCase() : v;
+        return { sql: logDimCondSql('l', col as LogDimCol, op), args: [pid, x, x] };
+      }
       const path = `$."${q.key}"`;
       return {
-        sql: `(CAST(json_extract(l.attributes, ?) AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
+        sql: `(CAST(${attrValueAtSql('l', '?', keyPos(q.key))} AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
         args: [path, v, pid, path, v],
       };
     }
     default: {
-      const parts = q.items.map((x) => queryWhere(x, pid));
+      const parts = q.items.map((x) => queryWhere(x, pid, keyPos));
       return { sql: `(${parts.map((p) => p.sql).join(q.kind === 'and' ? ' AND ' : ' OR ')})`, args: parts.flatMap((p) => p.args) };
     }
   }
@@ -183,21 +195,35 @@ function queryWhere(q: LogQuery, pid: number): Where {
 /** Filters the rollups cannot answer (trace, span, `key:value`): such reads go to log rows. */
 const rowOnly = (f: LogFilter) => f.traceId !== undefined || f.spanId !== undefined || f.where !== undefined;
 
+/**
+ * The dimension filter on log rows `l`: through the numbered combinations (`dims`, in `logs_time`,
+ * so checked in the index; migration 037), or on the columns for rows from before the migration.
+ */
+function rowDimWhere(f: LogFilter, pid: number): Where {
+  if (!hasDimFilter(f)) return { sql: '', args: [] };
+  const d = dimWhere(f, '');
+  const l = dimWhere(f, 'l.');
+  return {
+    sql: ` AND (l.dims IN (SELECT id FROM log_dims WHERE project_id = ?${d.sql}) OR (l.dims IS NULL${l.sql}))`,
+    args: [pid, ...d.args, ...l.args],
+  };
+}
+
 /** Conditions on log rows `l`: the dimensions plus trace, span and the parsed query's rest. */
-function rowWhere(f: LogFilter, pid: number): Where {
-  const w = dimWhere(f, 'l.');
+function rowWhere(f: LogFilter, pid: number, keyPos: KeyPositions): Where {
+  const w = rowDimWhere(f, pid);
   let sql = w.sql;
   const args = [...w.args];
   if (f.traceId !== undefined) {
-    sql += ' AND l.trace_id = ?';
-    args.push(f.traceId);
+    sql += ` AND ${idEqSql('l.trace_id')}`;
+    args.push(f.traceId, f.traceId);
   }
   if (f.spanId !== undefined) {
-    sql += ' AND l.span_id = ?';
-    args.push(f.spanId);
+    sql += ` AND ${idEqSql('l.span_id')}`;
+    args.push(f.spanId, f.spanId);
   }
   if (f.where) {
-    const q = queryWhere(f.where, pid);
+    const q = queryWhere(f.where, pid, keyPos);
     sql += ` AND ${q.sql}`;
     args.push(...q.args);
   }
@@ -211,7 +237,7 @@ function rowWhere(f: LogFilter, pid: number): Where {
  */
 function withTraceMatch(f: LogFilter): LogFilter {
   if (f.traceId === undefined || !/^[0-9a-f]{32}$/.test(f.traceId)) return f;
-  const term = `attrs : "${f.traceId}"`;
+  const term = `attrs : ${traceIdFts(f.traceId)}`;
   return { ...f, match: f.match ? `(${f.match}) AND ${term}` : term };
 }
 
@@ -256,19 +282,31 @@ export function createLogsReadRepo(db: Db) {
     return s;
   };
 
+  const keyPos = createKeyPositions(db);
   const ftsIds = db.prepare('SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? LIMIT ?').pluck();
   const idRange = db.prepare('SELECT min(id) AS a, max(id) AS b FROM logs WHERE project_id = ? AND time_ms >= ? AND time_ms < ?');
 
-  const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, l.level, l.body, l.attributes, l.trace_id, l.span_id,
-    l.service_name, l.environment, l.release, l.source, l.connector_key, l.scope_name, l.resource_id`;
+  const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, ${logDimSql('l', 'level')} AS level, l.body, l.attributes,
+    ${idTextSql('l.trace_id')} AS trace_id, ${idTextSql('l.span_id')} AS span_id,
+    ${(['service_name', 'environment', 'release', 'source', 'connector_key'] as const).map((c) => `${logDimSql('l', c)} AS ${c}`).join(', ')},
+    ${scopeNameSql('l')} AS scope_name, l.resource_id, l.attr_keys`;
+  const decode = createAttrDecoder(db);
+  /** Attribute objects of rows read with `attr_keys` (migration 037), which is then removed. */
+  function decoded<T extends { attributes?: string; attr_keys?: number | null }>(rows: T[]): T[] {
+    for (const r of rows) {
+      if (r.attributes !== undefined) r.attributes = decode(r.attr_keys, r.attributes);
+      delete r.attr_keys;
+    }
+    return rows;
+  }
   const ORDER = 'ORDER BY l.time_ms DESC, l.id DESC';
 
   /** Rows of `[fromMs, toMs)` matching the filter (and an extra condition), newest first. */
   function rowsIn(pid: number, f: LogFilter, fromMs: number, toMs: number, extra: Where, limit: number, offset = 0): LogRow[] {
-    const w = rowWhere(f, pid);
-    return stmt(
+    const w = rowWhere(f, pid, keyPos);
+    return decoded(stmt(
       `SELECT ${COLS} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${extra.sql}${w.sql} ${ORDER} LIMIT ? OFFSET ?`,
-    ).all(pid, fromMs, toMs, ...extra.args, ...w.args, limit, offset) as LogRow[];
+    ).all(pid, fromMs, toMs, ...extra.args, ...w.args, limit, offset) as LogRow[]);
   }
 
   /**
@@ -307,12 +345,12 @@ export function createLogsReadRepo(db: Db) {
       // Few matches in the whole index: fetch them by id (CROSS JOIN keeps that order of work),
       // filter, sort. Exact total for free.
       if (ids.length === 0) return { rows: [], total: 0 };
-      const w = rowWhere(f, pid);
+      const w = rowWhere(f, pid, keyPos);
       const rows = stmt(
         `SELECT ${COLS} FROM json_each(?) j CROSS JOIN logs l ON l.id = j.value
          WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER}`,
       ).all(JSON.stringify(ids), pid, f.fromMs, f.toMs, ...w.args) as LogRow[];
-      return { rows: rows.slice(0, need), total: rows.length };
+      return { rows: decoded(rows.slice(0, need)), total: rows.length };
     }
     // Many matches: walk the window backwards in growing time slices. The full-text index is read
     // only within the id range of each slice (ids grow with arrival, so the range stays tight), and
@@ -343,12 +381,14 @@ export function createLogsReadRepo(db: Db) {
 
   /** Counts over raw log rows of `[fromMs, toMs)`, grouped by bucket and dimensions. */
   function rawCounts(pid: number, f: LogFilter, fromMs: number, toMs: number, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {
-    const w = rowWhere(f, pid);
-    const cols = dims.map((d) => (d === 'http_method' ? HTTP_METHOD_SQL('l') : d === 'connector_key' ? "COALESCE(l.connector_key, '')" : `l.${d}`));
+    const w = rowWhere(f, pid, keyPos);
+    const cols = dims.map((d) =>
+      d === 'http_method' ? HTTP_METHOD_KS_SQL('l') : d === 'connector_key' ? `COALESCE(${logDimJoinSql('l', d)}, '')` : logDimJoinSql('l', d),
+    );
     const bucket = step ? 'CAST((l.time_ms - ?) / ? AS INTEGER)' : '0';
     // With free text: from the matches to their rows by id (CROSS JOIN keeps that order), so the cost
     // follows the number of matches rather than the size of the window.
-    const source = f.match ? '(SELECT rowid AS id FROM logs_fts WHERE logs_fts MATCH ?) f CROSS JOIN logs l ON l.id = f.id' : 'logs l';
+    const source = `${f.match ? '(SELECT rowid AS id FROM logs_fts WHERE logs_fts MATCH ?) f CROSS JOIN logs l ON l.id = f.id' : 'logs l'} LEFT JOIN log_dims d ON d.id = l.dims`;
     const group = ['1', ...cols.map((_, i) => String(i + 2))].join(', ');
     return stmt(
       `SELECT ${bucket} AS b${cols.map((c, i) => `, ${c} AS k${i}`).join('')}, count(*) AS n FROM ${source}
@@ -450,10 +490,10 @@ export function createLogsReadRepo(db: Db) {
       const f = withTraceMatch(f0);
       if (f.match) return matchRows(pid, f, n).rows;
       const from = hasDimFilter(f) && !rowOnly(f) ? narrowFrom(pid, f, n) : f.fromMs;
-      const w = rowWhere(f, pid);
-      return stmt(
-        `SELECT l.body, l.level${opts.attributes ? ', l.attributes' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
-      ).all(pid, from, f.toMs, ...w.args, n) as LogSample[];
+      const w = rowWhere(f, pid, keyPos);
+      return decoded(stmt(
+        `SELECT l.body, ${logDimSql('l', 'level')} AS level${opts.attributes ? ', l.attributes, l.attr_keys' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
+      ).all(pid, from, f.toMs, ...w.args, n) as LogSample[]);
     },
   };
 }

@@ -4,6 +4,8 @@ import type { Attributes, AttrValue, LogRecordOut, MetricPointRecord, SpanRecord
 import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
+import { createAttrEncoder, createScopeIds } from './attr-keysets.js';
+import { idBlob, traceToken } from './compact-ids.js';
 
 /** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
 export function environmentOf(resource: Attributes): string {
@@ -64,9 +66,9 @@ function attrsText(a: Attributes): string {
 const ROWS_PER_INSERT = 32;
 
 const SPAN_COLS = `project_id, trace_id, span_id, parent_span_id, name, operation, kind, service_name, environment, service_version,
-  start_ms, end_ms, duration_ms, status_code, status_message, attributes, events, links, resource_id, scope_name, scope_version, trace_state, source, received_ms`;
+  start_ms, end_ms, duration_ms, status_code, status_message, attributes, events, links, resource_id, scope_name, scope_version, trace_state, source, received_ms, attr_keys, scope_id`;
 const LOG_COLS = `project_id, time_ms, observed_ms, severity_number, severity_text, level, body, attributes, trace_id, span_id,
-  service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms`;
+  service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms, attr_keys, scope_id, dims`;
 const CHUNK_COLS = 'project_id, trace_id, first_rowid, last_rowid, span_count, error_count, min_start_ms, max_start_ms, max_end_ms';
 
 const placeholders = (cols: number, rows: number) => {
@@ -98,12 +100,32 @@ interface ResourceInfo {
 
 export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourceId(projectId: string, attrs: Attributes): number } {
   const resourceIds = new Map<string, number>();
+  // Attribute keys stored once per key set (migration 037): rows hold the values only.
+  const encodeAttrs = createAttrEncoder(db);
+  // Scopes stored once, ids as bytes, received_ms not kept (migration 037).
+  const scopeId = createScopeIds(db);
+  // A log row's dimension combination, numbered per project (migration 037: logs_time holds the number).
+  const dimsGet = db.prepare(`SELECT id FROM log_dims WHERE project_id = ? AND level = ? AND service_name = ? AND environment = ?
+    AND release = ? AND source = ? AND connector_key = ?`).pluck();
+  const dimsInsert = db.prepare('INSERT INTO log_dims (project_id, level, service_name, environment, release, source, connector_key) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const dimIds = new Map<string, number>();
+  const dimsId = (pid: number, level: string, service: string, env: string, release: string, source: string, connector: string): number => {
+    const key = `${pid}\u0000${level}\u0000${service}\u0000${env}\u0000${release}\u0000${source}\u0000${connector}`;
+    let id = dimIds.get(key);
+    if (id === undefined) {
+      const args = [pid, level, service, env, release, source, connector];
+      id = (dimsGet.get(...args) as number | undefined) ?? Number(dimsInsert.run(...args).lastInsertRowid);
+      if (dimIds.size > 100_000) dimIds.clear();
+      dimIds.set(key, id);
+    }
+    return id;
+  };
   const s = {
     resByHash: db.prepare('SELECT id FROM resources WHERE project_id = ? AND hash = ?'),
     resInsert: db.prepare('INSERT INTO resources (project_id, hash, attributes) VALUES (?, ?, ?)'),
-    spans: multiInsert(db, `INSERT INTO spans (${SPAN_COLS})`, 24),
+    spans: multiInsert(db, `INSERT INTO spans (${SPAN_COLS})`, 26),
     chunks: multiInsert(db, `INSERT INTO trace_chunks (${CHUNK_COLS})`, 9),
-    logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 18),
+    logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 21),
     fts: multiInsert(db, 'INSERT INTO logs_fts (rowid, body, attrs)', 3),
     points: multiInsert(
       db,
@@ -176,12 +198,13 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     };
     for (const sp of ordered) {
       const res = resourceInfo(projectId, sp.resource, resources);
+      const [attrKeys, attrs] = encodeAttrs(sp.attributes);
       args.push(
-        pid, sp.trace_id, sp.span_id, sp.parent_span_id, sp.name, operationOf(sp), sp.kind, sp.service_name,
+        pid, sp.trace_id, idBlob(sp.span_id, 16), idBlob(sp.parent_span_id, 16), sp.name, operationOf(sp), sp.kind, sp.service_name,
         res.environment, res.serviceVersion, sp.start_ms, sp.end_ms, Math.max(0, sp.end_ms - sp.start_ms),
-        sp.status_code, sp.status_message, JSON.stringify(sp.attributes),
+        sp.status_code, sp.status_message, attrs,
         sp.events.length ? JSON.stringify(sp.events) : null, sp.links.length ? JSON.stringify(sp.links) : null,
-        res.id, sp.scope.name, sp.scope.version, sp.trace_state, source, receivedMs,
+        res.id, '', '', sp.trace_state, source, 0, attrKeys, scopeId(sp.scope.name, sp.scope.version ?? ''),
       );
       if (++rows === ROWS_PER_INSERT) flush();
     }
@@ -238,18 +261,21 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
       };
       for (const l of logs) {
         const body = typeof l.body === 'string' ? l.body : l.body === null ? '' : JSON.stringify(l.body);
-        const attrs = JSON.stringify(l.attributes);
+        const [attrKeys, attrs] = encodeAttrs(l.attributes);
         const logSource = typeof l.attributes['log.source'] === 'string' ? (l.attributes['log.source'] as string) : source;
         const res = resourceInfo(projectId, l.resource, resources);
+        const level = levelOf(l.severity_number, l.severity_text);
         args.push(
-          pid, l.time_ms, l.observed_time_ms, l.severity_number, l.severity_text, levelOf(l.severity_number, l.severity_text),
-          body, attrs, l.trace_id, l.span_id, l.service_name, res.environment, res.serviceVersion,
-          logSource, connectorKey, res.id, l.scope.name, receivedMs,
+          pid, l.time_ms, l.observed_time_ms, l.severity_number, l.severity_text, '',
+          body, attrs, idBlob(l.trace_id, 32), idBlob(l.span_id, 16), '', '', '',
+          '', null, res.id, '', 0, attrKeys, scopeId(l.scope.name, ''),
+          dimsId(pid, level, l.service_name, res.environment, res.serviceVersion, logSource, connectorKey ?? ''),
         );
         // The trace id is a token of the full-text row: a trace's logs are found through this index
         // (logs.search trace_id, traces.get) without a B-tree index of random keys on logs.
         const at = attrsText(l.attributes);
-        fts.push(0, body, l.trace_id ? (at ? `${at} ${l.trace_id}` : l.trace_id) : at);
+        const tt = l.trace_id ? traceToken(l.trace_id) : null;
+        fts.push(0, body, tt ? (at ? `${at} ${tt}` : tt) : at);
         if (++rows === ROWS_PER_INSERT) flush();
       }
       if (rows) flush();

@@ -4,6 +4,8 @@ import type { Attributes } from '../domain/telemetry-types.js';
 import type { MapSpan } from '../domain/traces/service-map.js';
 import { SPARKLINE_BUCKETS } from '../domain/traces/operation-stats.js';
 import { createTraceSpans } from './trace-spans.js';
+import { attrValueAtSql, createAttrDecoder, createKeyPositions, scopeNameSql, scopeVersionSql, type KeyPositions } from './attr-keysets.js';
+import { idEqSql, idTextSql } from './compact-ids.js';
 
 /**
  * Reads of the spans the ingest path writes (traces.* operations). Every method takes the project id
@@ -105,7 +107,7 @@ export interface SpanWhere {
 }
 
 /** SQL (and its arguments) of a {@link SpanWhere} on span rows. */
-function spanWhereSql(w: SpanWhere | undefined): { sql: string; args: unknown[] } {
+function spanWhereSql(w: SpanWhere | undefined, keyPos: KeyPositions): { sql: string; args: unknown[] } {
   let sql = '';
   const args: unknown[] = [];
   if (w?.environment !== undefined) {
@@ -113,8 +115,9 @@ function spanWhereSql(w: SpanWhere | undefined): { sql: string; args: unknown[] 
     args.push(w.environment);
   }
   for (const a of w?.attributes ?? []) {
-    sql += ' AND CAST(json_extract(attributes, ?) AS TEXT) = ?';
-    args.push(`$."${a.key.replace(/"/g, '')}"`, a.value);
+    const key = a.key.replace(/"/g, '');
+    sql += ` AND CAST(${attrValueAtSql('spans', '?', keyPos(key))} AS TEXT) = ?`;
+    args.push(`$."${key}"`, a.value);
   }
   return { sql, args };
 }
@@ -297,16 +300,19 @@ export function createTracesReadRepo(db: Db) {
     group: db.prepare(`SELECT id, short_id, title, type, culprit, level, status, service_name, first_seen, last_seen, merged_into
       FROM error_groups WHERE project_id = ? AND id = ?`),
     sample: db
-      .prepare(`SELECT trace_id, span_id, parent_span_id, service_name, kind, duration_ms, status_code, start_ms, CASE WHEN kind IN (3, 4) THEN attributes END
+      .prepare(`SELECT trace_id, ${idTextSql('span_id')}, ${idTextSql('parent_span_id')}, service_name, kind, duration_ms, status_code, start_ms, CASE WHEN kind IN (3, 4) THEN attributes END, attr_keys
       FROM spans WHERE project_id = ? AND start_ms >= ? AND start_ms < ?`)
       .raw(),
     countUpTo: db.prepare('SELECT count(*) FROM (SELECT 1 FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? LIMIT ?)').pluck(),
     startAtRank: db.prepare('SELECT start_ms FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? ORDER BY start_ms LIMIT 1 OFFSET ?').pluck(),
   };
   const traces = createTraceSpans(db);
-  const LITE = 's.span_id, s.parent_span_id, s.name, s.operation, s.kind, s.service_name, s.environment, s.start_ms, s.end_ms, s.duration_ms, s.status_code';
-  const FULL = `s.span_id, s.parent_span_id, s.name, s.operation, s.kind, s.service_name, s.environment, s.service_version, s.start_ms, s.end_ms,
-    s.duration_ms, s.status_code, s.status_message, s.attributes, s.events, s.links, s.scope_name, s.scope_version`;
+  const IDS = `${idTextSql('s.span_id')} AS span_id, ${idTextSql('s.parent_span_id')} AS parent_span_id`;
+  const LITE = `${IDS}, s.name, s.operation, s.kind, s.service_name, s.environment, s.start_ms, s.end_ms, s.duration_ms, s.status_code`;
+  const FULL = `${IDS}, s.name, s.operation, s.kind, s.service_name, s.environment, s.service_version, s.start_ms, s.end_ms,
+    s.duration_ms, s.status_code, s.status_message, s.attributes, s.attr_keys, s.events, s.links, ${scopeNameSql('s')} AS scope_name, ${scopeVersionSql('s')} AS scope_version`;
+  const decode = createAttrDecoder(db);
+  const keyPos = createKeyPositions(db);
 
   return {
     /** Services with entry spans (at any time), sorted. A seek per service. */
@@ -396,7 +402,7 @@ export function createTracesReadRepo(db: Db) {
         const idx = stream.kind === 'errors' ? 'INDEXED BY spans_error' : 'INDEXED BY spans_time';
         const err = stream.kind === 'errors' ? ' AND status_code = 2' : '';
         // Span conditions (attributes, environment) are checked on the rows the time index walks.
-        const w = spanWhereSql(stream.kind === 'all' ? stream.where : undefined);
+        const w = spanWhereSql(stream.kind === 'all' ? stream.where : undefined, keyPos);
         const sql = (op: string) =>
           `SELECT rowid, start_ms, trace_id FROM spans ${idx} WHERE project_id = ? AND start_ms >= ? AND start_ms ${op} ?${err}${w.sql} ORDER BY start_ms DESC LIMIT ?`;
         const cursor = newestFirst(
@@ -444,9 +450,9 @@ export function createTracesReadRepo(db: Db) {
         { cols: FULL, tail: 'ORDER BY s.start_ms, s.rowid LIMIT ?', tailArgs: [limit], check: { kind: 'length', expect: Math.min(limit, sum.span_count) } },
         sum,
       );
-      return rows.map((r) => ({
+      return rows.map(({ attr_keys, ...r }) => ({
         ...r,
-        attributes: json(r.attributes) ?? {},
+        attributes: json(decode(attr_keys, r.attributes)) ?? {},
         events: json(r.events) ?? [],
         links: json(r.links) ?? [],
       }));
@@ -499,7 +505,7 @@ export function createTracesReadRepo(db: Db) {
           duration_ms: r[5],
           status_code: r[6],
           core: start >= coreFromMs && start < coreToMs,
-          attributes: (r[8] as string | null) ?? null,
+          attributes: r[8] === null ? null : decode(r[9] as number | null, r[8] as string),
         };
       }
       return out;
@@ -518,15 +524,15 @@ export function createTracesReadRepo(db: Db) {
     },
 
     parentService(projectId: string, traceId: string, spanId: string): string | null {
-      const r = traces.rows<[string]>(projectId, traceId, { cols: 's.service_name', where: ' AND s.span_id = ?', args: [spanId], tail: 'LIMIT 1', check: { kind: 'any' }, raw: true });
+      const r = traces.rows<[string]>(projectId, traceId, { cols: 's.service_name', where: ` AND ${idEqSql('s.span_id')}`, args: [spanId, spanId], tail: 'LIMIT 1', check: { kind: 'any' }, raw: true });
       return r[0]?.[0] ?? null;
     },
 
     childServices(projectId: string, traceId: string, spanId: string): string[] {
       const r = traces.rows<[string]>(projectId, traceId, {
         cols: 'DISTINCT s.service_name',
-        where: ' AND s.parent_span_id = ?',
-        args: [spanId],
+        where: ` AND ${idEqSql('s.parent_span_id')}`,
+        args: [spanId, spanId],
         check: { kind: 'count' },
         raw: true,
       });

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { readStream } from '../../src/ingest/body.js';
 import { DROPPED_ATTRIBUTES_KEY } from '../../src/ingest/limits.js';
+import { createAttrDecoder } from '../../src/storage/attr-keysets.js';
 
 const hex = (n: number, len = 32) => n.toString(16).padStart(len, '0');
 
@@ -27,6 +28,11 @@ describe('ingest limits', () => {
   });
   afterAll(() => t.close());
   const one = <T>(sql: string, ...args: unknown[]) => t.s.db.prepare(sql).get(...args) as T;
+  /** A stored row's attributes as the JSON object text reads give (keys are stored once per key set). */
+  const storedAttrs = (table: 'logs' | 'spans', where: string) => {
+    const r = one<{ attributes: string; attr_keys: number | null }>(`SELECT attributes, attr_keys FROM ${table} WHERE ${where}`);
+    return { attributes: createAttrDecoder(t.s.db)(r.attr_keys, r.attributes) };
+  };
   const outcome = (category: string, reason: string) =>
     one<{ n: number | null }>('SELECT SUM(quantity) n FROM ingest_outcomes WHERE project_id = ? AND category = ? AND reason = ?', Number(t.projectId), category, reason).n ?? 0;
   const envelopeUrl = () => `${t.url}/ingest/api/${t.projectId}/envelope/?sentry_key=${t.keys.ingest}`;
@@ -39,7 +45,7 @@ describe('ingest limits', () => {
       const body = { resourceLogs: [{ resource: { attributes: [] }, scopeLogs: [{ scope: { name: 't' }, logRecords: [{ timeUnixNano: String(BigInt(clock) * 1_000_000n), body: { stringValue: 'wide record' }, attributes }] }] }] };
       const r = await fetch(`${t.url}/ingest/v1/logs`, { method: 'POST', headers: { 'x-service-key': t.keys.ingest, 'content-type': 'application/json' }, body: JSON.stringify(body) });
       expect(r.status).toBe(200);
-      const row = one<{ attributes: string }>("SELECT attributes FROM logs WHERE body = 'wide record'");
+      const row = storedAttrs('logs', "body = 'wide record'");
       const kept = JSON.parse(row.attributes) as Record<string, unknown>;
       expect(Object.keys(kept).filter((k) => k !== DROPPED_ATTRIBUTES_KEY)).toHaveLength(128);
       expect(kept[DROPPED_ATTRIBUTES_KEY]).toBe(5000 - 128);
@@ -56,7 +62,7 @@ describe('ingest limits', () => {
       };
       const r = await fetch(`${t.url}/ingest/v1/traces`, { method: 'POST', headers: { 'x-service-key': t.keys.ingest, 'content-type': 'application/json' }, body: JSON.stringify(body) });
       expect(r.status).toBe(200);
-      const kept = JSON.parse(one<{ attributes: string }>("SELECT attributes FROM spans WHERE name = 'heavy'").attributes) as Record<string, unknown>;
+      const kept = JSON.parse(storedAttrs('spans', "name = 'heavy'").attributes) as Record<string, unknown>;
       expect(kept.a0).toBeDefined();
       expect(kept.a99).toBeUndefined();
       const n = Object.keys(kept).length - 1;

@@ -38,11 +38,11 @@ export const LOG_COUNT_TABLES = [
   { table: 'log_counts_http_1m', unitMs: 60_000, http: true },
 ] as const;
 
-/** `INSERT … SELECT` aggregating log rows `l` (the caller appends WHERE / GROUP BY tail). */
-export function rollupInsert(table: (typeof LOG_COUNT_TABLES)[number], where: string): string {
+/** `INSERT … SELECT` aggregating log rows `l` (the caller appends WHERE / GROUP BY tail); since migration 037 callers pass HTTP_METHOD_KS_SQL. */
+export function rollupInsert(table: (typeof LOG_COUNT_TABLES)[number], where: string, httpSql: (t: string) => string = HTTP_METHOD_SQL): string {
   const u = table.unitMs;
   const cols = table.http ? DIMS_HTTP : DIMS;
-  const http = table.http ? `, ${HTTP_METHOD_SQL('l')}` : '';
+  const http = table.http ? `, ${httpSql('l')}` : '';
   const groups = table.http ? '1, 2, 3, 4, 5, 6, 7, 8, 9' : '1, 2, 3, 4, 5, 6, 7, 8';
   return `INSERT INTO ${table.table} (project_id, t, ${cols}, n)
 SELECT l.project_id, CAST(l.time_ms / ${u} AS INTEGER) * ${u}, l.level, l.service_name, l.environment, l.release, l.source,

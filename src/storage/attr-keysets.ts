@@ -1,0 +1,124 @@
+import type { Db } from './db.js';
+import type { Attributes } from '../domain/telemetry-types.js';
+
+/**
+ * Attribute key sets stored once (migration 037). A log record's or span's attributes are stored as
+ * the JSON array of their values, in key order, with `attr_keys` naming the row of `attr_keysets`
+ * that lists the keys (a JSON array). Records of one instrumentation point carry the same keys, so
+ * the key names (≈40–50% of an attribute object's text) are written once instead of on every row.
+ * A row with `attr_keys` NULL holds the JSON object itself: rows written before migration 037, and
+ * rows without attributes ('{}').
+ *
+ * Reads rebuild the object text exactly as `JSON.stringify(attributes)` wrote it before ({@link
+ * createAttrDecoder}); SQL conditions on one attribute use {@link attrValueSql}.
+ */
+
+/** SQL value of the attribute whose JSON path (`$."key"`) and key name are the SQL expressions given, on rows `t`. */
+export function attrValueSql(t: string, pathSql: string, keySql: string): string {
+  return `CASE WHEN ${t}.attr_keys IS NULL THEN json_extract(${t}.attributes, ${pathSql}) ELSE json_extract(${t}.attributes,
+    (SELECT '$[' || k.key || ']' FROM attr_keysets ks, json_each(ks.keys) k WHERE ks.id = ${t}.attr_keys AND k.value = ${keySql})) END`;
+}
+
+/**
+ * The HTTP method of a log row `t` (attribute `http.request.method`, else `http.method`; '' when
+ * absent), for the HTTP log count rollups. Key sets record where the two keys are, so no key list
+ * is searched per row.
+ */
+export const HTTP_METHOD_KS_SQL = (t: string) =>
+  `CASE WHEN ${t}.attr_keys IS NULL THEN (CASE WHEN instr(${t}.attributes, '"http.') > 0 THEN COALESCE(CAST(json_extract(${t}.attributes, '$."http.request.method"') AS TEXT), CAST(json_extract(${t}.attributes, '$."http.method"') AS TEXT), '') ELSE '' END)
+  ELSE COALESCE((SELECT COALESCE(CAST(json_extract(${t}.attributes, ks.http_req_path) AS TEXT), CAST(json_extract(${t}.attributes, ks.http_path) AS TEXT)) FROM attr_keysets ks WHERE ks.id = ${t}.attr_keys), '') END`;
+
+/** Writer side: `[attr_keys, attributes text]` of an attribute object, key sets created on first use. */
+export function createAttrEncoder(db: Db) {
+  const byKeys = db.prepare('SELECT id FROM attr_keysets WHERE keys = ?').pluck();
+  const insert = db.prepare('INSERT INTO attr_keysets (keys, http_req_path, http_path) VALUES (?, ?, ?)');
+  const ids = new Map<string, number>();
+  return (attrs: Attributes): [number | null, string] => {
+    const keys = Object.keys(attrs);
+    if (!keys.length) return [null, '{}'];
+    const keyText = JSON.stringify(keys);
+    let id = ids.get(keyText);
+    if (id === undefined) {
+      id = byKeys.get(keyText) as number | undefined;
+      if (id === undefined) {
+        const req = keys.indexOf('http.request.method');
+        const old = keys.indexOf('http.method');
+        id = Number(insert.run(keyText, req >= 0 ? `$[${req}]` : null, old >= 0 ? `$[${old}]` : null).lastInsertRowid);
+      }
+      if (ids.size > 100_000) ids.clear();
+      ids.set(keyText, id);
+    }
+    return [id, JSON.stringify(Object.values(attrs))];
+  };
+}
+
+/**
+ * Reader side: the attribute object text of a stored row. Key sets are read after the row query
+ * (never inside it), once per process and key set.
+ */
+export function createAttrDecoder(db: Db) {
+  const byId = db.prepare('SELECT keys FROM attr_keysets WHERE id = ?').pluck();
+  const cache = new Map<number, string[]>();
+  const keysOf = (id: number): string[] => {
+    let k = cache.get(id);
+    if (!k) {
+      const text = byId.get(id) as string | undefined;
+      k = text ? (JSON.parse(text) as string[]) : [];
+      if (cache.size > 100_000) cache.clear();
+      cache.set(id, k);
+    }
+    return k;
+  };
+  return (keysId: number | null | undefined, text: string): string => {
+    if (keysId === null || keysId === undefined) return text;
+    const keys = keysOf(keysId);
+    const values = JSON.parse(text) as unknown[];
+    const o: Record<string, unknown> = {};
+    for (let i = 0; i < keys.length; i++) o[keys[i]!] = values[i];
+    return JSON.stringify(o);
+  };
+}
+
+/**
+ * Instrumentation scopes stored once (migration 037): rows carry `scope_id` and an empty
+ * `scope_name` (and `scope_version` for spans). SQL of a row's scope name / version, either form.
+ */
+export const scopeNameSql = (t: string) => `CASE WHEN ${t}.scope_id IS NULL THEN ${t}.scope_name ELSE (SELECT name FROM scopes WHERE id = ${t}.scope_id) END`;
+export const scopeVersionSql = (t: string) => `CASE WHEN ${t}.scope_id IS NULL THEN ${t}.scope_version ELSE (SELECT version FROM scopes WHERE id = ${t}.scope_id) END`;
+
+/** Writer side: the id of an instrumentation scope (name and version), created on first use. */
+export function createScopeIds(db: Db) {
+  const get = db.prepare('SELECT id FROM scopes WHERE name = ? AND version = ?').pluck();
+  const insert = db.prepare('INSERT INTO scopes (name, version) VALUES (?, ?)');
+  const ids = new Map<string, number>();
+  return (name: string, version: string): number => {
+    const key = `${name}\u0000${version}`;
+    let id = ids.get(key);
+    if (id === undefined) {
+      id = (get.get(name, version) as number | undefined) ?? Number(insert.run(name, version).lastInsertRowid);
+      if (ids.size > 10_000) ids.clear();
+      ids.set(key, id);
+    }
+    return id;
+  };
+}
+
+/** Key set id → index of one key in its value array: for {@link attrValueAtSql}. */
+export type KeyPositions = (key: string) => [number, number][];
+
+/** The positions of a key in every key set holding it (read before a query that filters on the key). */
+export function createKeyPositions(db: Db): KeyPositions {
+  const st = db.prepare('SELECT ks.id, CAST(k.key AS INTEGER) FROM attr_keysets ks, json_each(ks.keys) k WHERE k.value = ?').raw();
+  return (key) => st.all(key) as [number, number][];
+}
+
+/**
+ * Like {@link attrValueSql}, with the key's position per key set given as literals (no key list
+ * read per row): rows whose key set lacks the key give NULL.
+ */
+export function attrValueAtSql(t: string, pathSql: string, positions: [number, number][]): string {
+  const at = positions.length
+    ? `json_extract(${t}.attributes, CASE ${t}.attr_keys ${positions.map(([id, i]) => `WHEN ${Math.trunc(id)} THEN '$[${Math.trunc(i)}]'`).join(' ')} END)`
+    : 'NULL';
+  return `CASE WHEN ${t}.attr_keys IS NULL THEN json_extract(${t}.attributes, ${pathSql}) ELSE ${at} END`;
+}

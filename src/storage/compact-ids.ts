@@ -1,0 +1,33 @@
+/**
+ * Trace and span ids stored as blobs (migration 037): a lowercase-hex OTLP id of the expected
+ * length is stored as its bytes (16 bytes for a trace id instead of 32 characters, 8 for a span id
+ * instead of 16); any other value (rows from before the migration, ids of other formats) stays text.
+ * Reads turn blobs back into the same lowercase hex ({@link idTextSql}); conditions match both
+ * forms ({@link idEqSql}).
+ */
+export function idBlob(id: string | null, hexChars: 16 | 32): Buffer | string | null {
+  if (id === null || id.length !== hexChars || !/^[0-9a-f]+$/.test(id)) return id;
+  return Buffer.from(id, 'hex');
+}
+
+/** SQL of a stored id column as text (lowercase hex for blobs). */
+export const idTextSql = (col: string) => `CASE WHEN typeof(${col}) = 'blob' THEN lower(hex(${col})) ELSE ${col} END`;
+
+/** SQL condition: the stored id equals the text of the one `?` parameter, given twice in the arguments. */
+export const idEqSql = (col: string) => `${col} IN (?, unhex(?))`;
+
+/**
+ * The full-text token a log's trace id is indexed under (migration 037): the first 12 hex digits of
+ * an OTLP trace id (48 bits: a collision among the traces of one search is negligible, and trace
+ * reads also compare the stored id), not all 32 — the index holds one distinct token per trace, and
+ * the shorter one costs about 20 bytes less per log record. Other ids are indexed whole. Searches
+ * look for both forms (rows written before the migration have the whole id).
+ */
+export const TRACE_TOKEN_HEX = 12;
+export const traceToken = (traceId: string) => (/^[0-9a-f]{32}$/.test(traceId) ? traceId.slice(0, TRACE_TOKEN_HEX) : traceId);
+
+/** FTS5 expression matching a trace id indexed either way (a 32-hex id, any case). */
+export const traceIdFts = (traceId: string) => {
+  const id = traceId.toLowerCase();
+  return `("${id}" OR "${id.slice(0, TRACE_TOKEN_HEX)}")`;
+};
