@@ -124,6 +124,9 @@ interface Job {
   logs: string[];
   callCount: number;
   timer: ReturnType<typeof setTimeout> | null;
+  /** Aborted at the deadline or when the job ends: host calls in flight are abandoned (HostCallContext.signal). */
+  abort: AbortController;
+  abortTimer: ReturnType<typeof setTimeout> | null;
   done: boolean;
 }
 
@@ -268,6 +271,10 @@ export function createQuickJsExecutor(
     job.done = true;
     if (job.timer) clearTimeout(job.timer);
     job.timer = null;
+    if (job.abortTimer) clearTimeout(job.abortTimer);
+    job.abortTimer = null;
+    // Calls still in flight get no answer: tell them to stop.
+    job.abort.abort();
     if (outcome.logs) job.logs.push(...outcome.logs);
     const mine = active.get(job.credential);
     if (mine) {
@@ -414,7 +421,7 @@ export function createQuickJsExecutor(
     }
     // A call the script sent before its deadline but that would start after it is not started:
     // the script has been (or is about to be) stopped, and nobody would read the answer.
-    if (job.done || Date.now() >= job.deadline) {
+    if (job.done || job.abort.signal.aborted || Date.now() >= job.deadline) {
       return refuse({
         status: 408,
         code: 'deadline_exceeded',
@@ -439,7 +446,7 @@ export function createQuickJsExecutor(
       error: { status: 500, code: 'internal_error', message: `The ${operationId} operation failed unexpectedly.` },
     });
     try {
-      return job.host(operationId, input).then(settle, () => settle(failed()));
+      return job.host(operationId, input, { signal: job.abort.signal }).then(settle, () => settle(failed()));
     } catch {
       return settle(failed());
     }
@@ -474,6 +481,9 @@ export function createQuickJsExecutor(
   /** Host-side backstop: if the worker has not answered in time, kill it and fail the job. */
   function armKillTimer(slot: Slot, job: Job, ms: number): void {
     if (job.timer) clearTimeout(job.timer);
+    // At the deadline, host calls in flight are abandoned even before the worker reports the timeout.
+    if (job.abortTimer) clearTimeout(job.abortTimer);
+    job.abortTimer = setTimeout(() => job.abort.abort(), Math.max(0, job.deadline - Date.now()));
     job.timer = setTimeout(() => {
       if (job.done) return;
       // The worker did not answer in time: it may be stuck in native code. Kill and replace it.
@@ -699,6 +709,8 @@ export function createQuickJsExecutor(
           logs: [],
           callCount: 0,
           timer: null,
+          abort: new AbortController(),
+          abortTimer: null,
           done: false,
         };
         let set = active.get(credential);
