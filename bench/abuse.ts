@@ -124,7 +124,14 @@ async function main() {
         if (r.status !== 200) throw new Error(`victim REST answered ${r.status}`);
       },
     },
-    { name: 'B MCP execute return 1', once: async () => void (await execute(victimMcp, 'return 1')) },
+    {
+      name: 'B MCP execute return 1',
+      once: async () => {
+        const t0 = performance.now();
+        const r = (await execute(victimMcp, 'return 1')) as { structuredContent?: { time?: unknown; error?: unknown } };
+        if (process.env.BENCH_DEBUG && performance.now() - t0 > 1000) console.error('slow victim execute', JSON.stringify(r.structuredContent?.time), JSON.stringify(r.structuredContent?.error));
+      },
+    },
   ];
 
   // Attack payloads, built once.

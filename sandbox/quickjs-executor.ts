@@ -28,6 +28,17 @@ const WORKER_HEAP_MB = 256;
  * runtime's own structures). This cap is what actually bounds a script's memory; see worker.mjs.
  */
 const WASM_OVERHEAD_BYTES = 32 * 1024 * 1024;
+/** Idle workers kept booted while credentials' executes run (within poolSize + burstWorkers). */
+const SPARE_WORKERS = 2;
+/**
+ * Niceness of sandbox worker threads (QuickJsExecutorOptions.nice): SIGHTLINE_WORKER_NICE, default
+ * 10 (0 under vitest); the same rule as src/domain/thread-priority.ts backgroundNice().
+ */
+function defaultWorkerNice(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SIGHTLINE_WORKER_NICE;
+  const n = raw === undefined || raw === '' ? (env.VITEST ? 0 : 10) : Number(raw);
+  return Number.isFinite(n) ? n : 10;
+}
 /** Extra time allowed for a cold worker to load QuickJS before the script's wall clock starts. */
 const STARTUP_ALLOWANCE_MS = 10_000;
 
@@ -75,6 +86,12 @@ export interface QuickJsExecutorOptions {
   burstWorkers?: number;
   /** Default 10000. */
   burstIdleMs?: number;
+  /**
+   * OS niceness of the worker threads (Linux, per thread; 0 = the main thread's priority). Scripts
+   * then get only the CPU the event loop does not need, so a tenant's busy loops do not slow other
+   * tenants' requests. Default SIGHTLINE_WORKER_NICE, else 10 (0 under vitest).
+   */
+  nice?: number;
   /**
    * Bench only: run scripts as the sandbox did before runtime reuse and call batching (a new
    * QuickJS runtime per execute, one message per call), for the "now" column of bench/mcp.ts.
@@ -236,6 +253,7 @@ export function createQuickJsExecutor(
   const maxRunsPerWorker = Math.max(1, options.maxRunsPerWorker ?? 500);
   const guestInterrupt = !options.disableGuestInterrupt;
   const workerUrl = options.workerUrl ?? new URL('./worker.mjs', import.meta.url);
+  const workerNice = Math.max(0, Math.min(19, Math.floor(options.nice ?? defaultWorkerNice())));
   compileQuickJs();
 
   const slots: Slot[] = [];
@@ -313,7 +331,7 @@ export function createQuickJsExecutor(
   function spawn(burst: boolean): Slot {
     const worker = new Worker(workerUrl, {
       resourceLimits: { stackSizeMb: WORKER_STACK_SIZE_MB, maxOldGenerationSizeMb: WORKER_HEAP_MB },
-      workerData: { wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES, wasmModule: compiledModule },
+      workerData: { wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES, wasmModule: compiledModule, nice: workerNice },
     });
     started++;
     const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined, burst, idleTimer: null, ready: false };
@@ -479,11 +497,12 @@ export function createQuickJsExecutor(
   }
 
   /** Host-side backstop: if the worker has not answered in time, kill it and fail the job. */
-  function armKillTimer(slot: Slot, job: Job, ms: number): void {
+  function armKillTimer(slot: Slot, job: Job, ms: number, deadlineKnown = true): void {
     if (job.timer) clearTimeout(job.timer);
-    // At the deadline, host calls in flight are abandoned even before the worker reports the timeout.
+    // At the deadline, host calls in flight are abandoned even before the worker reports the timeout
+    // (armed once the script has started: a cold worker moves the deadline when it reports 'started').
     if (job.abortTimer) clearTimeout(job.abortTimer);
-    job.abortTimer = setTimeout(() => job.abort.abort(), Math.max(0, job.deadline - Date.now()));
+    job.abortTimer = deadlineKnown ? setTimeout(() => job.abort.abort(), Math.max(0, job.deadline - Date.now())) : null;
     job.timer = setTimeout(() => {
       if (job.done) return;
       // The worker did not answer in time: it may be stuck in native code. Kill and replace it.
@@ -507,7 +526,7 @@ export function createQuickJsExecutor(
       armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs);
     } else {
       // Re-armed with the real budget when the worker reports that the script started.
-      armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs + STARTUP_ALLOWANCE_MS);
+      armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs + STARTUP_ALLOWANCE_MS, false);
     }
     slot.worker.postMessage({
       type: 'run',
@@ -625,17 +644,19 @@ export function createQuickJsExecutor(
       if (!slot) break;
       dispatch(slot, takeNext(true)!);
     }
-    // While credentials' executes run, keep one idle worker booted ahead of need (up to poolSize +
-    // burstWorkers in all), so the next credential does not wait for a worker thread to start.
+    // While credentials' executes run, keep two idle workers booted ahead of need (up to poolSize +
+    // burstWorkers in all), so the next credential does not wait for a worker thread to start even
+    // when another credential takes the last free one at the same time (booting a worker takes
+    // seconds on a loaded machine).
     if (
       burstWorkers > 0 &&
       slots.length < poolSize + burstWorkers &&
       slots.some((s) => s.job !== null && s.job.credential !== '') &&
-      !slots.some((s) => !s.retired && s.job === null)
+      slots.filter((s) => !s.retired && s.job === null).length < SPARE_WORKERS
     ) {
       startWorker(slots.length >= poolSize);
     }
-    // Burst workers stop after a while without work (one idle worker stays as the spare).
+    // Burst workers stop after a while without work (SPARE_WORKERS idle ones stay as spares).
     for (const s of slots) {
       if (s.burst && !s.job && !s.idleTimer && !s.retired) {
         s.idleTimer = setTimeout(() => {
@@ -643,7 +664,7 @@ export function createQuickJsExecutor(
           if (s.job || s.retired) return;
           const idle = slots.filter((x) => !x.retired && x.job === null).length;
           const busyCredentialed = slots.some((x) => x.job !== null && x.job.credential !== '');
-          if (idle > 1 || !busyCredentialed) retire(s, false);
+          if (idle > SPARE_WORKERS || !busyCredentialed) retire(s, false);
           else pump();
         }, burstIdleMs);
         s.idleTimer.unref?.();

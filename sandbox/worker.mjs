@@ -29,11 +29,25 @@
 // tamper with is re-checked here on the host side anyway (allowed operationIds, call limit,
 // sizes), so a subverted prelude cannot do more than the public api.
 
+import { readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { RELEASE_SYNC, newQuickJSWASMModule, newVariant, shouldInterruptAfterDeadline } from 'quickjs-emscripten';
 
 if (!parentPort) throw new Error('sandbox/worker.mjs must be started as a worker thread');
 const port = parentPort;
+
+// Scripts run at a lower OS priority than the main thread (issue 10): a tenant's busy loops take
+// only the CPU the event loop does not need. On Linux nice is per thread (see
+// src/core/thread-priority.ts, the TypeScript twin of this).
+if (process.platform === 'linux' && Number.isInteger(workerData?.nice) && workerData.nice > 0) {
+  try {
+    const tid = Number(readFileSync('/proc/thread-self/stat', 'utf8').split(' ', 1)[0]);
+    if (Number.isInteger(tid) && tid > 0 && tid !== process.pid) setPriority(tid, workerData.nice);
+  } catch {
+    // not allowed or not available: run at the normal priority
+  }
+}
 
 const WASM_PAGE = 64 * 1024;
 /** quickjs-emscripten's own defaults: 16 MiB initial heap, 2 GiB maximum. */

@@ -1,0 +1,42 @@
+/**
+ * Issue 10: sandbox scripts run on threads at a lower OS priority than the main thread (Linux: nice
+ * is per thread), so a tenant's busy loops take only the CPU the event loop does not need.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createQuickJsExecutor, type QuickJsExecutor } from '../../sandbox/quickjs-executor.js';
+import { OPERATIONS, fakeHost } from './helpers.js';
+
+/** Niceness of each thread of this process (field 19 of /proc/self/task/<tid>/stat). */
+function threadNiceness(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), Number(fields[16]));
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+let ex: QuickJsExecutor | null = null;
+afterEach(async () => {
+  await ex?.close();
+  ex = null;
+});
+
+describe.runIf(process.platform === 'linux')('sandbox worker priority', () => {
+  it('runs scripts on threads niced as configured, and leaves the main thread alone', async () => {
+    const before = getPriority(0);
+    ex = createQuickJsExecutor({ poolSize: 1 }, { nice: 7 });
+    expect((await ex.execute({ code: 'return 1', operations: OPERATIONS }, fakeHost().host)).result).toBe(1);
+    const niced = [...threadNiceness().entries()].filter(([, n]) => n === 7);
+    expect(niced.length).toBeGreaterThanOrEqual(1);
+    expect(niced.some(([tid]) => tid === process.pid)).toBe(false);
+    expect(getPriority(0)).toBe(before);
+  });
+});
