@@ -174,6 +174,8 @@ type WorkerMessage =
       unsentCalls?: string[];
       logs?: string[];
       fatal?: boolean;
+      /** The script ran long and its thread was demoted to nice 19 (it cannot be raised again): replace the worker. */
+      demoted?: boolean;
     };
 
 function timeoutError(limits: SandboxLimits, queuedMs = 0, ranNothing = false): ExecuteError {
@@ -413,7 +415,7 @@ export function createQuickJsExecutor(
         logs: msg.logs,
       });
       if (msg.fatal) retire(slot, true);
-      else if (slot.runs >= maxRunsPerWorker) retire(slot, false);
+      else if (msg.demoted || slot.runs >= maxRunsPerWorker) retire(slot, false);
       else slot.worker.unref();
       pump();
     }

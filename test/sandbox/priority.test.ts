@@ -39,4 +39,25 @@ describe.runIf(process.platform === 'linux')('sandbox worker priority', () => {
     expect(niced.some(([tid]) => tid === process.pid)).toBe(false);
     expect(getPriority(0)).toBe(before);
   });
+
+  it('demotes a script that keeps running to nice 19, then replaces its worker (a thread cannot be raised again)', async () => {
+    ex = createQuickJsExecutor({ poolSize: 1, wallClockMs: 1500 }, { nice: 7, burstWorkers: 0 });
+    const { host } = fakeHost();
+    expect((await ex.execute({ code: 'return 1', operations: OPERATIONS }, host)).result).toBe(1);
+    const startedBefore = ex.stats().started;
+    let sawDemoted = false;
+    let running = true;
+    const run = ex.execute({ code: 'while (true) {}', operations: OPERATIONS }, host).finally(() => (running = false));
+    while (running) {
+      if ([...threadNiceness().values()].includes(19)) sawDemoted = true;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await run).error?.name).toBe('TimeoutError');
+    expect(sawDemoted).toBe(true);
+    // The next script runs on a new worker at the pool's priority.
+    expect((await ex.execute({ code: 'return 2', operations: OPERATIONS }, host)).result).toBe(2);
+    expect(ex.stats().started).toBeGreaterThan(startedBefore);
+    // The demoted thread goes away (terminated asynchronously).
+    while ([...threadNiceness().values()].includes(19)) await new Promise((r) => setTimeout(r, 20));
+  });
 });
