@@ -5,6 +5,10 @@
  *
  *   npx tsx bench/abuse.ts [--seconds 5] [--only fake-keys,sandbox]
  *
+ * Each phase runs at least `--seconds` and until each victim has BENCH_MIN_SAMPLES (default 100)
+ * requests, at most 4× `--seconds`. Both phases run the same victims with the same request mix.
+ * Attack-side threads run at SIGHTLINE_WORKER_NICE (default 10; set 0 to compare without it).
+ *
  * The server (one Sightline, two organizations: attacker A and victim B) runs in a child process;
  * attackers and the victim run here. Victim operations: a REST read (`feedback.list`, 50 rows) and
  * an MCP `execute` of `return 1`, each in its own sequential loop through the real SDK Client.
@@ -95,6 +99,7 @@ type Attack = { name: string; what: string; setup?: () => Promise<void>; loops: 
 async function main() {
   const { values } = parseArgs({ options: { seconds: { type: 'string', default: '5' }, only: { type: 'string' } } });
   const seconds = Number(values.seconds);
+  const minSamples = Number(process.env.BENCH_MIN_SAMPLES ?? 100);
   const only = values.only?.split(',');
   const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.execArgv });
   const ready = await new Promise<Ready>((r) => child.once('message', (m) => r(m as Ready)));
@@ -124,7 +129,14 @@ async function main() {
         if (r.status !== 200) throw new Error(`victim REST answered ${r.status}`);
       },
     },
-    { name: 'B MCP execute return 1', once: async () => void (await execute(victimMcp, 'return 1')) },
+    {
+      name: 'B MCP execute return 1',
+      once: async () => {
+        const t0 = performance.now();
+        const r = (await execute(victimMcp, 'return 1')) as { structuredContent?: { time?: unknown; error?: unknown } };
+        if (process.env.BENCH_DEBUG && performance.now() - t0 > 1000) console.error('slow victim execute', JSON.stringify(r.structuredContent?.time), JSON.stringify(r.structuredContent?.error));
+      },
+    },
   ];
 
   // Attack payloads, built once.
@@ -246,10 +258,12 @@ async function main() {
       : [];
     // Let the attack get going before measuring.
     if (attack) await new Promise((r) => setTimeout(r, 300));
+    // At least BENCH_MIN_SAMPLES requests per victim (a p99 of fewer is the maximum), within 4× the phase time.
+    const hardEnd = performance.now() + seconds * 4000;
     const lat = await Promise.all(
       victims.map(async (v) => {
         const xs: number[] = [];
-        while (performance.now() < end) {
+        while ((performance.now() < end || xs.length < minSamples) && performance.now() < hardEnd) {
           const t0 = performance.now();
           await v.once();
           xs.push(performance.now() - t0);

@@ -32,6 +32,11 @@ export interface HandlerContext {
   };
   /** The face can send a streamed answer (REST, for operations with `streams`); others get the JSON output. */
   canStream: boolean;
+  /**
+   * Aborted when the caller will not read the answer (an MCP execute whose wall clock ran out).
+   * Handlers that wait (a model, a remote call) or work in slices check it and stop early.
+   */
+  signal?: AbortSignal;
 }
 
 export interface ProjectRef {

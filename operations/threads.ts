@@ -422,7 +422,7 @@ async function answerAsk(p: PreparedAsk, ctx: HandlerContext, onChunk?: (s: stri
   let result: AgentRunResult;
   let status: 'answered' | 'failed' = 'answered';
   try {
-    result = await ctx.services.agentRunner!.run({ projectId: pid, prompt: p.question.text, kind: 'chat', scopes: p.scopes, threadId: p.thread.id, onChunk, now: ctx.now() });
+    result = await ctx.services.agentRunner!.run({ projectId: pid, prompt: p.question.text, kind: 'chat', scopes: p.scopes, threadId: p.thread.id, onChunk, now: ctx.now(), ...(ctx.signal ? { signal: ctx.signal } : {}) });
   } catch {
     status = 'failed';
     const text = 'The agent failed to answer this question. Try again, or ask a narrower question.';

@@ -11,8 +11,18 @@ export interface HostCallError {
 
 export type HostCallResult = { ok: true; value: unknown } | { ok: false; error: HostCallError };
 
+/** What the executor tells a host call besides its input. */
+export interface HostCallContext {
+  /**
+   * Aborted when nobody will read the answer: the execute's wall clock ran out, or it ended
+   * (finished, failed, cancelled) while the call was in flight. A call that works in slices or
+   * waits on I/O stops at the next check; one that has not started yet is not started.
+   */
+  signal: AbortSignal;
+}
+
 /** Runs outside the sandbox, in the main thread, with the caller's credentials (the sandbox never sees them). */
-export type HostCall = (operationId: string, input: unknown) => Promise<HostCallResult>;
+export type HostCall = (operationId: string, input: unknown, ctx?: HostCallContext) => Promise<HostCallResult>;
 
 export interface ExecuteOptions {
   /** Body of an async function (may use `await` and `return`). */

@@ -28,6 +28,17 @@ const WORKER_HEAP_MB = 256;
  * runtime's own structures). This cap is what actually bounds a script's memory; see worker.mjs.
  */
 const WASM_OVERHEAD_BYTES = 32 * 1024 * 1024;
+/** Idle workers kept booted while credentials' executes run (within poolSize + burstWorkers). */
+const SPARE_WORKERS = 2;
+/**
+ * Niceness of sandbox worker threads (QuickJsExecutorOptions.nice): SIGHTLINE_WORKER_NICE, default
+ * 10 (0 under vitest); the same rule as src/domain/thread-priority.ts backgroundNice().
+ */
+function defaultWorkerNice(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.SIGHTLINE_WORKER_NICE;
+  const n = raw === undefined || raw === '' ? (env.VITEST ? 0 : 10) : Number(raw);
+  return Number.isFinite(n) ? n : 10;
+}
 /** Extra time allowed for a cold worker to load QuickJS before the script's wall clock starts. */
 const STARTUP_ALLOWANCE_MS = 10_000;
 
@@ -75,6 +86,12 @@ export interface QuickJsExecutorOptions {
   burstWorkers?: number;
   /** Default 10000. */
   burstIdleMs?: number;
+  /**
+   * OS niceness of the worker threads (Linux, per thread; 0 = the main thread's priority). Scripts
+   * then get only the CPU the event loop does not need, so a tenant's busy loops do not slow other
+   * tenants' requests. Default SIGHTLINE_WORKER_NICE, else 10 (0 under vitest).
+   */
+  nice?: number;
   /**
    * Bench only: run scripts as the sandbox did before runtime reuse and call batching (a new
    * QuickJS runtime per execute, one message per call), for the "now" column of bench/mcp.ts.
@@ -124,6 +141,9 @@ interface Job {
   logs: string[];
   callCount: number;
   timer: ReturnType<typeof setTimeout> | null;
+  /** Aborted at the deadline or when the job ends: host calls in flight are abandoned (HostCallContext.signal). */
+  abort: AbortController;
+  abortTimer: ReturnType<typeof setTimeout> | null;
   done: boolean;
 }
 
@@ -154,6 +174,8 @@ type WorkerMessage =
       unsentCalls?: string[];
       logs?: string[];
       fatal?: boolean;
+      /** The script ran long and its thread was demoted to nice 19 (it cannot be raised again): replace the worker. */
+      demoted?: boolean;
     };
 
 function timeoutError(limits: SandboxLimits, queuedMs = 0, ranNothing = false): ExecuteError {
@@ -233,6 +255,7 @@ export function createQuickJsExecutor(
   const maxRunsPerWorker = Math.max(1, options.maxRunsPerWorker ?? 500);
   const guestInterrupt = !options.disableGuestInterrupt;
   const workerUrl = options.workerUrl ?? new URL('./worker.mjs', import.meta.url);
+  const workerNice = Math.max(0, Math.min(19, Math.floor(options.nice ?? defaultWorkerNice())));
   compileQuickJs();
 
   const slots: Slot[] = [];
@@ -268,6 +291,10 @@ export function createQuickJsExecutor(
     job.done = true;
     if (job.timer) clearTimeout(job.timer);
     job.timer = null;
+    if (job.abortTimer) clearTimeout(job.abortTimer);
+    job.abortTimer = null;
+    // Calls still in flight get no answer: tell them to stop.
+    job.abort.abort();
     if (outcome.logs) job.logs.push(...outcome.logs);
     const mine = active.get(job.credential);
     if (mine) {
@@ -306,7 +333,7 @@ export function createQuickJsExecutor(
   function spawn(burst: boolean): Slot {
     const worker = new Worker(workerUrl, {
       resourceLimits: { stackSizeMb: WORKER_STACK_SIZE_MB, maxOldGenerationSizeMb: WORKER_HEAP_MB },
-      workerData: { wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES, wasmModule: compiledModule },
+      workerData: { wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES, wasmModule: compiledModule, nice: workerNice },
     });
     started++;
     const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined, burst, idleTimer: null, ready: false };
@@ -388,7 +415,7 @@ export function createQuickJsExecutor(
         logs: msg.logs,
       });
       if (msg.fatal) retire(slot, true);
-      else if (slot.runs >= maxRunsPerWorker) retire(slot, false);
+      else if (msg.demoted || slot.runs >= maxRunsPerWorker) retire(slot, false);
       else slot.worker.unref();
       pump();
     }
@@ -414,7 +441,7 @@ export function createQuickJsExecutor(
     }
     // A call the script sent before its deadline but that would start after it is not started:
     // the script has been (or is about to be) stopped, and nobody would read the answer.
-    if (job.done || Date.now() >= job.deadline) {
+    if (job.done || job.abort.signal.aborted || Date.now() >= job.deadline) {
       return refuse({
         status: 408,
         code: 'deadline_exceeded',
@@ -439,7 +466,7 @@ export function createQuickJsExecutor(
       error: { status: 500, code: 'internal_error', message: `The ${operationId} operation failed unexpectedly.` },
     });
     try {
-      return job.host(operationId, input).then(settle, () => settle(failed()));
+      return job.host(operationId, input, { signal: job.abort.signal }).then(settle, () => settle(failed()));
     } catch {
       return settle(failed());
     }
@@ -472,8 +499,12 @@ export function createQuickJsExecutor(
   }
 
   /** Host-side backstop: if the worker has not answered in time, kill it and fail the job. */
-  function armKillTimer(slot: Slot, job: Job, ms: number): void {
+  function armKillTimer(slot: Slot, job: Job, ms: number, deadlineKnown = true): void {
     if (job.timer) clearTimeout(job.timer);
+    // At the deadline, host calls in flight are abandoned even before the worker reports the timeout
+    // (armed once the script has started: a cold worker moves the deadline when it reports 'started').
+    if (job.abortTimer) clearTimeout(job.abortTimer);
+    job.abortTimer = deadlineKnown ? setTimeout(() => job.abort.abort(), Math.max(0, job.deadline - Date.now())) : null;
     job.timer = setTimeout(() => {
       if (job.done) return;
       // The worker did not answer in time: it may be stuck in native code. Kill and replace it.
@@ -497,7 +528,7 @@ export function createQuickJsExecutor(
       armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs);
     } else {
       // Re-armed with the real budget when the worker reports that the script started.
-      armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs + STARTUP_ALLOWANCE_MS);
+      armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs + STARTUP_ALLOWANCE_MS, false);
     }
     slot.worker.postMessage({
       type: 'run',
@@ -615,17 +646,19 @@ export function createQuickJsExecutor(
       if (!slot) break;
       dispatch(slot, takeNext(true)!);
     }
-    // While credentials' executes run, keep one idle worker booted ahead of need (up to poolSize +
-    // burstWorkers in all), so the next credential does not wait for a worker thread to start.
+    // While credentials' executes run, keep two idle workers booted ahead of need (up to poolSize +
+    // burstWorkers in all), so the next credential does not wait for a worker thread to start even
+    // when another credential takes the last free one at the same time (booting a worker takes
+    // seconds on a loaded machine).
     if (
       burstWorkers > 0 &&
       slots.length < poolSize + burstWorkers &&
       slots.some((s) => s.job !== null && s.job.credential !== '') &&
-      !slots.some((s) => !s.retired && s.job === null)
+      slots.filter((s) => !s.retired && s.job === null).length < SPARE_WORKERS
     ) {
       startWorker(slots.length >= poolSize);
     }
-    // Burst workers stop after a while without work (one idle worker stays as the spare).
+    // Burst workers stop after a while without work (SPARE_WORKERS idle ones stay as spares).
     for (const s of slots) {
       if (s.burst && !s.job && !s.idleTimer && !s.retired) {
         s.idleTimer = setTimeout(() => {
@@ -633,7 +666,7 @@ export function createQuickJsExecutor(
           if (s.job || s.retired) return;
           const idle = slots.filter((x) => !x.retired && x.job === null).length;
           const busyCredentialed = slots.some((x) => x.job !== null && x.job.credential !== '');
-          if (idle > 1 || !busyCredentialed) retire(s, false);
+          if (idle > SPARE_WORKERS || !busyCredentialed) retire(s, false);
           else pump();
         }, burstIdleMs);
         s.idleTimer.unref?.();
@@ -699,6 +732,8 @@ export function createQuickJsExecutor(
           logs: [],
           callCount: 0,
           timer: null,
+          abort: new AbortController(),
+          abortTimer: null,
           done: false,
         };
         let set = active.get(credential);

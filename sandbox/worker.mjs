@@ -7,7 +7,7 @@
 //   main -> worker  { type: 'run', runId, code, operations, limits, guestInterrupt, queuedMs }
 //   worker -> main  { type: 'calls', runId, calls: [{ id, operationId, input }], logs }   input: JSON text
 //   main -> worker  { type: 'callResults', runId, results: [[id, json], ...] }      json: HostCallResult as JSON text
-//   worker -> main  { type: 'done', runId, result, error, resultTruncated, resultUndefined, unsentCalls, logs, fatal }
+//   worker -> main  { type: 'done', runId, result, error, resultTruncated, resultUndefined, unsentCalls, logs, fatal, demoted }
 //
 // Every api call the script makes in one tick (before it next waits) travels in one 'calls'
 // message, and their answers come back in one 'callResults' message: Promise.all over ten
@@ -29,11 +29,44 @@
 // tamper with is re-checked here on the host side anyway (allowed operationIds, call limit,
 // sizes), so a subverted prelude cannot do more than the public api.
 
+import { readFileSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { RELEASE_SYNC, newQuickJSWASMModule, newVariant, shouldInterruptAfterDeadline } from 'quickjs-emscripten';
 
 if (!parentPort) throw new Error('sandbox/worker.mjs must be started as a worker thread');
 const port = parentPort;
+
+// Scripts run at a lower OS priority than the main thread (issue 10): a tenant's busy loops take
+// only the CPU the event loop does not need. On Linux nice is per thread (see
+// src/core/thread-priority.ts, the TypeScript twin of this).
+let threadId = 0;
+if (process.platform === 'linux' && Number.isInteger(workerData?.nice) && workerData.nice > 0) {
+  try {
+    const tid = Number(readFileSync('/proc/thread-self/stat', 'utf8').split(' ', 1)[0]);
+    if (Number.isInteger(tid) && tid > 0 && tid !== process.pid) {
+      setPriority(tid, workerData.nice);
+      threadId = tid;
+    }
+  } catch {
+    // not allowed or not available: run at the normal priority
+  }
+}
+/**
+ * A script still running this long after it started is demoted to the lowest priority (nice 19), so
+ * other credentials' short scripts, at the pool's priority, get the CPU first. A thread cannot be
+ * made less nice again: the worker reports `demoted` and the pool replaces it after this run.
+ */
+const DEMOTE_AFTER_MS = 200;
+let demoted = false;
+function demote() {
+  demoted = true;
+  try {
+    setPriority(threadId, 19);
+  } catch {
+    // stays at the pool's priority
+  }
+}
 
 const WASM_PAGE = 64 * 1024;
 /** quickjs-emscripten's own defaults: 16 MiB initial heap, 2 GiB maximum. */
@@ -450,7 +483,14 @@ class Run {
 
   /** Arm the interrupt deadline inside QuickJS (the host timer in the main thread is the backstop). */
   armInterrupt(deadline = this.deadline) {
-    if (this.guestInterrupt) this.rt.setInterruptHandler(shouldInterruptAfterDeadline(deadline));
+    if (!this.guestInterrupt) return;
+    const expired = shouldInterruptAfterDeadline(deadline);
+    if (!threadId || demoted) return this.rt.setInterruptHandler(expired);
+    const demoteAt = Date.now() + DEMOTE_AFTER_MS;
+    this.rt.setInterruptHandler((rt) => {
+      if (!demoted && Date.now() >= demoteAt) demote();
+      return expired(rt);
+    });
   }
 
   /** Send every call made in this tick in one message. */
@@ -612,6 +652,7 @@ async function runOne(msg, cold) {
     unsentCalls: run.outbox.map((c) => c.operationId),
     logs: run.takeLogs(true),
     fatal,
+    ...(demoted ? { demoted: true } : {}),
   });
   if (!fatal && !run.baseline) {
     // Build the next run's context while idle (same operations and limits as this one).

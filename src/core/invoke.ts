@@ -13,6 +13,8 @@ export interface InvokeOptions {
   allowSensitive?: boolean;
   /** The face can send a streamed answer (REST): operations with `streams` may return one. */
   acceptStream?: boolean;
+  /** Aborted when nobody will read the answer (an MCP execute past its wall clock): handlers that wait or work in slices stop. */
+  signal?: AbortSignal;
 }
 
 export interface InvokeResult {
@@ -150,6 +152,7 @@ export function createCore(
         requestId: invokeOpts.requestId ?? randomUUID(),
         response: { headers: {} },
         canStream: !!(invokeOpts.acceptStream && op.streams),
+        ...(invokeOpts.signal ? { signal: invokeOpts.signal } : {}),
       };
       let value: unknown;
       try {

@@ -59,6 +59,11 @@ export function hostError(err: unknown, log?: Pick<Logger, 'error'>, operationId
   return { ok: false, error: { ...INTERNAL_ERROR } };
 }
 
+/** A call that was not run because its execute's wall clock had run out (or the execute ended). */
+export function DEADLINE_PASSED(operationId: string): HostCallResult {
+  return { ok: false, error: { status: 408, code: 'deadline_exceeded', message: `${operationId} was not run: the execute's wall clock had run out.` } };
+}
+
 /** The projects a principal can reach: one for an API key, those of the user's organizations otherwise. */
 function reachableProjects(core: Core, principal: Principal): Array<{ id: string; orgId: string }> {
   if (principal.kind === 'api_key') return [{ id: principal.projectId, orgId: principal.orgId }];
@@ -104,7 +109,9 @@ export function localCaller(core: Core, principal: Principal, opts: LocalCallerO
       const orgs = principal.kind === 'user' ? Object.keys(principal.roles) : [];
       return orgs.some((org) => op.scopes.every((s) => principalHolds(principal, org, s)));
     },
-    async call(operationId, input) {
+    async call(operationId, input, callCtx) {
+      // The execute's wall clock ran out (or it ended) before this call started: do not run it, nor count it.
+      if (callCtx?.signal.aborted) return DEADLINE_PASSED(operationId);
       try {
         if (rate) {
           try {
@@ -125,7 +132,7 @@ export function localCaller(core: Core, principal: Principal, opts: LocalCallerO
         ) {
           effective = { ...((input as Record<string, unknown> | null) ?? {}), project_id: defaultProject.id };
         }
-        const r = await core.invoke(operationId, effective, principal, { allowSensitive: false, requestId: randomUUID() });
+        const r = await core.invoke(operationId, effective, principal, { allowSensitive: false, requestId: randomUUID(), ...(callCtx ? { signal: callCtx.signal } : {}) });
         return { ok: true, value: r.value ?? null };
       } catch (err) {
         return hostError(err, opts.log, operationId);

@@ -327,6 +327,8 @@ export function createMcpServer(deps: McpServerDeps): McpServer {
           credential: caller.credential ?? null,
           budget: caller.budget ? () => caller.budget!() : undefined,
           hidden: hiddenIds,
+          // The client cancelled the request or went away: stop the script and its calls.
+          ...(extra.signal ? { signal: extra.signal } : {}),
         });
       }
       return {

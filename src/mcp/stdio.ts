@@ -16,7 +16,7 @@ import { fieldLocations } from '../../operations/define.js';
 import type { Executor, HostCallResult } from '../../sandbox/executor.js';
 import { createQuickJsExecutor } from '../../sandbox/quickjs-executor.js';
 import { authenticate } from '../core/authenticate.js';
-import { localCaller, type McpCaller } from './execute.js';
+import { DEADLINE_PASSED, localCaller, type McpCaller } from './execute.js';
 import { createMcpServer } from './server.js';
 
 export interface StdioOptions {
@@ -43,7 +43,8 @@ export function remoteCaller(
   return {
     defaultProjectId,
     holds: () => null,
-    async call(operationId, rawInput): Promise<HostCallResult> {
+    async call(operationId, rawInput, callCtx): Promise<HostCallResult> {
+      if (callCtx?.signal.aborted) return DEADLINE_PASSED(operationId);
       const op = ops.get(operationId);
       if (!op) return { ok: false, error: { status: 404, code: 'unknown_operation', message: `There is no operation \`${operationId}\`.` } };
       if (rawInput !== undefined && rawInput !== null && (typeof rawInput !== 'object' || Array.isArray(rawInput))) {
@@ -73,7 +74,7 @@ export function remoteCaller(
       if (hasBody) headers['content-type'] = 'application/json';
       const qs = query.toString();
       try {
-        const res = await fetch(`${base}${path}${qs ? `?${qs}` : ''}`, { method: op.method, headers, body: hasBody ? JSON.stringify(body) : undefined });
+        const res = await fetch(`${base}${path}${qs ? `?${qs}` : ''}`, { method: op.method, headers, body: hasBody ? JSON.stringify(body) : undefined, ...(callCtx ? { signal: callCtx.signal } : {}) });
         const text = await res.text();
         let parsed: unknown = null;
         try {

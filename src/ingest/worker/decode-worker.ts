@@ -5,9 +5,12 @@
 import { parentPort } from 'node:worker_threads';
 import { IngestDecodeError, processJob, type IngestJob } from '../process.js';
 import type { WorkerReply } from './pool.js';
+import { lowerThreadPriority } from '../../domain/thread-priority.js';
 
 if (!parentPort) throw new Error('decode-worker must run as a worker thread');
 const port = parentPort;
+// Decoding a hostile body takes only the CPU the event loop does not need (issue 10).
+lowerThreadPriority();
 
 port.on('message', (msg: { id: number; job: IngestJob }) => {
   const post = (m: WorkerReply) => port.postMessage(m);

@@ -1,0 +1,63 @@
+/**
+ * Issue 10: sandbox scripts run on threads at a lower OS priority than the main thread (Linux: nice
+ * is per thread), so a tenant's busy loops take only the CPU the event loop does not need.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createQuickJsExecutor, type QuickJsExecutor } from '../../sandbox/quickjs-executor.js';
+import { OPERATIONS, fakeHost } from './helpers.js';
+
+/** Niceness of each thread of this process (field 19 of /proc/self/task/<tid>/stat). */
+function threadNiceness(): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(tid), Number(fields[16]));
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+let ex: QuickJsExecutor | null = null;
+afterEach(async () => {
+  await ex?.close();
+  ex = null;
+});
+
+describe.runIf(process.platform === 'linux')('sandbox worker priority', () => {
+  it('runs scripts on threads niced as configured, and leaves the main thread alone', async () => {
+    const before = getPriority(0);
+    ex = createQuickJsExecutor({ poolSize: 1 }, { nice: 7 });
+    expect((await ex.execute({ code: 'return 1', operations: OPERATIONS }, fakeHost().host)).result).toBe(1);
+    const niced = [...threadNiceness().entries()].filter(([, n]) => n === 7);
+    expect(niced.length).toBeGreaterThanOrEqual(1);
+    expect(niced.some(([tid]) => tid === process.pid)).toBe(false);
+    expect(getPriority(0)).toBe(before);
+  });
+
+  it('demotes a script that keeps running to nice 19, then replaces its worker (a thread cannot be raised again)', async () => {
+    ex = createQuickJsExecutor({ poolSize: 1, wallClockMs: 1500 }, { nice: 7, burstWorkers: 0 });
+    const { host } = fakeHost();
+    expect((await ex.execute({ code: 'return 1', operations: OPERATIONS }, host)).result).toBe(1);
+    const startedBefore = ex.stats().started;
+    let sawDemoted = false;
+    let running = true;
+    const run = ex.execute({ code: 'while (true) {}', operations: OPERATIONS }, host).finally(() => (running = false));
+    while (running) {
+      if ([...threadNiceness().values()].includes(19)) sawDemoted = true;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await run).error?.name).toBe('TimeoutError');
+    expect(sawDemoted).toBe(true);
+    // The next script runs on a new worker at the pool's priority.
+    expect((await ex.execute({ code: 'return 2', operations: OPERATIONS }, host)).result).toBe(2);
+    expect(ex.stats().started).toBeGreaterThan(startedBefore);
+    // The demoted thread goes away (terminated asynchronously).
+    while ([...threadNiceness().values()].includes(19)) await new Promise((r) => setTimeout(r, 20));
+  });
+});
