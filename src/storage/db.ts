@@ -109,6 +109,7 @@ function applyPending(db: Db, pending: Migration[], record: Database.Statement, 
 function applyOne(db: Db, m: Migration, record: Database.Statement): void {
   db.transaction(() => {
     db.exec(m.sql);
+    m.run?.(db);
     record.run(m.version, m.name, Date.now());
     const top = db.prepare('SELECT max(version) FROM schema_migrations').pluck().get() as number;
     db.pragma(`user_version = ${top}`);

@@ -4,6 +4,7 @@ import type { Attributes, AttrValue, LogRecordOut, MetricPointRecord, SpanRecord
 import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
+import { createMetricRollupWriter } from './metric-rollups.js';
 
 /** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
 export function environmentOf(resource: Attributes): string {
@@ -114,6 +115,8 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     catalog: db.prepare(catalogUpsert('rowid >= ?')),
     catalogRuns: db.prepare(runsUpsert('rowid >= ?')),
   };
+
+  const rollups = createMetricRollupWriter(db);
 
   // Resources repeat across every record of a batch and across batches: hash the same object once.
   let lastObj: Attributes | null = null;
@@ -291,6 +294,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     if (first >= 0) {
       s.catalog.run(first);
       s.catalogRuns.run(first);
+      rollups.applySince(first); // per-minute rollups (migration 040)
     }
     return points.length;
   });

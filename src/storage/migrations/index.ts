@@ -22,6 +22,7 @@ import { m031ChatThreads } from './031-chat-threads.js';
 import { m032Automations } from './032-automations.js';
 import { m034ErrorGroupContext } from './034-error-group-context.js';
 import { m033RemoteAccess } from './033-remote-access.js';
+import { m040MetricRollups } from './040-metric-rollups.js';
 
 export interface Migration {
   version: number;
@@ -29,10 +30,12 @@ export interface Migration {
   sql: string;
   /** Rewrites a table that may be large: the server takes a backup first (SIGHTLINE_BACKUP_BEFORE_MIGRATION). */
   rewritesLargeTable?: boolean;
+  /** Runs after `sql`, in the same transaction (backfills that need more than SQL). */
+  run?: (db: import('../db.js').Db) => void;
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m033RemoteAccess, m034ErrorGroupContext, m035QueryIndexes, m036ReadRollups];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m033RemoteAccess, m034ErrorGroupContext, m035QueryIndexes, m036ReadRollups, m040MetricRollups];
 
 /** The schema version this code writes: a database with a higher user_version comes from a newer Sightline. */
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
