@@ -4,7 +4,7 @@ import type { ExpBuckets, MetricType, Temporality } from '../domain/telemetry-ty
 import type { MetricPointInput } from '../domain/metrics/normalize.js';
 import { CUMULATIVE_HIST_SQL, METRIC_SAMPLES_SQL } from './migrations/008-metric-catalog.js';
 import { addReceived, cumInput, MINUTE_MS } from './metric-rollups.js';
-import { addHist, addValue, EXACT_PERCENTILE_VALUES, newState, sketchAdd, sketchMergeJson, type BucketState } from '../domain/metrics/rollup-state.js';
+import { addHist, addValue, EXACT_PERCENTILE_VALUES, LN_GAMMA, newState, sketchMergeJson, type BucketState } from '../domain/metrics/rollup-state.js';
 import { cumulativeContribution } from '../domain/metrics/normalize.js';
 
 export interface MetricSeriesFilter {
@@ -622,14 +622,28 @@ export function createMetricsReadRepo(db: Db) {
         if (r.mx > s.vmax) s.vmax = r.mx;
       }
       if (withDist) {
-        const rows = stmt(`${lagged} SELECT minute, ${contrib} AS c, sketch FROM r WHERE minute >= ? AND pm >= ?`)
+        // First-point contributions go into the sketches from SQL, per bucket and log key (as sketchAdd).
+        const keyed = stmt(
+          `${lagged}, c AS (SELECT minute, ${contrib} AS c FROM r WHERE minute >= ? AND pm >= ?)
+           SELECT ${bucketSql} AS b, sign(c) AS sg, CASE WHEN c <> 0 THEN CAST(ceil(ln(abs(c)) / ?) AS INTEGER) END AS k, count(*) AS cnt FROM c GROUP BY 1, 2, 3`,
+        )
           .raw()
-          .all(...largs, A, A) as [number, number, string | null][];
-        for (const [minute, c, sk] of rows) {
+          .all(...largs, A, A, b.first, b.size, LN_GAMMA) as [number, number, number | null, number][];
+        for (const [bi, sg, k, cnt] of keyed) {
+          const sk = states[bi]?.sketch;
+          if (!sk) continue;
+          if (sg === 0 || k === null) sk.z += cnt;
+          else {
+            const mp = sg > 0 ? sk.p : sk.n;
+            mp.set(k, (mp.get(k) ?? 0) + cnt);
+          }
+        }
+        const rows = stmt(`${lagged} SELECT minute, sketch FROM r WHERE minute >= ? AND pm >= ? AND sketch IS NOT NULL`)
+          .raw()
+          .all(...largs, A, A) as [number, string][];
+        for (const [minute, sk] of rows) {
           const s = at(minute);
-          if (!s) continue;
-          addSketchValue(s, c);
-          if (sk) sketchMergeJson(s.sketch!, sk);
+          if (s) sketchMergeJson(s.sketch!, sk);
         }
       }
       // The first in-window row of each series: its baseline may be a point of the raw edges.
@@ -693,8 +707,5 @@ function addHistInto(s: BucketState, h: { bounds: number[]; counts: number[] }):
   addHist(s, h.bounds, h.counts);
 }
 
-function addSketchValue(s: BucketState, v: number): void {
-  if (s.sketch) sketchAdd(s.sketch, v);
-}
 
 export type MetricsReadRepo = ReturnType<typeof createMetricsReadRepo>;

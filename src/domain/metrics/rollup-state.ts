@@ -22,7 +22,7 @@ export const SKETCH_ALPHA = 0.01;
 /** Gauge / sum percentile reads over at most this many values use the points (exact) instead of sketches. */
 export const EXACT_PERCENTILE_VALUES = 10_000;
 const GAMMA = (1 + SKETCH_ALPHA) / (1 - SKETCH_ALPHA);
-const LN_GAMMA = Math.log(GAMMA);
+export const LN_GAMMA = Math.log(GAMMA);
 
 /** Value sketch: counts per log bucket of positive values (`p`), of negative values' magnitude (`n`), and zeros (`z`). */
 export interface Sketch {
