@@ -578,7 +578,7 @@ export function createMetricsReadRepo(db: Db) {
       };
       const edge = (pts: MetricPointInput[], phase: 'r1' | 'r2' | 'r3'): boolean => {
         for (const p of pts) {
-          if (p.temporality === 'cumulative') {
+          if (p.temporality === 'cumulative' && p.type !== 'gauge') {
             if (m.type !== 'sum') return false;
             if (typeof p.value !== 'number' || !Number.isFinite(p.value)) continue;
             const e = series(`${p.series_key}\u0000${p.scope_name}`);
