@@ -128,6 +128,7 @@ async function measure(n: number) {
       const b = await timeOp(base + path, boot.admin_key, RAW_RUNS);
       if (a.status !== 200 || b.status !== 200) console.error(`${label}: HTTP ${a.status}/${b.status} at ${n}`);
       out.set(label, { rollup: a.p95, raw: b.p95 });
+      console.error(`  ${n.toLocaleString('en')} ${label}: rollups ${a.p95.toFixed(1)} ms, raw ${b.p95.toFixed(1)} ms`);
     }
     s.services.metricsRead.settings.rollupReads = true;
     server.close();
