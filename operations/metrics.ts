@@ -16,11 +16,16 @@ import {
 } from '../src/domain/metrics/window.js';
 import {
   AGGREGATIONS,
+  INSPECT_AGGREGATIONS,
   UnsupportedTemporalityError,
   checkAggregationSupported,
   inspect as inspectMetric,
+  inspectFromTimelines,
+  isPercentileAggregation,
   timeline as metricTimeline,
 } from '../src/domain/metrics/aggregate.js';
+import { timelineFromStates } from '../src/domain/metrics/rollup-state.js';
+import { bucketCount, bucketStart } from '../src/domain/metrics/window.js';
 import type { MetricType } from '../src/domain/telemetry-types.js';
 
 export const METRIC_TYPES = ['gauge', 'sum', 'hist', 'exponential_histogram'] as const satisfies readonly MetricType[];
@@ -223,6 +228,25 @@ export const timeline = defineOperation({
     const meta = repo.meta(ctx.project!.id, sel, w.toMs);
     domainCall(() => checkAggregationSupported(input.metric_type, meta?.temporality, input.aggregation));
     const groupBy = input.group_by ? [...new Set(input.group_by)] : undefined;
+    if (!groupBy) {
+      // Whole minutes from the per-minute rollups, unaligned edges from the points (migration 040).
+      const first = bucketStart(w.fromMs, gMs);
+      const states = repo.rollupStates(ctx.project!.id, sel, w.fromMs, w.toMs, { first, size: gMs, n: bucketCount(w.fromMs, w.toMs, gMs) }, isPercentileAggregation(input.aggregation));
+      if (states) {
+        const buckets = timelineFromStates(states, first, gMs, input.metric_type, input.aggregation);
+        const ex = exemplarsByBucket(repo.exemplarPoints(ctx.project!.id, sel, w.fromMs, w.toMs), { ...w, granularityMs: gMs });
+        return {
+          metric_name: input.metric_name,
+          metric_type: input.metric_type,
+          unit: meta?.unit ?? null,
+          aggregation: input.aggregation,
+          granularity,
+          ...windowOut(w),
+          buckets: buckets.map((b, i) => (ex[i] ? { ...b, exemplars: ex[i] } : b)),
+          group_by: null,
+        };
+      }
+    }
     const points = repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS, { groupBy });
     const opts = { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, aggregation: input.aggregation };
     const withExemplars = (pts: typeof points, buckets: ReturnType<typeof metricTimeline>['buckets']) => {
@@ -305,11 +329,16 @@ export const inspect = defineOperation({
     const sel = { metricName: input.metric_name, type: input.metric_type, service: input.service_name, environment: input.environment, attributes: input.attributes };
     const repo = ctx.services.metricsRead;
     const meta = repo.meta(ctx.project!.id, sel, w.toMs);
-    const points = repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS);
     const sample = repo.attributeValues(ctx.project!.id, sel, w.fromMs, w.toMs, INSPECT_ATTR_SAMPLE);
-    const r = domainCall(() =>
-      inspectMetric(points, { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, metricName: input.metric_name, unit: meta?.unit }),
-    );
+    const iopts = { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, metricName: input.metric_name, unit: meta?.unit };
+    const first = bucketStart(w.fromMs, gMs);
+    const states = repo.rollupStates(ctx.project!.id, sel, w.fromMs, w.toMs, { first, size: gMs, n: bucketCount(w.fromMs, w.toMs, gMs) }, true);
+    const r = states
+      ? inspectFromTimelines(
+          INSPECT_AGGREGATIONS.map((aggregation) => ({ aggregation, buckets: timelineFromStates(states, first, gMs, input.metric_type, aggregation) })),
+          iopts,
+        )
+      : domainCall(() => inspectMetric(repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS), iopts));
     return {
       metric_name: input.metric_name,
       metric_type: input.metric_type,

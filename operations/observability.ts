@@ -5,6 +5,7 @@ import { logRowOut, logRowSchema } from './logs.js';
 import { METRIC_TYPES, textFilter, windowFields, windowOf, windowOut } from './metrics.js';
 import { HOUR_MS, type ResolvedWindow } from '../src/domain/metrics/window.js';
 import { normalizePoints, type MetricPointInput } from '../src/domain/metrics/normalize.js';
+import { stateCounts, stateValue, type BucketState } from '../src/domain/metrics/rollup-state.js';
 import { formatNumber, timelineFromContributions, UnsupportedTemporalityError, type Aggregation } from '../src/domain/metrics/aggregate.js';
 import { truncateValue } from '../src/domain/logs/patterns.js';
 import type { MetricType, Temporality } from '../src/domain/telemetry-types.js';
@@ -47,6 +48,12 @@ function summarize(points: MetricPointInput[], w: ResolvedWindow, type: MetricTy
     }
   }
   return out as { avg: number | null; p50: number | null; p90: number | null; p99: number | null; point_count: number; sample_count: number };
+}
+
+/** {@link summarize} from the window's bucket state (per-minute rollups). */
+function summarizeState(st: BucketState, type: MetricType, len: number) {
+  const v = (a: Aggregation) => stateValue(st, type, a, len);
+  return { avg: v('avg'), p50: v('p50'), p90: v('p90'), p99: v('p99'), ...stateCounts(st, type) };
 }
 
 const countRow = z.object({ value: z.string(), count: z.number().int() });
@@ -202,7 +209,9 @@ export const summary = defineOperation({
     const selected = candidates.slice(0, input.metric_limit).map((m) => {
       const sel = { metricName: m.metric_name, type: m.type, service: input.service_name, environment: input.environment };
       const meta = metrics.meta(pid, sel, w.toMs);
-      const s = summarize(metrics.points(pid, sel, w.fromMs, w.toMs, HOUR_MS), w, m.type, meta?.temporality);
+      // One bucket spanning the window: whole minutes from the rollups (migration 040), else the points.
+      const states = metrics.rollupStates(pid, sel, w.fromMs, w.toMs, { first: w.fromMs, size: w.toMs - w.fromMs, n: 1 }, true);
+      const s = states ? summarizeState(states[0]!, m.type, w.toMs - w.fromMs) : summarize(metrics.points(pid, sel, w.fromMs, w.toMs, HOUR_MS), w, m.type, meta?.temporality);
       return { metric_name: m.metric_name, type: m.type, unit: m.unit, ...s };
     });
 

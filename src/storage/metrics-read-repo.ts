@@ -3,6 +3,9 @@ import type { Db } from './db.js';
 import type { ExpBuckets, MetricType, Temporality } from '../domain/telemetry-types.js';
 import type { MetricPointInput } from '../domain/metrics/normalize.js';
 import { CUMULATIVE_HIST_SQL, METRIC_SAMPLES_SQL } from './migrations/008-metric-catalog.js';
+import { addReceived, cumInput, MINUTE_MS } from './metric-rollups.js';
+import { addHist, addValue, EXACT_PERCENTILE_VALUES, LN_GAMMA, newState, sketchMergeJson, type BucketState } from '../domain/metrics/rollup-state.js';
+import { cumulativeContribution } from '../domain/metrics/normalize.js';
 
 export interface MetricSeriesFilter {
   fromMs: number;
@@ -180,6 +183,8 @@ function explicitBucketsInto(p: MetricPointInput, json: string, cache: Map<strin
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export function createMetricsReadRepo(db: Db) {
+  /** Whether window reads may use the per-minute rollups (migration 040); false forces the raw path (benches, tests). */
+  const settings = { rollupReads: true };
   const cache = new Map<string, Statement>();
   const stmt = (sql: string): Statement => {
     let s = cache.get(sql);
@@ -288,7 +293,8 @@ export function createMetricsReadRepo(db: Db) {
     return { rows, runs };
   }
 
-  return {
+  const api = {
+    settings,
     /**
      * Metrics seen in the window, one row per (name, type, service), by name. `sample_count`: points
      * for gauges and sums; for histograms Σ count of delta points plus, per cumulative series and
@@ -480,7 +486,226 @@ export function createMetricsReadRepo(db: Db) {
         .slice(0, limit)
         .map(({ svc, ...g }) => ({ ...g, services: [...svc].filter(Boolean).sort(cmp) }));
     },
+
+    /** Points of the window that carry exemplars (time and exemplars only), through a partial index. */
+    exemplarPoints(projectId: string, m: MetricSelector, fromMs: number, toMs: number): MetricPointInput[] {
+      const w = where({ service: m.service, environment: m.environment });
+      const rows = stmt(
+        `SELECT time_ms, exemplars FROM metric_points INDEXED BY metric_points_exemplars
+         WHERE project_id = ? AND metric_name = ? AND time_ms >= ? AND time_ms < ? AND exemplars IS NOT NULL AND type = ?${w.sql}`,
+      ).all(Number(projectId), m.metricName, fromMs, toMs, m.type, ...w.args) as { time_ms: number; exemplars: string }[];
+      return rows.map((r) => ({ type: m.type, temporality: 'delta', start_ms: null, time_ms: r.time_ms, series_key: '', scope_name: '', exemplars: r.exemplars }));
+    },
+
+    /**
+     * The contributions of the window in buckets (`first`, `size`, `n`: bucket i covers
+     * [first + i·size, first + (i+1)·size), sizes whole minutes or one bucket spanning the window),
+     * read from the per-minute rollups (src/storage/metric-rollups.ts) for the whole minutes inside
+     * the window and from the points for its unaligned edges (and, for cumulative sums, the baseline
+     * hour before it). `withDist` also merges sketches and histogram buckets (percentiles). Null when
+     * the rollups cannot answer: rollup reads off, a gauge or sum percentile over at most
+     * EXACT_PERCENTILE_VALUES values (exact from the points instead), attribute conditions, exponential histograms,
+     * cumulative histogram points in the window, or a window without a whole minute.
+     */
+    rollupStates(
+      projectId: string,
+      m: MetricSelector,
+      fromMs: number,
+      toMs: number,
+      b: { first: number; size: number; n: number },
+      withDist: boolean,
+    ): BucketState[] | null {
+      if (!settings.rollupReads || m.attributes?.length || m.type === 'exponential_histogram') return null;
+      const A = Math.ceil(fromMs / MINUTE_MS) * MINUTE_MS;
+      const B = Math.floor(toMs / MINUTE_MS) * MINUTE_MS;
+      if (A >= B) return null;
+      const pid = Number(projectId);
+      const valueType = m.type === 'gauge' || m.type === 'sum';
+      const states = Array.from({ length: b.n }, () => newState(withDist && valueType));
+      // Gauge and sum percentiles over few values are computed exactly from the points (raw path).
+      const exactEnough = (st: BucketState[]) => (withDist && valueType && st.reduce((t, x) => t + x.n, 0) <= EXACT_PERCENTILE_VALUES ? null : st);
+      const at = (ms: number): BucketState | undefined => states[Math.floor((ms - b.first) / b.size)];
+      const w = where({ service: m.service, environment: m.environment });
+      const bucketSql = 'CAST((minute - ?) / ? AS INTEGER)';
+
+      const agg = stmt(
+        `SELECT ${bucketSql} AS b, total(other_points) AS other, total(points) AS n, total(vsum) AS vsum, min(vmin) AS vmin, max(vmax) AS vmax,
+           total(hcount) AS hcount, total(hsum) AS hsum, total(hsum_n) AS hsum_n, total(hsum_count) AS hsum_count, total(live) AS live,
+           min(lmin) AS lmin, total(lmin_n) AS lmin_n, max(lmax) AS lmax, total(lmax_n) AS lmax_n
+         FROM metric_rollups WHERE project_id = ? AND metric_name = ? AND minute >= ? AND minute < ? AND type = ?${w.sql} GROUP BY 1`,
+      ).all(b.first, b.size, pid, m.metricName, A, B, m.type, ...w.args) as any[];
+      for (const r of agg) {
+        if (r.other > 0) return null;
+        const s = states[r.b];
+        if (!s) continue;
+        s.n += r.n;
+        s.vsum += r.vsum;
+        if (r.vmin !== null && r.vmin < s.vmin) s.vmin = r.vmin;
+        if (r.vmax !== null && r.vmax > s.vmax) s.vmax = r.vmax;
+        s.hcount += r.hcount;
+        s.hsum += r.hsum;
+        s.hsumN += r.hsum_n;
+        s.hsumCount += r.hsum_count;
+        s.live += r.live;
+        if (r.lmin !== null && r.lmin < s.lmin) s.lmin = r.lmin;
+        s.lminN += r.lmin_n;
+        if (r.lmax !== null && r.lmax > s.lmax) s.lmax = r.lmax;
+        s.lmaxN += r.lmax_n;
+      }
+      if (withDist) {
+        const col = valueType ? 'sketch' : 'hist';
+        const rows = stmt(
+          `SELECT minute, ${col} AS d FROM metric_rollups WHERE project_id = ? AND metric_name = ? AND minute >= ? AND minute < ? AND type = ?${w.sql} AND ${col} IS NOT NULL`,
+        )
+          .raw()
+          .all(pid, m.metricName, A, B, m.type, ...w.args) as [number, string][];
+        for (const [minute, d] of rows) {
+          const s = at(minute);
+          if (!s) continue;
+          if (valueType) sketchMergeJson(s.sketch!, d);
+          else for (const h of JSON.parse(d) as { bounds: number[]; counts: number[] }[]) addHistInto(s, h);
+        }
+      }
+
+      // Raw edges: [fromMs, A) and [B, toMs); for cumulative sums also the points before fromMs that
+      // can be baselines: [fromMs − 1 h, first whole minute) and [minute of fromMs, fromMs).
+      const baseLo = Math.ceil((fromMs - HOUR) / MINUTE_MS) * MINUTE_MS;
+      const cumSeries = new Map<string, { r1: MetricPointInput[]; pre: MetricPointInput[]; win: MetricPointInput[]; post: MetricPointInput[] }>();
+      const series = (k: string) => {
+        let e = cumSeries.get(k);
+        if (!e) cumSeries.set(k, (e = { r1: [], pre: [], win: [], post: [] }));
+        return e;
+      };
+      const edge = (pts: MetricPointInput[], phase: 'r1' | 'r2' | 'r3'): boolean => {
+        for (const p of pts) {
+          if (p.temporality === 'cumulative' && p.type !== 'gauge') {
+            if (m.type !== 'sum') return false;
+            if (typeof p.value !== 'number' || !Number.isFinite(p.value)) continue;
+            const e = series(`${p.series_key}\u0000${p.scope_name}`);
+            (phase === 'r1' ? e.r1 : phase === 'r3' ? e.post : p.time_ms < fromMs ? e.pre : e.win).push(p);
+          } else if (p.time_ms >= fromMs && p.time_ms < toMs) {
+            const s = at(p.time_ms);
+            if (s) addReceived(s, p);
+          }
+        }
+        return true;
+      };
+      const minuteFrom = Math.floor(fromMs / MINUTE_MS) * MINUTE_MS;
+      if (m.type === 'sum' && baseLo > fromMs - HOUR && !edge(api.points(projectId, m, baseLo, baseLo, baseLo - (fromMs - HOUR)), 'r1')) return null;
+      if (A > fromMs && !edge(api.points(projectId, m, fromMs, A, m.type === 'sum' ? fromMs - minuteFrom : 0), 'r2')) return null;
+      if (toMs > B && !edge(api.points(projectId, m, B, toMs, 0), 'r3')) return null;
+      if (m.type !== 'sum') return exactEnough(states);
+
+      // Cumulative sums: every series-minute row whose previous row (LAG) lies inside the window is
+      // aggregated in SQL, its first point differenced against that row's last point.
+      const contrib = `CASE WHEN first_start IS NOT ps THEN (CASE WHEN first_start IS NULL OR first_start = first_ms THEN 0.0 ELSE first_value END)
+        WHEN first_monotonic = 0 THEN first_value - pv WHEN first_value < pv THEN 0.0 ELSE first_value - pv END`;
+      const lagged = `WITH r AS (
+          SELECT minute, series_key, scope_name, points, first_ms, first_value, first_start, first_monotonic, last_ms, last_value, last_start, last_monotonic,
+            n, isum, imin, imax, sketch, LAG(minute) OVER w AS pm, LAG(last_ms) OVER w AS pms, LAG(last_value) OVER w AS pv, LAG(last_start) OVER w AS ps,
+            LAG(last_monotonic) OVER w AS pmo
+          FROM metric_cum_rollups WHERE project_id = ? AND metric_name = ? AND minute >= ? AND minute < ? AND NOT (minute >= ? AND minute < ?)${w.sql}
+          WINDOW w AS (PARTITION BY series_key ORDER BY minute))`;
+      // The minute holding an unaligned fromMs is read from the points (edge R2), not from its row.
+      const largs = [pid, m.metricName, baseLo, B, minuteFrom, A, ...w.args];
+      const bulk = stmt(
+        `${lagged}, c AS (SELECT minute, n, isum, imin, imax, ${contrib} AS c FROM r WHERE minute >= ? AND pm >= ?)
+         SELECT ${bucketSql} AS b, total(n + 1) AS n, total(isum + c) AS s, min(CASE WHEN n > 0 THEN min(imin, c) ELSE c END) AS mn,
+           max(CASE WHEN n > 0 THEN max(imax, c) ELSE c END) AS mx FROM c GROUP BY 1`,
+      ).all(...largs, A, A, b.first, b.size) as { b: number; n: number; s: number; mn: number; mx: number }[];
+      for (const r of bulk) {
+        const s = states[r.b];
+        if (!s) continue;
+        s.n += r.n;
+        s.vsum += r.s;
+        if (r.mn < s.vmin) s.vmin = r.mn;
+        if (r.mx > s.vmax) s.vmax = r.mx;
+      }
+      if (withDist) {
+        // First-point contributions go into the sketches from SQL, per bucket and log key (as sketchAdd).
+        const keyed = stmt(
+          `${lagged}, c AS (SELECT minute, ${contrib} AS c FROM r WHERE minute >= ? AND pm >= ?)
+           SELECT ${bucketSql} AS b, sign(c) AS sg, CASE WHEN c <> 0 THEN CAST(ceil(ln(abs(c)) / ?) AS INTEGER) END AS k, count(*) AS cnt FROM c GROUP BY 1, 2, 3`,
+        )
+          .raw()
+          .all(...largs, A, A, b.first, b.size, LN_GAMMA) as [number, number, number | null, number][];
+        for (const [bi, sg, k, cnt] of keyed) {
+          const sk = states[bi]?.sketch;
+          if (!sk) continue;
+          if (sg === 0 || k === null) sk.z += cnt;
+          else {
+            const mp = sg > 0 ? sk.p : sk.n;
+            mp.set(k, (mp.get(k) ?? 0) + cnt);
+          }
+        }
+        const rows = stmt(`${lagged} SELECT minute, sketch FROM r WHERE minute >= ? AND pm >= ? AND sketch IS NOT NULL`)
+          .raw()
+          .all(...largs, A, A) as [number, string][];
+        for (const [minute, sk] of rows) {
+          const s = at(minute);
+          if (s) sketchMergeJson(s.sketch!, sk);
+        }
+      }
+      // The first in-window row of each series: its baseline may be a point of the raw edges.
+      const firsts = stmt(`${lagged} SELECT * FROM r WHERE minute >= ? AND (pm IS NULL OR pm < ?)`).all(...largs, A, A) as any[];
+      const firstOf = new Map<string, any>();
+      for (const r of firsts) {
+        firstOf.set(`${r.series_key}\u0000${r.scope_name}`, r);
+        series(`${r.series_key}\u0000${r.scope_name}`);
+      }
+      const needLast = [...cumSeries.values()].some((e) => e.post.length > 0);
+      const lastOf = new Map<string, any>();
+      if (needLast || cumSeries.size > firstOf.size) {
+        const rows = stmt(
+          `SELECT series_key, scope_name, max(minute) AS minute, last_ms, last_value, last_start, last_monotonic FROM metric_cum_rollups
+           WHERE project_id = ? AND metric_name = ? AND minute >= ? AND minute < ? AND NOT (minute >= ? AND minute < ?)${w.sql} GROUP BY series_key`,
+        ).all(...largs) as any[];
+        for (const r of rows) lastOf.set(`${r.series_key}\u0000${r.scope_name}`, r);
+      }
+      const pointOf = (r: any, ms: number, value: number, start: number | null, mono: number) =>
+        cumInput({ monotonic: mono, start_ms: start, time_ms: ms, value, series_key: r.series_key, scope_name: r.scope_name });
+      for (const [k, e] of cumSeries) {
+        const f = firstOf.get(k);
+        const l = lastOf.get(k);
+        let prev: MetricPointInput | undefined = e.pre.at(-1);
+        if (!prev) {
+          if (f && f.pm !== null) prev = pointOf(f, f.pms, f.pv, f.ps, f.pmo);
+          else if (!f && l && l.minute < A) prev = pointOf(l, l.last_ms, l.last_value, l.last_start, l.last_monotonic);
+          else prev = e.r1.at(-1);
+        }
+        const add = (p: MetricPointInput) => {
+          const s = at(p.time_ms);
+          if (s) addValue(s, cumulativeContribution(prev, p, fromMs).value as number);
+          prev = p;
+        };
+        for (const p of e.win) add(p);
+        if (f) {
+          const s = at(f.minute);
+          const first = pointOf(f, f.first_ms, f.first_value, f.first_start, f.first_monotonic);
+          if (s) {
+            addValue(s, cumulativeContribution(prev, first, fromMs).value as number);
+            s.n += f.n;
+            s.vsum += f.isum;
+            if (f.n > 0 && f.imin < s.vmin) s.vmin = f.imin;
+            if (f.n > 0 && f.imax > s.vmax) s.vmax = f.imax;
+            if (s.sketch && f.sketch) sketchMergeJson(s.sketch, f.sketch);
+          }
+          prev = pointOf(f, f.last_ms, f.last_value, f.last_start, f.last_monotonic);
+        }
+        if (e.post.length) {
+          if (l && l.minute >= A) prev = pointOf(l, l.last_ms, l.last_value, l.last_start, l.last_monotonic);
+          for (const p of e.post) add(p);
+        }
+      }
+      return exactEnough(states);
+    },
   };
+  return api;
 }
+
+function addHistInto(s: BucketState, h: { bounds: number[]; counts: number[] }): void {
+  addHist(s, h.bounds, h.counts);
+}
+
 
 export type MetricsReadRepo = ReturnType<typeof createMetricsReadRepo>;

@@ -32,6 +32,9 @@ export const EXPIRY_TARGETS: ExpiryTarget[] = [
   // The per-hour catalogue behind metrics.list outlives the raw points (metric rollups: 400 days).
   { kind: 'metric_rollups', table: 'metric_catalog', time: 'hour', unitMs: 1, key: ['project_id', 'hour', 'metric_name', 'type', 'service_name', 'environment', 'unit'] },
   { kind: 'metric_rollups', table: 'metric_catalog_runs', time: 'hour', unitMs: 1, key: ['project_id', 'hour', 'metric_name', 'type', 'service_name', 'environment', 'unit', 'series_key', 'scope_name', 'start_ms'] },
+  // Per-minute rollups behind metrics.timeline / inspect and the summary (migration 040): 400 days too.
+  { kind: 'metric_rollups', table: 'metric_rollups', time: 'minute', unitMs: 1, key: ['project_id', 'metric_name', 'minute', 'type', 'service_name', 'environment'] },
+  { kind: 'metric_rollups', table: 'metric_cum_rollups', time: 'minute', unitMs: 1, key: ['project_id', 'metric_name', 'minute', 'series_key'] },
   { kind: 'error_events', table: 'error_events', time: 'timestamp_ms', unitMs: 1, key: ['project_id', 'event_id'] },
   { kind: 'replays', table: 'replay_recordings', time: 'received_ms', unitMs: 1, key: ['project_id', 'replay_id', 'segment_id'] },
   { kind: 'replays', table: 'replays', time: 'ended_ms', unitMs: 1, key: ['project_id', 'replay_id'] },

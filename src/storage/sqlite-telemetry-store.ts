@@ -6,6 +6,7 @@ import type { TelemetryWriter } from './telemetry-store.js';
 import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
 import { createAttrEncoder, createScopeIds } from './attr-keysets.js';
 import { idBlob, traceToken } from './compact-ids.js';
+import { createMetricRollupWriter } from './metric-rollups.js';
 
 /** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
 export function environmentOf(resource: Attributes): string {
@@ -136,6 +137,8 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     catalog: db.prepare(catalogUpsert('rowid >= ?')),
     catalogRuns: db.prepare(runsUpsert('rowid >= ?')),
   };
+
+  const rollups = createMetricRollupWriter(db);
 
   // Resources repeat across every record of a batch and across batches: hash the same object once.
   let lastObj: Attributes | null = null;
@@ -317,6 +320,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     if (first >= 0) {
       s.catalog.run(first);
       s.catalogRuns.run(first);
+      rollups.applySince(first); // per-minute rollups (migration 040)
     }
     return points.length;
   });

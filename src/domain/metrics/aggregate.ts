@@ -659,8 +659,6 @@ function changeSentence(s: InspectSnapshot, unit: string | undefined): string | 
  * exponential histograms, whose avg uses reset-aware deltas) and a few compact highlight sentences.
  */
 export function inspect(points: readonly MetricPointInput[], opts: InspectOptions): InspectResult {
-  const recentCount = opts.recentCount ?? 5;
-  const topCount = opts.topCount ?? 3;
   // Delta explicit histograms: the fast path, which gives the general path's numbers.
   const fast = opts.type === 'hist' ? deltaHistTimeline(points, { ...opts, aggregation: 'avg' }) : null;
   const contribs = fast
@@ -679,6 +677,17 @@ export function inspect(points: readonly MetricPointInput[], opts: InspectOption
         : (deltaHistTimeline(points, { ...opts, aggregation }) as Timeline).buckets
       : timelineFromContributions(contribs, { ...opts, aggregation }).buckets,
   }));
+  return inspectFromTimelines(timelines, opts, cumulativeExp);
+}
+
+/** The inspect summary from the timelines of its aggregations (avg first; see {@link inspect}). */
+export function inspectFromTimelines(
+  timelines: { aggregation: InspectAggregation; buckets: TimelineBucket[] }[],
+  opts: InspectOptions,
+  cumulativeExp = false,
+): InspectResult {
+  const recentCount = opts.recentCount ?? 5;
+  const topCount = opts.topCount ?? 3;
   const snapshots = timelines.map((t) => snapshot(t.aggregation, t.buckets, recentCount, topCount));
 
   const highlights: string[] = [];

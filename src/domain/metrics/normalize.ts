@@ -238,7 +238,7 @@ function diffContribution(prev: MetricPointInput, cur: MetricPointInput): Metric
 }
 
 /** Contribution of a cumulative point given its series' previous point (or none). */
-function cumulativeContribution(
+export function cumulativeContribution(
   prev: MetricPointInput | undefined,
   cur: MetricPointInput,
   fromMs: number,

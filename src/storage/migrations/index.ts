@@ -27,6 +27,7 @@ import { m033RemoteAccess } from './033-remote-access.js';
 import { m038RevenueRollups } from './038-revenue-rollups.js';
 import type { Db } from '../db.js';
 import { m039AgentObsTraces } from './039-agent-obs-traces.js';
+import { m040MetricRollups } from './040-metric-rollups.js';
 
 export interface Migration {
   version: number;
@@ -34,12 +35,12 @@ export interface Migration {
   sql: string;
   /** Rewrites a table that may be large: the server takes a backup first (SIGHTLINE_BACKUP_BEFORE_MIGRATION). */
   rewritesLargeTable?: boolean;
-  /** Runs after `sql`, in the same transaction: backfills that need application code (migration 038). */
+  /** Runs after `sql`, in the same transaction: backfills that need application code (migrations 038, 040). */
   backfill?: (db: Db) => void;
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m033RemoteAccess, m034ErrorGroupContext, m035QueryIndexes, m036ReadRollups, m038RevenueRollups, m039AgentObsTraces, m042ErrorReadIndexes, m037AttrKeysets];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m033RemoteAccess, m034ErrorGroupContext, m035QueryIndexes, m036ReadRollups, m038RevenueRollups, m039AgentObsTraces, m042ErrorReadIndexes, m037AttrKeysets, m040MetricRollups];
 
 /** The schema version this code writes: a database with a higher user_version comes from a newer Sightline. */
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));

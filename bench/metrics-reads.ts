@@ -1,0 +1,156 @@
+/**
+ * Metric reads at size (issue 19, item 6): for each size a fresh database is seeded with that many
+ * metric points over 24 hours (bench/scaling.ts's mix: per service a gauge, a cumulative counter per
+ * route, a delta histogram per route; 512 points per transaction through the storage write path,
+ * which maintains the per-minute rollups of migration 040), then each metric read is timed over REST
+ * twice: with the rollups (as served) and forced onto the raw points (metricsRead.settings.rollupReads
+ * = false), p95 of BENCH_RUNS sequential calls after a warm-up. Aim: no read above 100 ms p95 at 1M
+ * points, growth well under linear.
+ *
+ *   BENCH_SIZES=100000,1000000 BENCH_RUNS=15 BENCH_RAW_RUNS=5 npx tsx bench/metrics-reads.ts
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createSightline } from '../src/server.js';
+import { bootstrapOrganization } from '../src/core/bootstrap.js';
+import type { Attributes, MetricPointRecord } from '../src/domain/telemetry-types.js';
+import { rng } from './lib.js';
+
+const SIZES = (process.env.BENCH_SIZES ?? '100000,1000000').split(',').map(Number);
+const RUNS = Number(process.env.BENCH_RUNS ?? 15);
+/** Calls per read on the raw path (slow at 1M: fewer by default). */
+const RAW_RUNS = Number(process.env.BENCH_RAW_RUNS ?? 5);
+const DAY = 86_400_000;
+const BATCH = 512;
+const NOW = Date.parse('2026-03-02T00:00:00.000Z');
+const FROM = NOW - DAY;
+
+const rand = rng(11);
+const int = (n: number) => Math.floor(rand() * n);
+const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+const SERVICES = ['frontend', 'checkout', 'payments', 'inventory', 'search', 'worker', 'mailer', 'gateway'];
+const ROUTES = ['/api/orders/{id}', '/api/checkout', '/api/products', '/api/cart', '/api/users/{id}', '/health'];
+const resources = new Map<string, Attributes>(
+  SERVICES.map((s) => [s, { 'service.name': s, 'service.version': '1.0.0', 'deployment.environment.name': s === 'gateway' ? 'staging' : 'production' }]),
+);
+const scope = { name: 'bench', version: '1', attributes: {} };
+
+/** bench/scaling.ts's metric points. */
+function points(t: number, n: number, cum: Map<string, number>): MetricPointRecord[] {
+  const out: MetricPointRecord[] = [];
+  for (let i = 0; i < n; i++) {
+    const svc = pick(SERVICES);
+    const route = pick(ROUTES);
+    const k = int(3);
+    const base = { description: '', flags: 0, resource: resources.get(svc)!, scope, service_name: svc, time_ms: t + i * 0.01 } as const;
+    if (k === 0) out.push({ ...base, metric_name: 'process.cpu.utilization', unit: '1', type: 'gauge', temporality: 'unspecified', monotonic: false, start_ms: null, attributes: {}, value: rand() });
+    else if (k === 1) {
+      const key = `${svc} ${route}`;
+      const v = (cum.get(key) ?? 0) + int(100);
+      cum.set(key, v);
+      out.push({ ...base, metric_name: 'http.server.requests', unit: '{request}', type: 'sum', temporality: 'cumulative', monotonic: true, start_ms: FROM - 1000, attributes: { 'http.route': route }, value: v });
+    } else {
+      const c = [int(10), int(30), int(20), int(5), int(2)];
+      out.push({
+        ...base,
+        metric_name: 'http.server.request.duration',
+        unit: 'ms',
+        type: 'hist',
+        temporality: 'delta',
+        monotonic: false,
+        start_ms: t - 60_000,
+        attributes: { 'http.route': route },
+        count: c.reduce((a, b) => a + b, 0),
+        sum: 1000,
+        min: 1,
+        max: 900,
+        bucket_counts: c,
+        explicit_bounds: [10, 50, 200, 1000],
+      });
+    }
+  }
+  return out;
+}
+
+async function timeOp(url: string, key: string, runs = RUNS): Promise<{ p95: number; status: number }> {
+  const call = async () => {
+    const r = await fetch(url, { headers: { 'x-service-key': key } });
+    await r.arrayBuffer();
+    return r.status;
+  };
+  const status = await call();
+  const t: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const a = performance.now();
+    await call();
+    t.push(performance.now() - a);
+  }
+  t.sort((a, b) => a - b);
+  return { p95: t[Math.min(t.length - 1, Math.ceil(t.length * 0.95) - 1)]!, status };
+}
+
+async function measure(n: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'sl-bench-metrics-'));
+  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', rateLimit: { limit: 1e9, windowSeconds: 60 } }, { now: () => NOW });
+  try {
+    const boot = bootstrapOrganization(s.services, { now: NOW });
+    const pid = boot.project_id;
+    const cum = new Map<string, number>();
+    const t0 = performance.now();
+    const batches = Math.ceil(n / BATCH);
+    for (let b = 0; b < batches; b++) s.services.telemetry.insertMetricPoints(pid, points(FROM + ((b + 0.5) / batches) * DAY, BATCH, cum), NOW);
+    const seedSeconds = (performance.now() - t0) / 1000;
+    const server = await s.listen();
+    const base = `http://127.0.0.1:${(server.address() as { port: number }).port}/v1/projects/${pid}`;
+    const w = `from=${encodeURIComponent(new Date(FROM).toISOString())}&to=${encodeURIComponent(new Date(NOW).toISOString())}`;
+    const odd = `from=${encodeURIComponent(new Date(FROM + 17_321).toISOString())}&to=${encodeURIComponent(new Date(NOW - 41_007).toISOString())}`;
+    const H = 'metric_name=http.server.request.duration&metric_type=hist';
+    const C = 'metric_name=http.server.requests&metric_type=sum';
+    const G = 'metric_name=process.cpu.utilization&metric_type=gauge';
+    const ops: [string, string][] = [
+      ['metrics.timeline hist p95', `/metrics/timeline?${w}&${H}&aggregation=p95`],
+      ['metrics.timeline hist avg 1m', `/metrics/timeline?${w}&${H}&aggregation=avg&granularity=1m`],
+      ['metrics.timeline sum (cumulative) sum', `/metrics/timeline?${w}&${C}&aggregation=sum`],
+      ['metrics.timeline sum (cumulative) p99', `/metrics/timeline?${w}&${C}&aggregation=p99`],
+      ['metrics.timeline gauge max, unaligned edges', `/metrics/timeline?${odd}&${G}&aggregation=max`],
+      ['metrics.timeline gauge p90', `/metrics/timeline?${w}&${G}&aggregation=p90`],
+      ['metrics.inspect gauge', `/metrics/inspect?${w}&${G}`],
+      ['metrics.inspect hist', `/metrics/inspect?${w}&${H}`],
+      ['metrics.inspect sum (cumulative)', `/metrics/inspect?${w}&${C}`],
+      ['observability.summary', `/observability-summary?${w}`],
+    ];
+    const out = new Map<string, { rollup: number; raw: number }>();
+    for (const [label, path] of ops) {
+      s.services.metricsRead.settings.rollupReads = true;
+      const a = await timeOp(base + path, boot.admin_key);
+      s.services.metricsRead.settings.rollupReads = false;
+      const b = await timeOp(base + path, boot.admin_key, RAW_RUNS);
+      if (a.status !== 200 || b.status !== 200) console.error(`${label}: HTTP ${a.status}/${b.status} at ${n}`);
+      out.set(label, { rollup: a.p95, raw: b.p95 });
+      console.error(`  ${n.toLocaleString('en')} ${label}: rollups ${a.p95.toFixed(1)} ms, raw ${b.p95.toFixed(1)} ms`);
+    }
+    s.services.metricsRead.settings.rollupReads = true;
+    server.close();
+    return { seedSeconds, p95: out };
+  } finally {
+    await s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const results: { n: number; seedSeconds: number; p95: Map<string, { rollup: number; raw: number }> }[] = [];
+for (const n of SIZES) {
+  console.error(`seeding ${n.toLocaleString('en')} metric points…`);
+  const r = await measure(n);
+  console.error(`  seeded in ${r.seedSeconds.toFixed(0)} s`);
+  results.push({ n, ...r });
+}
+const head = results.map((r) => (r.n >= 1e6 ? `${r.n / 1e6}M` : `${r.n / 1e3}k`));
+console.log(`\nMetric read p95 (ms), 24 h window, ${RUNS} sequential REST calls after a warm-up (raw path: ${RAW_RUNS}); rollups / raw path (forced); load average ${loadavg()[0]!.toFixed(1)}.\n`);
+console.log(`| operation | ${head.map((h) => `${h} rollups | ${h} raw`).join(' | ')} |`);
+console.log(`|---|${head.map(() => '---:|---:').join('|')}|`);
+for (const label of results[0]?.p95.keys() ?? []) {
+  console.log(`| ${label} | ${results.map((r) => `${r.p95.get(label)!.rollup.toFixed(1)} | ${r.p95.get(label)!.raw.toFixed(1)}`).join(' | ')} |`);
+}
+console.log(`\nseeding (metric points, 512 per transaction, rollups maintained): ${results.map((r) => `${r.n.toLocaleString('en')} in ${r.seedSeconds.toFixed(0)} s (${Math.round(r.n / r.seedSeconds).toLocaleString('en')}/s)`).join('; ')}`);

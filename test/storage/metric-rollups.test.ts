@@ -1,0 +1,243 @@
+/**
+ * metrics.timeline, metrics.inspect and the summary read whole minutes from the per-minute rollups
+ * (migration 040) and unaligned edges from the points: on randomized data (gauges, cumulative
+ * counters with restarts, unknown starts and decreases, up-down counters, delta sums, delta
+ * histograms with two bound sets, several series, services and environments, written out of order
+ * in batches), every bucket must equal the raw computation — count, sum, min, max, avg, rate and
+ * histogram percentiles (sums up to floating-point order) — and gauge/sum percentiles over more than
+ * EXACT_PERCENTILE_VALUES values must lie within the sketch's 1% of the exact ones.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openDatabase, type Db } from '../../src/storage/db.js';
+import { createSqliteTelemetryWriter } from '../../src/storage/sqlite-telemetry-store.js';
+import { createMetricsReadRepo, type MetricSelector } from '../../src/storage/metrics-read-repo.js';
+import { backfillMetricRollups } from '../../src/storage/metric-rollups.js';
+import { timeline, type Aggregation } from '../../src/domain/metrics/aggregate.js';
+import { normalizePoints } from '../../src/domain/metrics/normalize.js';
+import { EXACT_PERCENTILE_VALUES, SKETCH_ALPHA, timelineFromStates } from '../../src/domain/metrics/rollup-state.js';
+import { bucketCount, bucketStart } from '../../src/domain/metrics/window.js';
+import type { MetricPointRecord, MetricType, Temporality } from '../../src/domain/telemetry-types.js';
+import { rng } from '../../bench/lib.js';
+
+const T0 = Date.parse('2026-03-01T00:00:00.000Z');
+const MIN = 60_000;
+const HOUR = 3_600_000;
+const tmpFile = () => join(mkdtempSync(join(tmpdir(), 'sl-rollups-')), 'db.sqlite');
+
+type Kind = { name: string; type: MetricType; temporality: Temporality; monotonic: boolean };
+const KINDS: Kind[] = [
+  { name: 'cpu', type: 'gauge', temporality: 'unspecified', monotonic: false },
+  { name: 'requests', type: 'sum', temporality: 'cumulative', monotonic: true },
+  { name: 'inflight', type: 'sum', temporality: 'cumulative', monotonic: false },
+  { name: 'bytes', type: 'sum', temporality: 'delta', monotonic: true },
+  { name: 'latency', type: 'hist', temporality: 'delta', monotonic: false },
+];
+
+/** Points over four hours from `T0`, in random order. */
+function points(seed: number, n: number, kinds = KINDS, hours = 4): MetricPointRecord[] {
+  const r = rng(seed);
+  const out: MetricPointRecord[] = [];
+  for (let i = 0; i < n; i++) {
+    const k = kinds[Math.floor(r() * kinds.length)]!;
+    const service = r() < 0.5 ? 'api' : 'worker';
+    const env = r() < 0.7 ? 'prod' : 'staging';
+    const series = Math.floor(r() * 3);
+    // Some points on exact minute boundaries, some sharing a time.
+    const time = r() < 0.1 ? T0 + Math.floor(r() * hours * 60) * MIN : T0 + Math.floor(r() * hours * HOUR);
+    const base = {
+      metric_name: k.name,
+      description: '',
+      unit: '1',
+      type: k.type,
+      temporality: k.temporality,
+      monotonic: k.monotonic,
+      start_ms: null as number | null,
+      time_ms: time,
+      attributes: { series },
+      flags: 0,
+      resource: { 'service.name': service, 'deployment.environment.name': env },
+      scope: { name: 's', version: '', attributes: {} },
+      service_name: service,
+    };
+    if (k.type === 'hist') {
+      const wide = r() < 0.2;
+      const counts = wide ? [Math.floor(r() * 4), Math.floor(r() * 4), Math.floor(r() * 3), Math.floor(r() * 2)] : [Math.floor(r() * 5), Math.floor(r() * 9), Math.floor(r() * 3)];
+      const count = counts.reduce((a, b) => a + b, 0);
+      out.push({
+        ...base,
+        count,
+        ...(r() < 0.9 ? { sum: Math.round(r() * 1000) / 4 } : {}),
+        ...(r() < 0.8 ? { min: Math.round(r() * 10), max: 100 + Math.round(r() * 400) } : {}),
+        bucket_counts: counts,
+        explicit_bounds: wide ? [5, 50, 500] : [10, 100],
+      } as MetricPointRecord);
+    } else {
+      out.push({ ...base, value: k.type === 'gauge' ? Math.round((r() - 0.3) * 4000) / 8 : Math.floor(r() * 50) } as MetricPointRecord);
+    }
+  }
+  // Cumulative series: values growing in time order, with restarts (new start), unknown starts and decreases.
+  const bySeries = new Map<string, MetricPointRecord[]>();
+  for (const p of out) {
+    if (p.temporality !== 'cumulative') continue;
+    const key = `${p.metric_name} ${p.service_name} ${p.resource['deployment.environment.name']} ${(p.attributes as { series: number }).series}`;
+    if (!bySeries.has(key)) bySeries.set(key, []);
+    bySeries.get(key)!.push(p);
+  }
+  for (const list of bySeries.values()) {
+    list.sort((a, b) => a.time_ms - b.time_ms);
+    let v = 0;
+    let start: number | null = T0 - HOUR;
+    for (const p of list) {
+      const x = r();
+      if (x < 0.02) {
+        start = p.time_ms - 1000; // restart
+        v = 0;
+      } else if (x < 0.03) start = null; // zero-duration unknown start
+      else if (x < 0.05) v = Math.max(0, v - 30); // decrease under the same start
+      if (start === null && x >= 0.03 && r() < 0.3) start = T0 - HOUR;
+      v += p.metric_name === 'inflight' ? Math.floor(r() * 20) - 8 : Math.floor(r() * 20);
+      p.value = v;
+      p.start_ms = start === null ? (r() < 0.5 ? null : p.time_ms) : start;
+    }
+  }
+  // Shuffle: batches arrive out of time order.
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+function write(db: Db, pts: MetricPointRecord[], batch = 300) {
+  const w = createSqliteTelemetryWriter(db);
+  for (let i = 0; i < pts.length; i += batch) w.insertMetricPoints('1', pts.slice(i, i + batch), 0);
+}
+
+const close = (a: number | null, b: number | null, what: string) => {
+  if (a === null || b === null) return expect(a, what).toBe(b);
+  expect(Math.abs(a - b), `${what}: rollup ${a}, raw ${b}`).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(b)));
+};
+
+const WINDOWS: [number, number][] = [
+  [T0, T0 + 4 * HOUR], // aligned
+  [T0 + 17_300, T0 + 3 * HOUR - 41_000], // both edges inside minutes
+  [T0 + 90 * MIN + 5, T0 + 95 * MIN - 3], // a few minutes
+  [T0 + HOUR + 59_999, T0 + 2 * HOUR + 1], // one millisecond past / before a minute
+  [T0 - 30 * MIN, T0 + 5 * HOUR + 7], // beyond the data
+  [T0 + 2 * HOUR + 30_000, T0 + 3.5 * HOUR], // baseline hour inside the data
+];
+const SCALAR: Aggregation[] = ['count', 'sum', 'min', 'max', 'avg', 'rate'];
+
+function expectSameAsRaw(db: Db) {
+  const repo = createMetricsReadRepo(db);
+  let compared = 0;
+  for (const k of KINDS) {
+    for (const filter of [{}, { service: 'api' }, { environment: 'staging', service: 'worker' }]) {
+      const sel: MetricSelector = { metricName: k.name, type: k.type, ...filter };
+      for (const [fromMs, toMs] of WINDOWS) {
+        const raw = repo.points('1', sel, fromMs, toMs, HOUR);
+        const layouts = [
+          ...[MIN, 5 * MIN, 15 * MIN, HOUR].map((g) => ({ first: bucketStart(fromMs, g), size: g, n: bucketCount(fromMs, toMs, g) })),
+          { first: fromMs, size: toMs - fromMs, n: 1 }, // observability.summary: one bucket spanning the window
+        ];
+        for (const b of layouts) {
+          const aggs = k.type === 'hist' ? [...SCALAR, 'p50', 'p90', 'p99'] as Aggregation[] : SCALAR;
+          for (const aggregation of aggs) {
+            const states = repo.rollupStates('1', sel, fromMs, toMs, b, aggregation.startsWith('p'));
+            expect(states, `${k.name} ${fromMs}-${toMs}`).not.toBeNull();
+            const got = timelineFromStates(states!, b.first, b.size, k.type, aggregation);
+            // The raw computation, shifted so that a window-spanning bucket starts at the window start.
+            const shift = b.first - bucketStart(b.first, b.size);
+            const want = timeline(
+              raw.map((p) => ({ ...p, time_ms: p.time_ms - shift, start_ms: p.start_ms === null ? null : p.start_ms - shift })),
+              { fromMs: fromMs - shift, toMs: toMs - shift, granularityMs: b.size, type: k.type, aggregation, baselineMs: HOUR },
+            ).buckets;
+            expect(got.length).toBe(want.length);
+            for (let i = 0; i < want.length; i++) {
+              const what = `${k.name} ${JSON.stringify(filter)} ${fromMs - T0}-${toMs - T0} /${b.size} ${aggregation} bucket ${i}`;
+              expect(got[i]!.point_count, what).toBe(want[i]!.point_count);
+              expect(got[i]!.sample_count, what).toBe(want[i]!.sample_count);
+              close(got[i]!.value, want[i]!.value, what);
+              if (want[i]!.value !== null) compared++;
+            }
+          }
+        }
+      }
+    }
+  }
+  return compared;
+}
+
+describe('per-minute metric rollups', () => {
+  it('give the raw computation for every aggregation, window edge, bucket size and filter', () => {
+    const db = openDatabase(tmpFile());
+    write(db, points(21, 4000));
+    createSqliteTelemetryWriter(db).insertMetricPoints('2', points(22, 300), 0); // another project's points never count
+    expect(expectSameAsRaw(db)).toBeGreaterThan(10_000);
+  }, 180_000);
+
+  it('are built from the points already stored by migration 040, with the same answers', () => {
+    const file = tmpFile();
+    const db0 = openDatabase(file);
+    write(db0, points(31, 3000), 97);
+    // As before migration 040: no rollup tables, no exemplar index, version 40 not recorded.
+    db0.exec('DROP TABLE metric_rollups; DROP TABLE metric_cum_rollups; DROP INDEX metric_points_exemplars; DELETE FROM schema_migrations WHERE version = 40');
+    db0.close();
+    const db = openDatabase(file);
+    expect(db.prepare('SELECT count(*) FROM metric_cum_rollups').pluck().get()).toBeGreaterThan(100);
+    expectSameAsRaw(db);
+    // Rebuilding from scratch gives the same rows' answers too.
+    db.exec('DELETE FROM metric_rollups; DELETE FROM metric_cum_rollups');
+    backfillMetricRollups(db);
+    expect(db.prepare('SELECT count(*) FROM metric_rollups').pluck().get()).toBeGreaterThan(100);
+  }, 180_000);
+
+  it('answer large gauge and sum percentiles within the sketch accuracy, small ones exactly from the points', () => {
+    const db = openDatabase(tmpFile());
+    const kinds = [KINDS[0]!, KINDS[1]!];
+    write(db, points(41, 3 * EXACT_PERCENTILE_VALUES, kinds, 2), 2000);
+    const repo = createMetricsReadRepo(db);
+    for (const k of kinds) {
+      const sel: MetricSelector = { metricName: k.name, type: k.type };
+      const fromMs = T0 + 5 * MIN + 123;
+      const toMs = T0 + 2 * HOUR - 7;
+      const g = 15 * MIN;
+      const b = { first: bucketStart(fromMs, g), size: g, n: bucketCount(fromMs, toMs, g) };
+      const states = repo.rollupStates('1', sel, fromMs, toMs, b, true);
+      expect(states).not.toBeNull();
+      const contribs = normalizePoints(repo.points('1', sel, fromMs, toMs, HOUR), { fromMs, toMs });
+      for (const [agg, q] of [['p50', 0.5], ['p90', 0.9], ['p99', 0.99]] as const) {
+        const got = timelineFromStates(states!, b.first, g, k.type, agg);
+        for (let i = 0; i < b.n; i++) {
+          const vals = contribs.filter((c) => Math.floor((c.time_ms - b.first) / g) === i).map((c) => c.value as number).sort((x, y) => x - y);
+          if (!vals.length) {
+            expect(got[i]!.value).toBeNull();
+            continue;
+          }
+          const h = (vals.length - 1) * q;
+          const lo = vals[Math.floor(h)]!;
+          const hi = vals[Math.min(Math.floor(h) + 1, vals.length - 1)]!;
+          const exact = lo + (h - Math.floor(h)) * (hi - lo);
+          const bound = SKETCH_ALPHA * Math.max(Math.abs(lo), Math.abs(hi)) + 1e-9;
+          expect(Math.abs(got[i]!.value! - exact), `${k.name} ${agg} bucket ${i}`).toBeLessThanOrEqual(bound);
+        }
+      }
+    }
+    // A small read: exact from the points (the rollups decline).
+    expect(repo.rollupStates('1', { metricName: 'cpu', type: 'gauge' }, T0, T0 + 10 * MIN, { first: T0, size: MIN, n: 10 }, true)).toBeNull();
+  }, 120_000);
+
+  it('leave reads they cannot answer to the points', () => {
+    const db = openDatabase(tmpFile());
+    write(db, points(51, 500));
+    const repo = createMetricsReadRepo(db);
+    const b = { first: T0, size: HOUR, n: 1 };
+    expect(repo.rollupStates('1', { metricName: 'cpu', type: 'gauge', attributes: [{ key: 'series', value: '1' }] }, T0, T0 + HOUR, b, false)).toBeNull();
+    expect(repo.rollupStates('1', { metricName: 'cpu', type: 'gauge' }, T0 + 1000, T0 + 50_000, b, false)).toBeNull(); // no whole minute
+    repo.settings.rollupReads = false;
+    expect(repo.rollupStates('1', { metricName: 'cpu', type: 'gauge' }, T0, T0 + HOUR, b, false)).toBeNull();
+  });
+});
