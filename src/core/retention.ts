@@ -75,8 +75,9 @@ export interface Pacing {
 /**
  * Runs `step(limit)` (one transaction of at most `limit` units; returns how many it did) until it does
  * fewer than asked. The limit follows the time a step takes toward `targetMs` (at least `minUnits`,
- * at most `maxUnits`); after each step it pauses: only a turn of the event loop while the loop was
- * idle, up to took × (1 / share − 1) while other work kept it busy. Returns the units done.
+ * at most `maxUnits`); steps run back to back for a slice of about `targetMs`, then it pauses: only a
+ * turn of the event loop while the loop was idle, up to slice × (1 / share − 1) while other work kept
+ * it busy. Returns the units done.
  */
 export async function paced(
   step: (limit: number) => number,
@@ -88,18 +89,30 @@ export async function paced(
   pacing.busy();
   for (;;) {
     if (opts.stopped()) return total;
-    // Other work since the last batch ended (this one's pause included).
+    // Other work since the last slice ended (its pause included).
     const busy = Math.min(1, Math.max(0, pacing.busy()));
-    const t0 = pacing.clock();
-    const n = step(limit);
-    const took = Math.max(0, pacing.clock() - t0);
-    pacing.busy(); // the batch itself is not other work
-    total += n;
-    opts.onStep?.(n);
-    if (n < limit) return total;
-    // Next batch: sized toward the time target (by at most ×2 / ÷4 a step, so one slow batch does not swing it).
-    const scaled = took > 0 ? limit * Math.min(2, Math.max(0.25, opts.targetMs / took)) : limit * 2;
-    limit = Math.max(Math.max(1, opts.minUnits), Math.min(opts.maxUnits, Math.round(scaled)));
+    // A slice: batches one after another until `targetMs` is used (so quick batches are not each
+    // made to wait for a turn of a busy event loop), then the event loop gets its turn.
+    const slice = pacing.clock();
+    let done = false;
+    for (;;) {
+      const t0 = pacing.clock();
+      const n = step(limit);
+      const took = Math.max(0, pacing.clock() - t0);
+      total += n;
+      opts.onStep?.(n);
+      if (n < limit) {
+        done = true;
+        break;
+      }
+      // Next batch: sized toward the time target (by at most ×2 / ÷4 a step, so one slow batch does not swing it).
+      const scaled = took > 0 ? limit * Math.min(2, Math.max(0.25, opts.targetMs / took)) : limit * 2;
+      limit = Math.max(Math.max(1, opts.minUnits), Math.min(opts.maxUnits, Math.round(scaled)));
+      if (pacing.clock() - slice >= opts.targetMs || opts.stopped()) break;
+    }
+    const took = Math.max(0, pacing.clock() - slice);
+    pacing.busy(); // the slice itself is not other work
+    if (done) return total;
     await pacing.pause(took * (1 / opts.share - 1) * busy);
   }
 }

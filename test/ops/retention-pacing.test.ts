@@ -78,6 +78,28 @@ describe('paced', () => {
     }
   });
 
+  it('runs quick batches back to back within one slice before giving the event loop its turn', async () => {
+    const sim = simulated({ msPerUnit: 0.01, busy: 1 }); // 10 units = 0.1 ms
+    let left = 1000;
+    let steps = 0;
+    await paced(
+      (limit) => {
+        steps++;
+        const n = Math.min(limit, left);
+        left -= n;
+        sim.work(n);
+        return n;
+      },
+      { maxUnits: 10, minUnits: 10, targetMs: 1, share: 0.5, stopped: () => false },
+      sim.pacing,
+    );
+    expect(left).toBe(0);
+    expect(steps).toBe(101); // 100 full batches, then the empty one that ends it
+    // About 10 batches (1 ms) a slice: far fewer pauses than batches, each as long as its slice (share 0.5).
+    expect(sim.pauses.length).toBeLessThanOrEqual(11);
+    for (const p of sim.pauses) expect(p).toBeGreaterThanOrEqual(0.99);
+  });
+
   it('stops early when asked', async () => {
     const sim = simulated({ msPerUnit: 0, busy: 0 });
     let calls = 0;
