@@ -43,7 +43,7 @@ export interface AppConfig {
   metrics: { token: string | null; public: boolean; otlpUrl: string | null; otlpHeaders: Record<string, string>; otlpIntervalMs: number };
   /**
    * Telemetry expiry: no project keeps anything longer than `maxDays` (SIGHTLINE_RETENTION_MAX_DAYS),
-   * a pass runs every SIGHTLINE_RETENTION_INTERVAL seconds deleting `batchRows` rows a transaction, and
+   * a pass runs every SIGHTLINE_RETENTION_INTERVAL seconds deleting at most `batchRows` rows a transaction, and
    * SIGHTLINE_MAX_DB_BYTES (0: none) is the disk budget for the data in the database file.
    */
   retention: { maxDays: number; intervalMs: number; batchRows: number; maxDbBytes: number };

@@ -1,6 +1,9 @@
 /**
  * Background expiry: telemetry older than its retention period goes, in small batches (one short
- * transaction each, the event loop free between them) so requests and ingestion never stall; then,
+ * transaction each, the event loop free between them) so requests and ingestion never stall: a
+ * batch holds at most `batchRows` rows and is sized to take about `batchMs`, and while the server is
+ * busy the pause after a batch grows so expiry takes about `busyShare` of the event loop (an idle
+ * server gets the deletes done at full speed). Then,
  * with a disk budget (`SIGHTLINE_MAX_DB_BYTES`), the oldest telemetry of any kind goes while the data
  * in use is above the high-water mark, down to the low-water mark; then freed pages are returned to
  * the file system (incremental auto-vacuum). Control data is never touched. Aggregates that outlive
@@ -17,8 +20,12 @@ export interface RetentionConfig {
   maxDays: number;
   /** Time between runs. */
   intervalMs: number;
-  /** Rows deleted per transaction. */
+  /** Most rows deleted per transaction. */
   batchRows: number;
+  /** Time a transaction aims at (ms): batches shrink below batchRows to stay near it (default 8). */
+  batchMs?: number;
+  /** Share of the event loop expiry takes while other work keeps it busy, 0 to 1 (default 0.15). */
+  busyShare?: number;
   /** Disk budget for the data in the database file; 0: none. */
   maxDbBytes: number;
 }
@@ -43,6 +50,72 @@ export interface RetentionRunner {
 }
 
 const tick = () => new Promise<void>((r) => setImmediate(r));
+const sleep = (ms: number) => (ms < 1 ? tick() : new Promise<void>((r) => setTimeout(r, ms)));
+
+/** How busy the event loop was with other work since the last call, 0 to 1. */
+function loopBusy(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const u = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+    return Number.isFinite(u) ? u : 0;
+  };
+}
+
+export interface Pacing {
+  /** Monotonic ms, to time each batch (performance.now). */
+  clock: () => number;
+  /** How busy the event loop was since the last call (0 to 1), other work only. */
+  busy: () => number;
+  /** Waits between batches. */
+  pause: (ms: number) => Promise<void>;
+}
+
+/**
+ * Runs `step(limit)` (one transaction of at most `limit` units; returns how many it did) until it does
+ * fewer than asked. The limit follows the time a step takes toward `targetMs` (at least `minUnits`,
+ * at most `maxUnits`); steps run back to back for a slice of about `targetMs`, then it pauses: only a
+ * turn of the event loop while the loop was idle, up to slice × (1 / share − 1) while other work kept
+ * it busy. Returns the units done.
+ */
+export async function paced(
+  step: (limit: number) => number,
+  opts: { maxUnits: number; minUnits: number; targetMs: number; share: number; stopped: () => boolean; onStep?: (n: number) => void },
+  pacing: Pacing,
+): Promise<number> {
+  let limit = Math.max(1, Math.min(opts.maxUnits, Math.max(opts.minUnits, Math.round(opts.maxUnits / 4))));
+  let total = 0;
+  pacing.busy();
+  for (;;) {
+    if (opts.stopped()) return total;
+    // Other work since the last slice ended (its pause included).
+    const busy = Math.min(1, Math.max(0, pacing.busy()));
+    // A slice: batches one after another until `targetMs` is used (so quick batches are not each
+    // made to wait for a turn of a busy event loop), then the event loop gets its turn.
+    const slice = pacing.clock();
+    let done = false;
+    for (;;) {
+      const t0 = pacing.clock();
+      const n = step(limit);
+      const took = Math.max(0, pacing.clock() - t0);
+      total += n;
+      opts.onStep?.(n);
+      if (n < limit) {
+        done = true;
+        break;
+      }
+      // Next batch: sized toward the time target (by at most ×2 / ÷4 a step, so one slow batch does not swing it).
+      const scaled = took > 0 ? limit * Math.min(2, Math.max(0.25, opts.targetMs / took)) : limit * 2;
+      limit = Math.max(Math.max(1, opts.minUnits), Math.min(opts.maxUnits, Math.round(scaled)));
+      if (pacing.clock() - slice >= opts.targetMs || opts.stopped()) break;
+    }
+    const took = Math.max(0, pacing.clock() - slice);
+    pacing.busy(); // the slice itself is not other work
+    if (done) return total;
+    await pacing.pause(took * (1 / opts.share - 1) * busy);
+  }
+}
 
 export function createRetentionRunner(deps: {
   repo: RetentionRepo;
@@ -51,8 +124,13 @@ export function createRetentionRunner(deps: {
   now: () => number;
   log?: Logger;
   metrics?: SelfMetrics;
+  /** Timing of batches (tests inject it); default: performance.now, event-loop utilization, setTimeout. */
+  pacing?: Pacing;
 }): RetentionRunner {
   const { repo, targets, config, now } = deps;
+  const pacing: Pacing = deps.pacing ?? { clock: () => performance.now(), busy: loopBusy(), pause: sleep };
+  const batchMs = config.batchMs ?? 8;
+  const share = Math.min(1, Math.max(0.01, config.busyShare ?? 0.15));
   const deletedTotal = deps.metrics?.counter('sightline_retention_deleted_rows_total', 'Telemetry rows deleted, by kind and reason (retention or disk budget).', ['kind', 'reason']);
   let lastReport: RetentionReport | null = null;
   let running: Promise<RetentionReport> | null = null;
@@ -77,13 +155,8 @@ export function createRetentionRunner(deps: {
       for (const target of targets) {
         const days = effectiveRetention(target.kind, settings[target.kind], config.maxDays).days;
         const cutoff = startedAt - days * DAY_MS;
-        for (;;) {
-          if (stopped) return finish(report, startedAt);
-          const n = repo.expireBatch(target, projectId, cutoff, config.batchRows);
-          add(report.expired, target.kind, n, 'retention');
-          await tick();
-          if (n < config.batchRows) break;
-        }
+        await paced((limit) => repo.expireBatch(target, projectId, cutoff, limit), { maxUnits: config.batchRows, minUnits: 16, targetMs: batchMs, share, stopped: () => stopped, onStep: (n) => add(report.expired, target.kind, n, 'retention') }, pacing);
+        if (stopped) return finish(report, startedAt);
       }
     }
 
@@ -118,14 +191,8 @@ export function createRetentionRunner(deps: {
       report.budget.used_bytes = used;
     }
 
-    // 3. Give freed pages back to the file system, a slice at a time.
-    for (;;) {
-      if (stopped) break;
-      const freed = repo.reclaim(2048);
-      report.reclaimed_pages += freed;
-      if (freed < 2048) break;
-      await tick();
-    }
+    // 3. Give freed pages back to the file system, a slice at a time (paced like the deletes).
+    await paced((pages) => repo.reclaim(pages), { maxUnits: 2048, minUnits: 64, targetMs: batchMs, share, stopped: () => stopped, onStep: (n) => (report.reclaimed_pages += n) }, pacing);
     return finish(report, startedAt);
   }
 

@@ -18,9 +18,31 @@ export interface ExpiryTarget {
   before?: (db: Db) => { run(keys: unknown[][]): void };
 }
 
+/**
+ * Full-text rows of expiring logs. FTS5 merges segments on writes, and a contentless-delete table
+ * rewrites a whole segment once enough of it is deleted (`deletemerge`): inside an expiry batch that
+ * is a stall of hundreds of ms that grows with the segment. So within the batch's transaction merging
+ * is off and the table's own settings are put back before it commits; the segments are merged later
+ * by ingestion's automerge (or `merge` below), not in the middle of a delete batch.
+ */
 const logsFts = (db: Db) => {
   const del = db.prepare('DELETE FROM logs_fts WHERE rowid = ?');
-  return { run: (keys: unknown[][]) => keys.forEach((k) => del.run(k[0])) };
+  const stored = db.prepare("SELECT k, v FROM logs_fts_config WHERE k IN ('automerge', 'deletemerge')").raw();
+  const set = (k: 'automerge' | 'deletemerge', v: unknown) => db.exec(`INSERT INTO logs_fts (logs_fts, rank) VALUES ('${k}', ${Number(v)})`);
+  const DEFAULTS = { automerge: 4, deletemerge: 10 } as const;
+  return {
+    run(keys: unknown[][]) {
+      const saved: Record<'automerge' | 'deletemerge', unknown> = { ...DEFAULTS, ...Object.fromEntries(stored.all() as [string, unknown][]) };
+      set('automerge', 0);
+      set('deletemerge', 100);
+      try {
+        for (const k of keys) del.run(k[0]);
+      } finally {
+        set('automerge', saved.automerge);
+        set('deletemerge', saved.deletemerge);
+      }
+    },
+  };
 };
 
 export const EXPIRY_TARGETS: ExpiryTarget[] = [

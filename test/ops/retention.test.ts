@@ -112,6 +112,24 @@ describe('retention', () => {
     expect(kinds.revenue_ledger).toEqual({ days: 400, default: 400, source: 'default' });
   });
 
+  it('expiring logs keeps the full-text index consistent and its merge settings as they were', async () => {
+    clock = T0;
+    t = await start({ batchRows: 100 });
+    const s = t;
+    s.s.db.exec("INSERT INTO logs_fts (logs_fts, rank) VALUES ('automerge', 8)");
+    await logsAt(s, T0 - 40 * DAY, 1000, 'expiring');
+    await logsAt(s, T0 - DAY, 20, 'staying');
+    const report = await s.s.retention.runOnce();
+    expect(report.expired.logs).toBe(1000);
+    const settings = Object.fromEntries(s.s.db.prepare("SELECT k, v FROM logs_fts_config WHERE k IN ('automerge', 'deletemerge')").raw().all() as [string, number][]);
+    expect(settings).toEqual({ automerge: 8, deletemerge: 10 });
+    s.s.db.exec("INSERT INTO logs_fts (logs_fts, rank) VALUES ('integrity-check', 0)");
+    const from = new Date(T0 - 50 * DAY).toISOString();
+    expect((await api(s, 'GET', `/v1/projects/${s.projectId}/logs?q=expiring&from=${from}`, { key: s.keys.admin })).body.data).toEqual([]);
+    const staying = await api(s, 'GET', `/v1/projects/${s.projectId}/logs?q=staying&from=${from}&limit=100`, { key: s.keys.admin });
+    expect(staying.body.data).toHaveLength(20);
+  });
+
   it('returns the freed space to the file system', async () => {
     clock = T0;
     t = await start({ batchRows: 500 });
