@@ -34,6 +34,8 @@ import { ExportLogsServiceRequest, ExportTraceServiceRequest } from '../src/inge
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { createSqliteTelemetryWriter } from '../src/storage/sqlite-telemetry-store.js';
 import { withLogRollups } from '../src/storage/log-rollups.js';
+import { measureBytesPerRecord } from './retention-bytes.js';
+import { traceToken } from '../src/storage/compact-ids.js';
 import { LOG_COUNT_TABLES, rollupInsert } from '../src/storage/migrations/004-log-counts.js';
 import type { Attributes, LogRecordOut, MetricPointRecord, SpanRecord } from '../src/domain/telemetry-types.js';
 import { attr, pct, request, closeRequests, startBenchServer } from './lib.js';
@@ -140,10 +142,12 @@ export function seedExpired(db: Db, projectId: string, n: number, from: number, 
 
   // Logs: a distinct token per record; the full-text row (body, attribute values and trace id) and count rollups.
   const attrsText = `${'/orders/{id}'} u-0`;
-  const fts = db.prepare(`INSERT INTO logs_fts (rowid, body, attrs) SELECT id, body, ? || ' ' || trace_id FROM logs WHERE id BETWEEN ? AND ?`);
+  // Every template log carries one trace id; the full-text row holds it as its short token (migration 037).
+  const ftsAttrs = `${attrsText} ${traceToken(t.logs[0]!.trace_id!)}`;
+  const fts = db.prepare(`INSERT INTO logs_fts (rowid, body, attrs) SELECT id, body, ? FROM logs WHERE id BETWEEN ? AND ?`);
   const rollups = LOG_COUNT_TABLES.map((r) => db.prepare(`${rollupInsert(r, 'l.id BETWEEN ? AND ?')} ON CONFLICT DO UPDATE SET n = n + excluded.n`));
   replicate(db, 'logs', 'time_ms', lLo, lHi, nLogs, from, (to - from) / nLogs, { body: "t.body || ' #' || g" }, (a, b) => {
-    fts.run(attrsText, a, b);
+    fts.run(ftsAttrs, a, b);
     for (const r of rollups) r.run(a, b);
   });
 
@@ -354,8 +358,9 @@ async function main() {
     console.log(`| file after shutdown checkpoint (incl. ${k(a.items + b.items)} items ingested by the phases) | ${mb(sizeAfter)} MB |`);
     console.log(`| seeded rows left (spans, logs, metric points) | ${left.join(', ')} |`);
     // Bytes per record: bench/retention-bytes.ts (measureBytesPerRecord) prints them here once merged.
-    // LEAD: import { measureBytesPerRecord } from './retention-bytes.js' and print its figures on this line.
-    console.log('| bytes per record (spans, logs, metric points) | see bench/retention-bytes.ts |');
+    // Bytes on disk per record, each kind written through the server's writer into its own database.
+    const bytes = await measureBytesPerRecord({ rows: Number(process.env.BENCH_BYTES_ROWS ?? 100_000) });
+    console.log(`| bytes per record (${bytes.map((b) => b.kind).join(', ')}) | ${bytes.map((b) => b.perRecord.toFixed(0)).join(', ')} B (aim: ≤ 200 for logs and spans) |`);
   } finally {
     await stopServer(child);
     closeRequests();
