@@ -57,7 +57,7 @@ if (process.platform === 'linux' && Number.isInteger(workerData?.nice) && worker
  * other credentials' short scripts, at the pool's priority, get the CPU first. A thread cannot be
  * made less nice again: the worker reports `demoted` and the pool replaces it after this run.
  */
-const DEMOTE_AFTER_MS = 200;
+const DEMOTE_AFTER_MS = 50;
 let demoted = false;
 function demote() {
   demoted = true;
