@@ -298,6 +298,18 @@ function hasCumulativeExp(contribs: readonly MetricContribution[], opts: SeriesO
   return opts.temporality === 'cumulative' || contribs.some((c) => c.temporality === 'cumulative');
 }
 
+/** Math.min/max over an array without spreading it: a spread of ~100k+ values overflows the call stack. */
+function minOf(values: readonly number[]): number {
+  let m = Infinity;
+  for (const v of values) if (v < m) m = v;
+  return m;
+}
+function maxOf(values: readonly number[]): number {
+  let m = -Infinity;
+  for (const v of values) if (v > m) m = v;
+  return m;
+}
+
 function aggregateBucket(contribs: MetricContribution[], type: MetricType, aggregation: Aggregation, bucketMs: number): number | null {
   if (contribs.length === 0) return null;
   if (aggregation === 'rate') {
@@ -308,9 +320,9 @@ function aggregateBucket(contribs: MetricContribution[], type: MetricType, aggre
     const values = contribs.map((c) => c.value as number);
     switch (aggregation) {
       case 'min':
-        return Math.min(...values);
+        return minOf(values);
       case 'max':
-        return Math.max(...values);
+        return maxOf(values);
       case 'count':
         return values.length;
       case 'sum':
@@ -329,7 +341,7 @@ function aggregateBucket(contribs: MetricContribution[], type: MetricType, aggre
     case 'max': {
       const vals = contribs.filter((c) => (c.count ?? 0) > 0).map((c) => (aggregation === 'min' ? c.min : c.max)).filter((v): v is number => typeof v === 'number');
       if (vals.length === 0) return null;
-      return aggregation === 'min' ? Math.min(...vals) : Math.max(...vals);
+      return aggregation === 'min' ? minOf(vals) : maxOf(vals);
     }
     case 'count':
       return contribs.reduce((s, c) => s + (c.count ?? 0), 0);
@@ -347,8 +359,8 @@ function aggregateBucket(contribs: MetricContribution[], type: MetricType, aggre
       const q = QUANTILE[aggregation];
       const live = contribs.filter((c) => (c.count ?? 0) > 0);
       if (live.length === 0) return null;
-      const min = live.every((c) => typeof c.min === 'number') ? Math.min(...live.map((c) => c.min as number)) : null;
-      const max = live.every((c) => typeof c.max === 'number') ? Math.max(...live.map((c) => c.max as number)) : null;
+      const min = live.every((c) => typeof c.min === 'number') ? minOf(live.map((c) => c.min as number)) : null;
+      const max = live.every((c) => typeof c.max === 'number') ? maxOf(live.map((c) => c.max as number)) : null;
       if (type === 'hist') {
         const merged = mergeExplicitHistograms(
           contribs.map((c) => ({ bounds: c.explicit_bounds ?? [], counts: c.bucket_counts ?? [] })),

@@ -67,6 +67,15 @@ describe('timeline — gauges (rule 2: percentiles directly on values)', () => {
   });
 });
 
+describe('timeline — many points in one bucket', () => {
+  // A spread of this many arguments into Math.min/max overflows the call stack (observability.summary answered 500 at 1M points).
+  const many = Array.from({ length: 300_000 }, (_, i) => pt({ type: 'gauge', time_ms: at(1) + (i % 1000), value: (i * 7919) % 300_000 }));
+  it('min and max over 300k gauge values', () => {
+    expect(timeline(many, opts({ type: 'gauge', aggregation: 'min' })).buckets[0].value).toBe(0);
+    expect(timeline(many, opts({ type: 'gauge', aggregation: 'max' })).buckets[0].value).toBe(299_999);
+  });
+});
+
 describe('timeline — cumulative counter', () => {
   // contributions (see normalize tests): 00:05 → 0, 00:10 → +5 | 00:15 → 0, 00:20 → 0, 00:25 → +8 | 00:30 → +5 | —
   const points = [counter(5, 10), counter(10, 15), counter(15, 15), counter(20, 12), counter(25, 20), counter(30, 5, 28)];
