@@ -192,7 +192,19 @@ export function createRetentionRunner(deps: {
     }
 
     // 3. Give freed pages back to the file system, a slice at a time (paced like the deletes).
-    await paced((pages) => repo.reclaim(pages), { maxUnits: 2048, minUnits: 64, targetMs: batchMs, share, stopped: () => stopped, onStep: (n) => (report.reclaimed_pages += n) }, pacing);
+    // At most the pages free when this step starts: under ingest the full-text index's merges keep
+    // freeing pages, and chasing them would keep the pass from ever finishing.
+    let budget = repo.freePages();
+    await paced(
+      (pages) => {
+        if (budget <= 0) return 0;
+        const n = repo.reclaim(Math.min(pages, budget));
+        budget -= Math.max(n, 1);
+        return n;
+      },
+      { maxUnits: 2048, minUnits: 64, targetMs: batchMs, share, stopped: () => stopped, onStep: (n) => (report.reclaimed_pages += n) },
+      pacing,
+    );
     return finish(report, startedAt);
   }
 

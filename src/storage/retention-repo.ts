@@ -86,6 +86,8 @@ export interface RetentionRepo {
   usedBytes(): number;
   /** Returns up to `pages` free pages to the file system (incremental auto-vacuum); how many it freed. */
   reclaim(pages: number): number;
+  /** Pages on the free list now. */
+  freePages(): number;
 }
 
 export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = EXPIRY_TARGETS): RetentionRepo {
@@ -138,6 +140,7 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
       return v === null ? null : v * target.unitMs;
     },
     usedBytes: () => (pageCount() - freePages()) * pageSize,
+    freePages,
     reclaim(pages) {
       const before = freePages();
       if (!before) return 0;

@@ -132,6 +132,7 @@ describe('retention runner with time-bounded batches', () => {
       oldest: () => null,
       usedBytes: () => 0,
       reclaim: () => 0,
+      freePages: () => 0,
     };
     const runner = createRetentionRunner({ repo, targets, config: { maxDays: 400, intervalMs: 0, batchRows: 1000, maxDbBytes: 0 }, now: () => Date.parse('2026-06-01T00:00:00Z'), pacing: sim.pacing });
     const report = await runner.runOnce();
@@ -139,5 +140,29 @@ describe('retention runner with time-bounded batches', () => {
     expect([...left.values()]).toEqual([0, 0]);
     expect(Math.max(...limits)).toBeLessThanOrEqual(1000);
     expect(sim.pauses.every((p) => p > 0)).toBe(true); // busy: it backed off after every full batch
+  });
+
+  it('finishes its reclaim step while ingest keeps freeing pages (it gives back at most what was free when the step began)', async () => {
+    const sim = simulated({ msPerUnit: 0.01, busy: 1 });
+    let reclaimed = 0;
+    const repo: RetentionRepo = {
+      projects: () => ['1'],
+      settings: () => ({}),
+      setSettings: () => {},
+      expireBatch: () => 0,
+      oldest: () => null,
+      usedBytes: () => 0,
+      // Full-text merges under ingest refill the free list as fast as it is emptied.
+      freePages: () => 5000,
+      reclaim(pages) {
+        reclaimed += pages;
+        sim.work(pages);
+        if (reclaimed > 1_000_000) throw new Error('the reclaim step never ends');
+        return pages;
+      },
+    };
+    const runner = createRetentionRunner({ repo, targets: [], config: { maxDays: 400, intervalMs: 0, batchRows: 1000, maxDbBytes: 0 }, now: () => Date.parse('2026-06-01T00:00:00Z'), pacing: sim.pacing });
+    const report = await runner.runOnce();
+    expect(report.reclaimed_pages).toBe(5000);
   });
 });
