@@ -16,59 +16,56 @@ function simulated(opts: { msPerUnit: number; fixedMs?: number; busy: number }) 
   return { pacing, pauses, work };
 }
 
+/** A table of `total` rows deleted by `step`: records each limit asked for and charges the simulated clock. */
+function rows(sim: ReturnType<typeof simulated>, total: number) {
+  const t = {
+    left: total,
+    limits: [] as number[],
+    step(limit: number): number {
+      t.limits.push(limit);
+      const n = Math.min(limit, t.left);
+      t.left -= n;
+      sim.work(n);
+      return n;
+    },
+  };
+  return t;
+}
+
 describe('paced', () => {
   it('shrinks batches that take too long, never below the minimum, and still does everything', async () => {
     const sim = simulated({ msPerUnit: 2, busy: 0 });
-    let left = 5000;
-    const limits: number[] = [];
+    const t = rows(sim, 5000);
     const done = await paced(
-      (limit) => {
-        limits.push(limit);
-        const n = Math.min(limit, left);
-        left -= n;
-        sim.work(n);
-        return n;
-      },
+      (limit) => t.step(limit),
       { maxUnits: 1000, minUnits: 16, targetMs: 8, share: 0.15, stopped: () => false },
       sim.pacing,
     );
     expect(done).toBe(5000);
-    expect(left).toBe(0);
-    expect(Math.min(...limits)).toBeGreaterThanOrEqual(16);
+    expect(t.left).toBe(0);
+    expect(Math.min(...t.limits)).toBeGreaterThanOrEqual(16);
     // 2 ms a unit against an 8 ms target: after the first batches it asks for a handful of units at a time.
-    expect(limits.at(-1)).toBeLessThanOrEqual(16);
+    expect(t.limits.at(-1)).toBeLessThanOrEqual(16);
   });
 
   it('grows fast batches up to the maximum rows per transaction', async () => {
     const sim = simulated({ msPerUnit: 0.001, busy: 0 });
-    let left = 20_000;
-    const limits: number[] = [];
+    const t = rows(sim, 20_000);
     await paced(
-      (limit) => {
-        limits.push(limit);
-        const n = Math.min(limit, left);
-        left -= n;
-        sim.work(n);
-        return n;
-      },
+      (limit) => t.step(limit),
       { maxUnits: 1000, minUnits: 16, targetMs: 8, share: 0.15, stopped: () => false },
       sim.pacing,
     );
-    expect(left).toBe(0);
-    expect(Math.max(...limits)).toBe(1000);
+    expect(t.left).toBe(0);
+    expect(Math.max(...t.limits)).toBe(1000);
   });
 
   it('pauses in proportion to the batch while the event loop is busy, and only yields while it is idle', async () => {
     for (const busy of [0, 1]) {
       const sim = simulated({ msPerUnit: 0, fixedMs: 10, busy });
-      let left = 100;
+      const t = rows(sim, 100);
       await paced(
-        (limit) => {
-          const n = Math.min(limit, left);
-          left -= n;
-          sim.work(n);
-          return n;
-        },
+        (limit) => t.step(limit),
         { maxUnits: 10, minUnits: 10, targetMs: 10, share: 0.2, stopped: () => false },
         sim.pacing,
       );
@@ -80,21 +77,14 @@ describe('paced', () => {
 
   it('runs quick batches back to back within one slice before giving the event loop its turn', async () => {
     const sim = simulated({ msPerUnit: 0.01, busy: 1 }); // 10 units = 0.1 ms
-    let left = 1000;
-    let steps = 0;
+    const t = rows(sim, 1000);
     await paced(
-      (limit) => {
-        steps++;
-        const n = Math.min(limit, left);
-        left -= n;
-        sim.work(n);
-        return n;
-      },
+      (limit) => t.step(limit),
       { maxUnits: 10, minUnits: 10, targetMs: 1, share: 0.5, stopped: () => false },
       sim.pacing,
     );
-    expect(left).toBe(0);
-    expect(steps).toBe(101); // 100 full batches, then the empty one that ends it
+    expect(t.left).toBe(0);
+    expect(t.limits.length).toBe(101); // 100 full batches, then the empty one that ends it
     // About 10 batches (1 ms) a slice: far fewer pauses than batches, each as long as its slice (share 0.5).
     expect(sim.pauses.length).toBeLessThanOrEqual(11);
     for (const p of sim.pauses) expect(p).toBeGreaterThanOrEqual(0.99);
