@@ -104,7 +104,19 @@ async function handle(
   // A client asking for JSON only (the typed client, the CLI) gets the final JSON answer instead.
   const streamType = op.streams?.contentType.split(';')[0]!.trim();
   const acceptStream = !!streamType && ctx.accepts(streamType, 'application/json') === streamType;
-  const result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId, acceptStream });
+  // The client hanging up before the answer is sent aborts the handler's work (HandlerContext.signal):
+  // slow reads, nested executes (automations.preview) and waits stop instead of running for nobody.
+  const gone = new AbortController();
+  const onClose = () => {
+    if (!ctx.res.writableEnded) gone.abort();
+  };
+  ctx.res.once('close', onClose);
+  let result: Awaited<ReturnType<Core['invoke']>>;
+  try {
+    result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId, acceptStream, signal: gone.signal });
+  } finally {
+    ctx.res.off('close', onClose);
+  }
   if (result.stream && op.streams) {
     // A streamed answer: chunks go out as they come (no buffering proxies); the handler owns what
     // happens if the client leaves (the stream is destroyed, the work it started goes on).
