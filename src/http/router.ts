@@ -104,18 +104,20 @@ async function handle(
   // A client asking for JSON only (the typed client, the CLI) gets the final JSON answer instead.
   const streamType = op.streams?.contentType.split(';')[0]!.trim();
   const acceptStream = !!streamType && ctx.accepts(streamType, 'application/json') === streamType;
-  // The client hanging up before the answer is sent aborts the handler's work (HandlerContext.signal):
-  // slow reads, nested executes (automations.preview) and waits stop instead of running for nobody.
-  const gone = new AbortController();
+  // The client hanging up before the answer is sent aborts a read's work (HandlerContext.signal): slow
+  // reads and nested executes (automations.preview) stop instead of running for nobody. A write goes
+  // on to the end: what it was asked to do is its effect (threads.ask stores the agent's answer
+  // whatever happens to the caller), and stopping it half-way would leave half of it done.
+  const gone = op.risk === 'read' ? new AbortController() : null;
   const onClose = () => {
-    if (!ctx.res.writableEnded) gone.abort();
+    if (!ctx.res.writableEnded) gone?.abort();
   };
-  ctx.res.once('close', onClose);
+  if (gone) ctx.res.once('close', onClose);
   let result: Awaited<ReturnType<Core['invoke']>>;
   try {
-    result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId, acceptStream, signal: gone.signal });
+    result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId, acceptStream, ...(gone ? { signal: gone.signal } : {}) });
   } finally {
-    ctx.res.off('close', onClose);
+    if (gone) ctx.res.off('close', onClose);
   }
   if (result.stream && op.streams) {
     // A streamed answer: chunks go out as they come (no buffering proxies); the handler owns what
