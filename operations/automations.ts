@@ -331,7 +331,7 @@ export const preview = defineOperation({
     const latest = triggers[triggers.length - 1];
     const trig = config.trigger.type === 'manual' ? 'manual' : config.trigger.type;
     const runInput = input.input !== undefined ? { input: input.input } : latest?.event ? { event: latest.event } : latest ? { scheduled_for: latest.at } : {};
-    const r = await e.execute({ id: 'preview', project_id: ctx.project!.id, config }, { id: `preview-${randomUUID()}`, trigger: trig, input: runInput }, 'preview', undefined, ctx.principal);
+    const r = await e.execute({ id: 'preview', project_id: ctx.project!.id, config }, { id: `preview-${randomUUID()}`, trigger: trig, input: runInput }, 'preview', ctx.signal, ctx.principal);
     return {
       window: { from: toIso(from)!, to: toIso(to)! },
       triggers,

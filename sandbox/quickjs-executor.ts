@@ -39,6 +39,17 @@ function defaultWorkerNice(env: NodeJS.ProcessEnv = process.env): number {
   const n = raw === undefined || raw === '' ? (env.VITEST ? 0 : 10) : Number(raw);
   return Number.isFinite(n) ? n : 10;
 }
+/**
+ * Fair share by CPU: each credential is charged the CPU time its scripts used (reported by the
+ * worker; the run's wall time while it is still running), decaying with this half-life. A waiting
+ * credential that used less recently is served first.
+ */
+const CPU_HALF_LIFE_MS = 10_000;
+/**
+ * Usage differences under this are ties (served in turn, least recently served first): short
+ * scripts of every credential alternate as before, only real CPU hogs go to the back.
+ */
+const CPU_QUANTUM_MS = 25;
 /** Extra time allowed for a cold worker to load QuickJS before the script's wall clock starts. */
 const STARTUP_ALLOWANCE_MS = 10_000;
 
@@ -131,6 +142,8 @@ interface Job {
   deadline: number;
   /** Time spent waiting for a worker, set at dispatch. */
   queuedMs: number;
+  /** performance.now() when the job was given a worker (0 while waiting): its run time is charged to its credential. */
+  runStartedAt: number;
   code: string;
   operations: string[];
   allowed: Set<string>;
@@ -176,6 +189,8 @@ type WorkerMessage =
       fatal?: boolean;
       /** The script ran long and its thread was demoted to nice 19 (it cannot be raised again): replace the worker. */
       demoted?: boolean;
+      /** CPU time the run used on the worker thread, where the worker can read it. */
+      cpuMs?: number;
     };
 
 function timeoutError(limits: SandboxLimits, queuedMs = 0, ranNothing = false): ExecuteError {
@@ -266,6 +281,27 @@ export function createQuickJsExecutor(
   /** When each credential was last given a worker (a sequence number; entries go when it has nothing active). */
   const lastServed = new Map<string, number>();
   let serveSeq = 0;
+  /** Recent CPU use by credential (decayed, see CPU_HALF_LIFE_MS), as of `at`. */
+  const cpuUsed = new Map<string, { ms: number; at: number }>();
+
+  function decayed(e: { ms: number; at: number }, now: number): number {
+    return e.ms * Math.pow(0.5, Math.max(0, now - e.at) / CPU_HALF_LIFE_MS);
+  }
+
+  function charge(credential: string, ms: number): void {
+    const now = performance.now();
+    const e = cpuUsed.get(credential);
+    cpuUsed.set(credential, { ms: (e ? decayed(e, now) : 0) + Math.max(0, ms), at: now });
+    if (cpuUsed.size > 1000) for (const [k, v] of cpuUsed) if (decayed(v, now) < 1) cpuUsed.delete(k);
+  }
+
+  /** A credential's recent CPU: its decayed past use plus the run time so far of its running scripts. */
+  function usageOf(credential: string, now: number): number {
+    const e = cpuUsed.get(credential);
+    let ms = e ? decayed(e, now) : 0;
+    for (const s of slots) if (s.job && !s.job.done && s.job.credential === credential && s.job.runStartedAt > 0) ms += now - s.job.runStartedAt;
+    return ms;
+  }
   /** Executes running or waiting, by credential. */
   const active = new Map<string, Set<Job>>();
   const exiting = new Set<Promise<unknown>>();
@@ -285,10 +321,15 @@ export function createQuickJsExecutor(
       resultUndefined?: boolean;
       unsentCalls?: string[];
       logs?: string[];
+      cpuMs?: number;
     },
   ): void {
     if (job.done) return;
     job.done = true;
+    if (job.runStartedAt > 0) {
+      const wall = performance.now() - job.runStartedAt;
+      charge(job.credential, typeof outcome.cpuMs === 'number' && Number.isFinite(outcome.cpuMs) ? Math.min(outcome.cpuMs, wall) : wall);
+    }
     if (job.timer) clearTimeout(job.timer);
     job.timer = null;
     if (job.abortTimer) clearTimeout(job.abortTimer);
@@ -413,6 +454,7 @@ export function createQuickJsExecutor(
         resultUndefined: msg.resultUndefined,
         unsentCalls: Array.isArray(msg.unsentCalls) ? msg.unsentCalls : [],
         logs: msg.logs,
+        ...(typeof msg.cpuMs === 'number' ? { cpuMs: msg.cpuMs } : {}),
       });
       if (msg.fatal) retire(slot, true);
       else if (msg.demoted || slot.runs >= maxRunsPerWorker) retire(slot, false);
@@ -522,6 +564,7 @@ export function createQuickJsExecutor(
     slot.worker.ref();
     if (job.timer) clearTimeout(job.timer);
     job.queuedMs = Date.now() - job.submittedAt;
+    job.runStartedAt = performance.now();
     if (slot.ready) {
       // QuickJS is loaded: the script starts as soon as the worker reads this message.
       job.deadline = Date.now() + job.limits.wallClockMs - job.queuedMs;
@@ -574,16 +617,23 @@ export function createQuickJsExecutor(
   }
 
   /**
-   * Next waiting execute, credentials served in turn: the waiting credential served least recently
-   * goes first (one that has never been served before all others). `onlyIdle`: only credentials
-   * with nothing running.
+   * Next waiting execute, by fair share: the waiting credential that used the least CPU recently
+   * goes first (usageOf, in CPU_QUANTUM_MS steps); among equals, credentials are served in turn
+   * (the one served least recently first, one never served before all others). `onlyIdle`: only
+   * credentials with nothing running.
    */
   function takeNext(onlyIdle: boolean): Job | null {
     let best = -1;
+    let bestUse = 0;
+    const now = performance.now();
     for (let k = 0; k < order.length; k++) {
       const credential = order[k]!;
       if (onlyIdle && (credential === '' || runningOf(credential) > 0)) continue;
-      if (best < 0 || (lastServed.get(credential) ?? 0) < (lastServed.get(order[best]!) ?? 0)) best = k;
+      const use = Math.floor(usageOf(credential, now) / CPU_QUANTUM_MS);
+      if (best < 0 || use < bestUse || (use === bestUse && (lastServed.get(credential) ?? 0) < (lastServed.get(order[best]!) ?? 0))) {
+        best = k;
+        bestUse = use;
+      }
     }
     if (best < 0) return null;
     const credential = order[best]!;
@@ -722,6 +772,7 @@ export function createQuickJsExecutor(
           submittedAt: now,
           deadline: now + jobLimits.wallClockMs,
           queuedMs: 0,
+          runStartedAt: 0,
           code: opts.code,
           operations,
           allowed: new Set(operations),

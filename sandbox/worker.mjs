@@ -58,6 +58,23 @@ if (process.platform === 'linux' && Number.isInteger(workerData?.nice) && worker
  * made less nice again: the worker reports `demoted` and the pool replaces it after this run.
  */
 const DEMOTE_AFTER_MS = 50;
+
+/**
+ * CPU time this thread has used, in ms (Linux: utime + stime of /proc/thread-self/stat, in 10 ms
+ * clock ticks), or null where it cannot be read. The pool charges each run's CPU to its credential
+ * (fair share: a credential that used more CPU recently is served after the others).
+ */
+function threadCpuMs() {
+  if (process.platform !== 'linux') return null;
+  try {
+    const stat = readFileSync('/proc/thread-self/stat', 'utf8');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(rest[11]) + Number(rest[12]);
+    return Number.isFinite(ticks) ? ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
 let demoted = false;
 function demote() {
   demoted = true;
@@ -451,6 +468,8 @@ function envelope(status, code, message) {
 
 class Run {
   constructor(msg) {
+    /** This thread's CPU time (ms) when the run began, or null where it cannot be read. */
+    this.cpuAtStart = null;
     this.runId = msg.runId;
     this.code = typeof msg.code === 'string' ? msg.code : '';
     this.operations = Array.isArray(msg.operations) ? msg.operations.filter((o) => typeof o === 'string') : [];
@@ -597,6 +616,7 @@ async function runOne(msg, cold) {
     return;
   }
   const run = new Run(msg);
+  run.cpuAtStart = threadCpuMs();
   runs.set(run.runId, run);
   hostAllocationFailed = false;
   // The script's own clock starts now (not while the worker was still loading QuickJS).
@@ -642,6 +662,7 @@ async function runOne(msg, cold) {
   }
   runs.delete(run.runId);
   if (hostAllocationFailed) fatal = true;
+  let cpuEnd = null;
   port.postMessage({
     type: 'done',
     runId: run.runId,
@@ -653,6 +674,7 @@ async function runOne(msg, cold) {
     logs: run.takeLogs(true),
     fatal,
     ...(demoted ? { demoted: true } : {}),
+    ...(run.cpuAtStart !== null && (cpuEnd = threadCpuMs()) !== null ? { cpuMs: Math.max(0, cpuEnd - run.cpuAtStart) } : {}),
   });
   if (!fatal && !run.baseline) {
     // Build the next run's context while idle (same operations and limits as this one).

@@ -104,7 +104,21 @@ async function handle(
   // A client asking for JSON only (the typed client, the CLI) gets the final JSON answer instead.
   const streamType = op.streams?.contentType.split(';')[0]!.trim();
   const acceptStream = !!streamType && ctx.accepts(streamType, 'application/json') === streamType;
-  const result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId, acceptStream });
+  // The client hanging up before the answer is sent aborts a read's work (HandlerContext.signal): slow
+  // reads and nested executes (automations.preview) stop instead of running for nobody. A write goes
+  // on to the end: what it was asked to do is its effect (threads.ask stores the agent's answer
+  // whatever happens to the caller), and stopping it half-way would leave half of it done.
+  const gone = op.risk === 'read' ? new AbortController() : null;
+  const onClose = () => {
+    if (!ctx.res.writableEnded) gone?.abort();
+  };
+  if (gone) ctx.res.once('close', onClose);
+  let result: Awaited<ReturnType<Core['invoke']>>;
+  try {
+    result = await core.invoke(op.operationId, input, principal, { requestId: ctx.state.requestId, acceptStream, ...(gone ? { signal: gone.signal } : {}) });
+  } finally {
+    if (gone) ctx.res.off('close', onClose);
+  }
   if (result.stream && op.streams) {
     // A streamed answer: chunks go out as they come (no buffering proxies); the handler owns what
     // happens if the client leaves (the stream is destroyed, the work it started goes on).

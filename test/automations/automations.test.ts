@@ -276,6 +276,24 @@ describe('automations.preview', () => {
   });
 });
 
+describe('automations.preview stops with its caller', () => {
+  // Issue 10: the caller's signal (an MCP execute's deadline, a REST client hanging up) reaches the
+  // preview's own script run, which is cancelled instead of running its whole time limit for nobody.
+  it('cancels the dry run\'s script when the signal aborts', async () => {
+    const ac = new AbortController();
+    const pending = t.s.core.invoke(
+      'automations.preview',
+      { project_id: t.projectId, config: { trigger: { type: 'manual' }, steps: [{ type: 'script', name: 'spin', code: 'while (true) {}' }], capability: 'read-only', limits: { timeout_ms: 20_000, max_calls: 10 } } },
+      { kind: 'api_key', keyId: 'preview-test', projectId: t.projectId, orgId: t.organizationId, scopes: ['*'] },
+      { signal: ac.signal },
+    );
+    setTimeout(() => ac.abort(), 300);
+    const w = (await pending).value as any;
+    expect(w.run.status).toBe('cancelled');
+    expect(w.run.steps[0].status).toBe('cancelled');
+  });
+});
+
 describe('automations: agent tasks and channels (agent contract)', () => {
   it('fails an agent task clearly without an agent runner, runs it with one, and respects the budget stage', async () => {
     const step = { type: 'agent', name: 'investigate', prompt: 'Why did checkout fail?', skills: ['triage-checklist'] };

@@ -1,8 +1,9 @@
 /**
  * Fair share of the sandbox across credentials (issue 10, item 2): a per-credential limit on
  * executes at once (429 with a retry time beyond it), waiting executes served round-robin by
- * credential, a worker for a credential with nothing running even when another fills the pool,
- * and no host call started once an execute's wall clock has run out.
+ * credential (a credential that used more CPU recently after the others), a worker for a credential
+ * with nothing running even when another fills the pool, and no host call started once an
+ * execute's wall clock has run out.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HostCall } from '../../sandbox/executor.js';
@@ -69,6 +70,25 @@ describe('round-robin queue', () => {
     for (let i = 0; i < 4; i++) await releaseOne();
     await Promise.all(runs);
     expect(started).toEqual(['a1', 'b1', 'a2', 'a3']);
+  });
+});
+
+describe('fair share by CPU', () => {
+  it('serves a waiting credential that used little CPU before one that just used a lot', async () => {
+    // One worker and no burst workers: every execute waits its turn.
+    const ex = make({ poolSize: 1, perCredential: 5, wallClockMs: 8000 }, { burstWorkers: 0 });
+    const { host } = fakeHost();
+    const spin = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {} return 1`;
+    // A burns 400 ms of CPU; B has used nothing.
+    expect((await ex.execute({ code: spin(400), operations: OPERATIONS, credential: 'A' }, host)).result).toBe(1);
+    const order: string[] = [];
+    // C holds the only worker while A and then B queue up (A first).
+    const c = ex.execute({ code: spin(150), operations: OPERATIONS, credential: 'C' }, host);
+    const a = ex.execute({ code: 'return 1', operations: OPERATIONS, credential: 'A' }, host).then(() => order.push('A'));
+    const b = ex.execute({ code: 'return 1', operations: OPERATIONS, credential: 'B' }, host).then(() => order.push('B'));
+    await Promise.all([c, a, b]);
+    // Served in turn alone, A (waiting first, never served since it went idle) would go first.
+    expect(order).toEqual(['B', 'A']);
   });
 });
 
