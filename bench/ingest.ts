@@ -460,6 +460,13 @@ function peakRssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
+/** user + system CPU seconds of a process (all its threads), from /proc (Linux). */
+function serverCpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+}
+
 async function runMode(workers: string | undefined) {
   const dir = mkdtempSync(join(tmpdir(), 'sl-bench-ingest-'));
   const { child, port, keys } = await startBenchServer(join(dir, 'bench.db'), workers === undefined ? {} : { SIGHTLINE_INGEST_WORKERS: workers });
@@ -479,7 +486,12 @@ async function runMode(workers: string | undefined) {
     await Promise.all(Array.from({ length: 4 }, () => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers, body })));
   }
   if (ERRORS_ONLY) {
+    const cpu0 = serverCpuSeconds(child.pid!);
     const r = await runPhase('error events (Sentry envelopes, grouped)', port, `/ingest/api/${project}/envelope/?sentry_key=${key}`, { 'content-type': 'application/x-sentry-envelope' }, envelopes, 1);
+    // Server CPU (every thread: main, decode workers) per event: on a loaded machine a steadier
+    // comparison than wall-clock events/s, which mostly measures how much CPU the server was given.
+    const cpu = serverCpuSeconds(child.pid!) - cpu0;
+    console.log(`server CPU ${(cpu * 1e6 / r.items).toFixed(0)} µs per event (${cpu.toFixed(2)} CPU s for ${r.items} events: ${k(r.items / cpu)} events per server CPU s)`);
     const exited = new Promise((res) => child.once('exit', res));
     child.kill('SIGTERM');
     await exited;

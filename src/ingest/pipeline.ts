@@ -5,7 +5,7 @@ import { parseStackTrace } from '../domain/grouping/stacktrace.js';
 import { environmentOf, serviceVersionOf } from '../storage/sqlite-telemetry-store.js';
 import type { Services } from '../core/services.js';
 import type { ProjectRow } from '../storage/identity-repo.js';
-import type { GroupChange } from '../storage/errors-repo.js';
+import type { GroupChange, KeyedErrorEvent } from '../storage/errors-repo.js';
 import { userFromOtelAttributes } from '../domain/errors/users.js';
 
 /** Span `exception` events (OTel semantic conventions) become error events. */
@@ -94,7 +94,7 @@ export function ingestErrorEvents(services: Services, spike: SpikeGuard, project
 }
 
 /** The same with grouping keys already computed (by a decode worker). */
-export function ingestKeyedErrorEvents(services: Services, spike: SpikeGuard, project: ProjectRow, keyed: { event: ErrorEventRecord; key: GroupKey }[], now: number): ErrorIngestResult {
+export function ingestKeyedErrorEvents(services: Services, spike: SpikeGuard, project: ProjectRow, keyed: KeyedErrorEvent[], now: number): ErrorIngestResult {
   if (!keyed.length) return { accepted: 0, dropped: 0, groups: [], created: [], reopened: [] };
   const admitted = spike.admit(project, keyed.length, now);
   const dropped = keyed.length - admitted;

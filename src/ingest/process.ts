@@ -8,6 +8,7 @@
  */
 import type { ErrorEventRecord, LogRecordOut, MetricPointRecord, SessionRecord, SpanRecord } from '../domain/telemetry-types.js';
 import { groupKeyFor, type GroupKey } from '../domain/grouping/fingerprint.js';
+import type { EventJson, KeyedErrorEvent } from '../storage/errors-repo.js';
 import { decodeLogs, decodeMetrics, decodeTraces, OtlpDecodeError, type OtlpEncoding, type OtlpSignal } from './otlp/decode.js';
 import { itemJson, parseEnvelope, replayRecordingHeader, SentryParseError, type EnvelopeHeader } from './sentry/envelope.js';
 import { errorEventFromSentry, feedbackFromSentry, logsFromSentryLogItem, sessionsFromSentry, spansFromSpanItem, spansFromTransaction, type FeedbackRecord } from './sentry/normalize.js';
@@ -35,10 +36,11 @@ export interface CheckInRecord {
   payload: unknown;
 }
 
-export interface KeyedEvent {
-  event: ErrorEventRecord;
-  key: GroupKey;
-}
+/**
+ * An error event with its grouping key and its JSON columns already serialized (`json`, see
+ * `keyed`): the event's `payload`, `tags` and `exceptions` are emptied, their content is in `json`.
+ */
+export type KeyedEvent = KeyedErrorEvent & { json: EventJson };
 
 /** One bounded step of writes. Arrays are absent when empty. */
 export interface IngestSlice {
@@ -149,8 +151,21 @@ function processOtlp(job: Extract<IngestJob, { kind: 'otlp' }>): IngestResult {
   }
 }
 
+/**
+ * Group key and JSON columns computed where the event is decoded (a decode worker): the strings
+ * cross `postMessage` as one copy each, where the nested payload, tags and parsed stack frames were
+ * structured-cloned object by object (half of a decode worker's busy time), and the writer does not
+ * stringify them again.
+ */
 function keyed(event: ErrorEventRecord): KeyedEvent {
-  return { event, key: groupKeyFor(event) };
+  const key = groupKeyFor(event);
+  const json: EventJson = {
+    type: event.exceptions.length ? event.exceptions[event.exceptions.length - 1]!.type : key.type,
+    tags: JSON.stringify(event.tags),
+    user: event.user ? JSON.stringify(event.user) : null,
+    payload: JSON.stringify(event.payload),
+  };
+  return { event: { ...event, payload: null, tags: {}, exceptions: [] }, key, json };
 }
 
 function processStore(job: Extract<IngestJob, { kind: 'store' }>): IngestResult {

@@ -177,9 +177,16 @@ export function statusMount(s: Sightline, router: Router): void {
   };
 
   // Custom domains: the Host header names the page; its paths sit at the root.
+  // Only the paths a custom domain serves look the Host up (it was a URL parse and a query on every
+  // request, REST and ingest included), and the base URL's host name is parsed once per value.
+  const DOMAIN_PATHS = new Set(['/', '/index.json', '/feed.atom', '/subscribe', '/confirm', '/unsubscribe']);
+  let baseUrl = '';
+  let baseHost = '';
   s.app.use(async (ctx, next) => {
+    if (!DOMAIN_PATHS.has(ctx.path)) return next();
+    if (s.config.baseUrl !== baseUrl) baseHost = new URL((baseUrl = s.config.baseUrl)).hostname;
     const host = ctx.hostname.toLowerCase();
-    const page = host && host !== new URL(s.config.baseUrl).hostname ? services.statusPages.byDomain(host) : undefined;
+    const page = host && host !== baseHost ? services.statusPages.byDomain(host) : undefined;
     if (!page) return next();
     const route = `${ctx.method} ${ctx.path}`;
     if (route === 'GET /' || route === 'HEAD /') return handlers.html(ctx, page, true);

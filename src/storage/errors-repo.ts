@@ -106,13 +106,13 @@ export function createErrorsIngestRepo(db: Db) {
     for (const d of t.dims.values()) s.dim.run(d.group, d.kind, d.value, d.n, d.min, d.max);
   };
 
-  const ingestRows = (projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number, t: Tally): ErrorsIngestOutcome => {
+  const ingestRows = (projectId: string, projectSlug: string, items: KeyedErrorEvent[], now: number, t: Tally): ErrorsIngestOutcome => {
     const pid = Number(projectId);
     let inserted = 0;
     const groups: string[] = [];
     const created: GroupChange[] = [];
     const reopened: GroupChange[] = [];
-    for (const { event: e, key } of items) {
+    for (const { event: e, key, json } of items) {
       let g = s.byFingerprint.get(pid, key.fingerprint) as GroupHead | undefined;
       if (!g) {
         const seq = (s.nextSeq.get(pid) as { n: number }).n;
@@ -129,9 +129,9 @@ export function createErrorsIngestRepo(db: Db) {
       const effective = g.merged_into ?? own;
       const info = s.insertEvent.run(
         pid, e.event_id, effective, own, e.timestamp_ms, e.received_ms, e.source, e.platform, e.level,
-        e.exceptions.length ? e.exceptions[e.exceptions.length - 1]!.type : key.type, e.message, key.title,
+        json ? json.type : e.exceptions.length ? e.exceptions[e.exceptions.length - 1]!.type : key.type, e.message, key.title,
         e.service_name, e.environment, e.release, e.transaction, e.server_name, e.trace_id, e.span_id,
-        JSON.stringify(e.tags), e.user ? JSON.stringify(e.user) : null, JSON.stringify(e.payload),
+        json ? json.tags : JSON.stringify(e.tags), json ? json.user : e.user ? JSON.stringify(e.user) : null, json ? json.payload : JSON.stringify(e.payload),
       );
       if (info.changes > 0) {
         inserted++;
@@ -148,7 +148,7 @@ export function createErrorsIngestRepo(db: Db) {
     return { inserted, groups, created, reopened };
   };
 
-  const ingestAlone = db.transaction((projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number): ErrorsIngestOutcome => {
+  const ingestAlone = db.transaction((projectId: string, projectSlug: string, items: KeyedErrorEvent[], now: number): ErrorsIngestOutcome => {
     const t = newTally();
     const out = ingestRows(projectId, projectSlug, items, now, t);
     write(t);
@@ -157,7 +157,7 @@ export function createErrorsIngestRepo(db: Db) {
 
   return {
     /** Group and store events in one transaction; a repeated event_id is ignored (SDK retries). */
-    ingest(projectId: string, projectSlug: string, items: { event: ErrorEventRecord; key: GroupKey }[], now: number): ErrorsIngestOutcome {
+    ingest(projectId: string, projectSlug: string, items: KeyedErrorEvent[], now: number): ErrorsIngestOutcome {
       if (!inBatch) return ingestAlone(projectId, projectSlug, items, now);
       // Inside a write batch the job already runs in its own savepoint; a throw here rolls it back and drops its tally.
       return ingestRows(projectId, projectSlug, items, now, job);
@@ -285,6 +285,21 @@ function newTally(): Tally {
       for (const [k, u] of o.users) if (!users.has(k)) users.set(k, u);
     },
   };
+}
+
+/** An event's JSON columns, serialized where it was decoded; `type` is the raised exception's type (else the key's). */
+export interface EventJson {
+  type: string;
+  tags: string;
+  user: string | null;
+  payload: string;
+}
+
+/** An event to write with its grouping key; with `json`, the columns are taken from it (the event's own payload, tags and exceptions are not read). */
+export interface KeyedErrorEvent {
+  event: ErrorEventRecord;
+  key: GroupKey;
+  json?: EventJson;
 }
 
 /** A group that ingest created or reopened (published as a domain event once committed). */

@@ -33,6 +33,28 @@ export interface BatchParticipant {
 export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly BatchParticipant[] = []): WriteBatch {
   let queue: Job[] = [];
   let scheduled = false;
+  // Each job's savepoint by prepared statements: `db.transaction(job.fn)` per job built five wrapper
+  // functions per call (better-sqlite3), several microseconds of a one-event job. Same semantics:
+  // SAVEPOINT, the job, RELEASE; on a throw ROLLBACK TO + RELEASE (when SQLite has not already
+  // rolled the whole transaction back).
+  const savepoint = db.prepare('SAVEPOINT sl_write_job');
+  const release = db.prepare('RELEASE sl_write_job');
+  const rollbackTo = db.prepare('ROLLBACK TO sl_write_job');
+  const runJob = (fn: () => unknown): unknown => {
+    savepoint.run();
+    try {
+      const value = fn();
+      if (value && typeof (value as { then?: unknown }).then === 'function') throw new TypeError('A write batch job cannot return a promise');
+      release.run();
+      return value;
+    } catch (error) {
+      if (db.inTransaction) {
+        rollbackTo.run();
+        release.run();
+      }
+      throw error;
+    }
+  };
 
   const flush = () => {
     scheduled = false;
@@ -44,8 +66,7 @@ export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly
         for (const p of participants) p.begin();
         for (const job of jobs) {
           try {
-            // A transaction function called inside a transaction runs as a savepoint.
-            results.push({ ok: true, value: db.transaction(job.fn)() });
+            results.push({ ok: true, value: runJob(job.fn) });
             for (const p of participants) p.jobEnd(true);
           } catch (error) {
             results.push({ ok: false, error });

@@ -34,6 +34,39 @@ describe('write batcher (group commit)', () => {
     expect(d.prepare('SELECT v FROM t ORDER BY v').all()).toEqual([{ v: 1 }, { v: 3 }]);
   });
 
+  it('rolls back a failing job with the nested transactions it ran; a later job in the batch still commits', async () => {
+    const d = db();
+    const run = createWriteBatcher(d);
+    const insert = d.prepare('INSERT INTO t (v) VALUES (?)');
+    const nested = d.transaction((v: number) => insert.run(v));
+    const outcomes = await Promise.allSettled([
+      run(() => {
+        nested(10); // its own savepoint, released inside the job's
+        nested(11);
+        throw new Error('refused after writing');
+      }),
+      run(() => nested(12)),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'fulfilled']);
+    expect(d.prepare('SELECT v FROM t ORDER BY v').all()).toEqual([{ v: 12 }]);
+  });
+
+  it('refuses a job that returns a promise and keeps nothing it wrote', async () => {
+    const d = db();
+    const run = createWriteBatcher(d);
+    const insert = d.prepare('INSERT INTO t (v) VALUES (?)');
+    const outcomes = await Promise.allSettled([
+      run(() => {
+        insert.run(5);
+        return Promise.resolve(5);
+      }),
+      run(() => insert.run(6)),
+    ]);
+    expect(outcomes[0]).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: expect.stringMatching(/cannot return a promise/) }) });
+    expect(outcomes[1]!.status).toBe('fulfilled');
+    expect(d.prepare('SELECT v FROM t ORDER BY v').all()).toEqual([{ v: 6 }]);
+  });
+
   it('settles only after the commit: a reader sees the rows as soon as the promise resolves', async () => {
     const d = db();
     const run = createWriteBatcher(d);
