@@ -16,7 +16,7 @@
  *    checkpoint (freed pages returned by incremental auto-vacuum; the phases' own ingest stays in).
  *
  *   npx tsx bench/retention.ts
- *   BENCH_EXPIRE_ROWS=1000000 BENCH_SECONDS=15 npx tsx bench/retention.ts     (quicker)
+ *   npx tsx bench/retention.ts --rows 1000000     (quicker; BENCH_EXPIRE_ROWS=1000000 works too)
  *
  * Env: BENCH_EXPIRE_ROWS (10,000,000), BENCH_SECONDS (20), BENCH_CONNECTIONS (ingest, 4),
  * BENCH_READERS (2), BENCH_DB (keep the file here instead of a temp dir), plus any SIGHTLINE_* for the
@@ -40,7 +40,10 @@ import { LOG_COUNT_TABLES, rollupInsert } from '../src/storage/migrations/004-lo
 import type { Attributes, LogRecordOut, MetricPointRecord, SpanRecord } from '../src/domain/telemetry-types.js';
 import { attr, pct, request, closeRequests, startBenchServer } from './lib.js';
 
-const N = Number(process.env.BENCH_EXPIRE_ROWS ?? 10_000_000);
+/** `--rows N` (or BENCH_EXPIRE_ROWS): expired rows to seed; 10M by default. */
+const rowsFlag = process.argv.indexOf('--rows');
+const N = Number(rowsFlag >= 0 ? process.argv[rowsFlag + 1] : (process.env.BENCH_EXPIRE_ROWS ?? 10_000_000));
+if (!Number.isInteger(N) || N < 1000) throw new Error(`--rows / BENCH_EXPIRE_ROWS must be an integer of at least 1000 (got ${rowsFlag >= 0 ? process.argv[rowsFlag + 1] : process.env.BENCH_EXPIRE_ROWS})`);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const READERS = Number(process.env.BENCH_READERS ?? 2);
