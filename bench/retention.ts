@@ -52,6 +52,8 @@ const READERS = Number(process.env.BENCH_READERS ?? 2);
 /** Phase B gives up after this long without a finished pass. */
 const MAX_SECONDS = Number(process.env.BENCH_MAX_SECONDS ?? 3600);
 const BATCH = 512;
+/** How long a pool of request bodies is reused before it is built again with new ids and times. */
+const REFRESH_MS = 5000;
 const DAY = 86_400_000;
 const k = (n: number) => Math.round(n).toLocaleString('en');
 const mb = (b: number) => (b / 1e6).toFixed(0);
@@ -207,7 +209,13 @@ interface LoadResult { seconds: number; items: number; failures: number; ackP99:
  * (logs.search with a word, logs.search by level, traces.list: the last minute) until `until()` says stop.
  */
 async function runLoad(port: number, keys: { ingest: string; admin: string; project: string }, until: (elapsed: number) => boolean): Promise<LoadResult> {
-  const bodies = Array.from({ length: 16 }, (_, i) => (i % 2 ? logBatch(i) : traceBatch(i)));
+  // Fresh trace/span ids and timestamps every few seconds: a body sent again and again for minutes would
+  // pile chunks onto the same traces (traces.list reads every chunk of a trace) and age out of the
+  // readers' last-minute window, so a long phase B would not see the load a short phase A sees.
+  const build = (round: number) => Array.from({ length: 16 }, (_, i) => (i % 2 ? logBatch(round * 16 + i) : traceBatch(round * 16 + i)));
+  let bodies = build(0);
+  let builtAt = performance.now();
+  let round = 0;
   const paths = ['/ingest/v1/traces', '/ingest/v1/logs'];
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const acks: number[] = [];
@@ -224,6 +232,7 @@ async function runLoad(port: number, keys: { ingest: string; admin: string; proj
   const going = () => !until((performance.now() - t0) / 1000);
   const ingest = async (w: number) => {
     for (let i = w; going(); i++) {
+      if (performance.now() - builtAt > REFRESH_MS) ((bodies = build(++round)), (builtAt = performance.now()));
       const body = bodies[i % bodies.length]!;
       const start = performance.now();
       // A refused or reset connection counts as a failure (printed), not the end of the run.
