@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createRetentionRunner, paced, shareAt, type Pacing } from '../../src/core/retention.js';
 import type { ExpiryTarget, RetentionRepo } from '../../src/storage/retention-repo.js';
+import { loadConfig } from '../../src/core/config.js';
 
 /** A clock that a step advances by `msPerUnit` per unit done (plus `fixedMs`), a fixed busy level, and recorded pauses. */
 function simulated(opts: { msPerUnit: number; fixedMs?: number; busy: number }) {
@@ -234,5 +235,15 @@ describe('retention runner with time-bounded batches', () => {
     const runner = createRetentionRunner({ repo, targets: [], config: { maxDays: 400, intervalMs: 0, batchRows: 1000, maxDbBytes: 0 }, now: () => Date.parse('2026-06-01T00:00:00Z'), pacing: sim.pacing });
     const report = await runner.runOnce();
     expect(report.reclaimed_pages).toBe(5000);
+  });
+});
+
+describe('SIGHTLINE_RETENTION_SATURATED_SHARE', () => {
+  it('defaults to 0.04, takes a share above 0 and at most 1, and refuses anything else with a clear error', () => {
+    expect(loadConfig({}).retention.saturatedShare).toBe(0.04);
+    expect(loadConfig({ SIGHTLINE_RETENTION_SATURATED_SHARE: '0.15' }).retention.saturatedShare).toBe(0.15);
+    for (const bad of ['0', '1.5', 'half', '-0.1']) {
+      expect(() => loadConfig({ SIGHTLINE_RETENTION_SATURATED_SHARE: bad })).toThrow(/share above 0 and at most 1/);
+    }
   });
 });
