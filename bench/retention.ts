@@ -12,11 +12,13 @@
  * 3. Phase B (expiry running): retention.update sets spans, logs and metric points to 1 day, so the
  *    next pass expires all N seeded rows (what ingest sends meanwhile is recent and stays); the same
  *    load runs until system.status shows that pass finished (at least BENCH_SECONDS).
- * 4. The file size before expiry (seeded, checkpointed) and after the pass and the server's shutdown
+ * 4. Phase C (no expiry, after the pass): the same load for BENCH_SECONDS on the file B left, a second
+ *    reference (the file has grown by what A and B ingested; the server has run longer).
+ * 5. The file size before expiry (seeded, checkpointed) and after the pass and the server's shutdown
  *    checkpoint (freed pages returned by incremental auto-vacuum; the phases' own ingest stays in).
  *
  *   npx tsx bench/retention.ts
- *   BENCH_EXPIRE_ROWS=1000000 BENCH_SECONDS=15 npx tsx bench/retention.ts     (quicker)
+ *   npx tsx bench/retention.ts --rows 1000000     (quicker; BENCH_EXPIRE_ROWS=1000000 works too)
  *
  * Env: BENCH_EXPIRE_ROWS (10,000,000), BENCH_SECONDS (20), BENCH_CONNECTIONS (ingest, 4),
  * BENCH_READERS (2), BENCH_DB (keep the file here instead of a temp dir), plus any SIGHTLINE_* for the
@@ -40,13 +42,18 @@ import { LOG_COUNT_TABLES, rollupInsert } from '../src/storage/migrations/004-lo
 import type { Attributes, LogRecordOut, MetricPointRecord, SpanRecord } from '../src/domain/telemetry-types.js';
 import { attr, pct, request, closeRequests, startBenchServer } from './lib.js';
 
-const N = Number(process.env.BENCH_EXPIRE_ROWS ?? 10_000_000);
+/** `--rows N` (or BENCH_EXPIRE_ROWS): expired rows to seed; 10M by default. */
+const rowsFlag = process.argv.indexOf('--rows');
+const N = Number(rowsFlag >= 0 ? process.argv[rowsFlag + 1] : (process.env.BENCH_EXPIRE_ROWS ?? 10_000_000));
+if (!Number.isInteger(N) || N < 1000) throw new Error(`--rows / BENCH_EXPIRE_ROWS must be an integer of at least 1000 (got ${rowsFlag >= 0 ? process.argv[rowsFlag + 1] : process.env.BENCH_EXPIRE_ROWS})`);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const READERS = Number(process.env.BENCH_READERS ?? 2);
 /** Phase B gives up after this long without a finished pass. */
 const MAX_SECONDS = Number(process.env.BENCH_MAX_SECONDS ?? 3600);
 const BATCH = 512;
+/** How long a pool of request bodies is reused before it is built again with new ids and times. */
+const REFRESH_MS = 5000;
 const DAY = 86_400_000;
 const k = (n: number) => Math.round(n).toLocaleString('en');
 const mb = (b: number) => (b / 1e6).toFixed(0);
@@ -202,7 +209,13 @@ interface LoadResult { seconds: number; items: number; failures: number; ackP99:
  * (logs.search with a word, logs.search by level, traces.list: the last minute) until `until()` says stop.
  */
 async function runLoad(port: number, keys: { ingest: string; admin: string; project: string }, until: (elapsed: number) => boolean): Promise<LoadResult> {
-  const bodies = Array.from({ length: 16 }, (_, i) => (i % 2 ? logBatch(i) : traceBatch(i)));
+  // Fresh trace/span ids and timestamps every few seconds: a body sent again and again for minutes would
+  // pile chunks onto the same traces (traces.list reads every chunk of a trace) and age out of the
+  // readers' last-minute window, so a long phase B would not see the load a short phase A sees.
+  const build = (round: number) => Array.from({ length: 16 }, (_, i) => (i % 2 ? logBatch(round * 16 + i) : traceBatch(round * 16 + i)));
+  let bodies = build(0);
+  let builtAt = performance.now();
+  let round = 0;
   const paths = ['/ingest/v1/traces', '/ingest/v1/logs'];
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const acks: number[] = [];
@@ -219,6 +232,7 @@ async function runLoad(port: number, keys: { ingest: string; admin: string; proj
   const going = () => !until((performance.now() - t0) / 1000);
   const ingest = async (w: number) => {
     for (let i = w; going(); i++) {
+      if (performance.now() - builtAt > REFRESH_MS) ((bodies = build(++round)), (builtAt = performance.now()));
       const body = bodies[i % bodies.length]!;
       const start = performance.now();
       // A refused or reset connection counts as a failure (printed), not the end of the run.
@@ -321,6 +335,9 @@ async function main() {
     const expiredRows = p ? Object.values(p.expired).reduce((x, y) => x + y, 0) : 0;
     const wall = p ? (p.started_at + p.ms - setAt) / 1000 : NaN;
     const live = (await status()).database;
+    // Phase C (after the pass, no expiry): the same load on the file as B left it (bigger by what A and B
+    // ingested), so B can also be compared with a phase that ran after it, not only before.
+    const c = await runLoad(port, keys, (s) => s >= SECONDS);
     await stopServer(child);
     const sizeAfter = fileBytes(dbFile);
 
@@ -336,16 +353,16 @@ async function main() {
     const p99 = (r: LoadResult, name?: string) => pct(name ? r.reads[name]! : Object.values(r.reads).flat().sort((x, y) => x - y), 0.99);
     const ratio = (x: number, y: number) => `${((x / y - 1) * 100).toFixed(0)} %`;
     console.log(`\nExpiry of ${k(seededTotal)} rows under load (${CONNECTIONS} ingest connections, OTLP protobuf 512/batch, spans and logs in turn; ${READERS} sequential readers over the last minute (a window that does not grow with the run)):\n`);
-    console.log('| measure | A: no expiry | B: expiry running | B vs A (aim ≤ 20 % worse) |');
-    console.log('|---|---:|---:|---:|');
-    console.log(`| seconds measured | ${a.seconds.toFixed(0)} | ${b.seconds.toFixed(0)} | |`);
-    console.log(`| ingest items/s | ${k(rate(a))} | ${k(rate(b))} | ${ratio(rate(b), rate(a))} |`);
-    console.log(`| ingest ack p99 ms | ${a.ackP99.toFixed(0)} | ${b.ackP99.toFixed(0)} | ${ratio(b.ackP99, a.ackP99)} |`);
+    console.log('| measure | A: no expiry (before) | B: expiry running | C: no expiry (after the pass) | B vs A (aim ≤ 20 % worse) | B vs C |');
+    console.log('|---|---:|---:|---:|---:|---:|');
+    console.log(`| seconds measured | ${a.seconds.toFixed(0)} | ${b.seconds.toFixed(0)} | ${c.seconds.toFixed(0)} | | |`);
+    console.log(`| ingest items/s | ${k(rate(a))} | ${k(rate(b))} | ${k(rate(c))} | ${ratio(rate(b), rate(a))} | ${ratio(rate(b), rate(c))} |`);
+    console.log(`| ingest ack p99 ms | ${a.ackP99.toFixed(0)} | ${b.ackP99.toFixed(0)} | ${c.ackP99.toFixed(0)} | ${ratio(b.ackP99, a.ackP99)} | ${ratio(b.ackP99, c.ackP99)} |`);
     for (const name of Object.keys(a.reads)) {
-      console.log(`| ${name} p99 ms (n A/B: ${a.reads[name]!.length}/${b.reads[name]!.length}) | ${p99(a, name).toFixed(1)} | ${p99(b, name).toFixed(1)} | ${ratio(p99(b, name), p99(a, name))} |`);
+      console.log(`| ${name} p99 ms (n A/B/C: ${a.reads[name]!.length}/${b.reads[name]!.length}/${c.reads[name]!.length}) | ${p99(a, name).toFixed(1)} | ${p99(b, name).toFixed(1)} | ${p99(c, name).toFixed(1)} | ${ratio(p99(b, name), p99(a, name))} | ${ratio(p99(b, name), p99(c, name))} |`);
     }
-    console.log(`| all reads p99 ms | ${p99(a).toFixed(1)} | ${p99(b).toFixed(1)} | ${ratio(p99(b), p99(a))} |`);
-    if (a.failures + b.failures + a.readFailures + b.readFailures) console.log(`| non-200 (ingest/reads) | ${a.failures}/${a.readFailures} | ${b.failures}/${b.readFailures} | |`);
+    console.log(`| all reads p99 ms | ${p99(a).toFixed(1)} | ${p99(b).toFixed(1)} | ${p99(c).toFixed(1)} | ${ratio(p99(b), p99(a))} | ${ratio(p99(b), p99(c))} |`);
+    if (a.failures + b.failures + c.failures + a.readFailures + b.readFailures + c.readFailures) console.log(`| non-200 (ingest/reads) | ${a.failures}/${a.readFailures} | ${b.failures}/${b.readFailures} | ${c.failures}/${c.readFailures} | | |`);
     console.log('');
     console.log('| expiry | |');
     console.log('|---|---:|');
@@ -355,7 +372,7 @@ async function main() {
     console.log(`| pages returned to the file system | ${p ? k(p.reclaimed_pages) : '–'} (${p ? mb(p.reclaimed_pages * pageSize) : '–'} MB) |`);
     console.log(`| file before expiry (seeded, checkpointed) | ${mb(sizeBefore)} MB |`);
     console.log(`| file after the pass (live: db + WAL) | ${mb(live.db_bytes)} + ${mb(live.wal_bytes)} MB |`);
-    console.log(`| file after shutdown checkpoint (incl. ${k(a.items + b.items)} items ingested by the phases) | ${mb(sizeAfter)} MB |`);
+    console.log(`| file after shutdown checkpoint (incl. ${k(a.items + b.items + c.items)} items ingested by the phases) | ${mb(sizeAfter)} MB |`);
     console.log(`| seeded rows left (spans, logs, metric points) | ${left.join(', ')} |`);
     // Bytes per record: bench/retention-bytes.ts (measureBytesPerRecord) prints them here once merged.
     // Bytes on disk per record, each kind written through the server's writer into its own database.

@@ -44,9 +44,10 @@ export interface AppConfig {
   /**
    * Telemetry expiry: no project keeps anything longer than `maxDays` (SIGHTLINE_RETENTION_MAX_DAYS),
    * a pass runs every SIGHTLINE_RETENTION_INTERVAL seconds deleting at most `batchRows` rows a transaction, and
-   * SIGHTLINE_MAX_DB_BYTES (0: none) is the disk budget for the data in the database file.
+   * SIGHTLINE_MAX_DB_BYTES (0: none) is the disk budget for the data in the database file. Under
+   * saturating ingest expiry backs off to SIGHTLINE_RETENTION_SATURATED_SHARE of the event loop (0.04).
    */
-  retention: { maxDays: number; intervalMs: number; batchRows: number; maxDbBytes: number };
+  retention: { maxDays: number; intervalMs: number; batchRows: number; maxDbBytes: number; saturatedShare?: number };
   /** Failed authentications allowed per client address per window before 429 (issue 10 item 4). */
   authFailureLimit: { limit: number; windowSeconds: number };
   /**
@@ -94,6 +95,14 @@ function headerList(v: string | undefined): Record<string, string> {
     if (i > 0) out[part.slice(0, i).trim()] = part.slice(i + 1).trim();
   }
   return out;
+}
+
+/** A share of the event loop: a number above 0 and at most 1. */
+function share(v: string | undefined, dflt: number): number {
+  if (v === undefined || v === '') return dflt;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0 || n > 1) throw new Error(`Expected a share above 0 and at most 1 (e.g. 0.04), got ${JSON.stringify(v)}`);
+  return n;
 }
 
 function int(v: string | undefined, dflt: number): number {
@@ -146,6 +155,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       intervalMs: int(env.SIGHTLINE_RETENTION_INTERVAL, 300) * 1000,
       batchRows: Math.max(1, int(env.SIGHTLINE_RETENTION_BATCH_ROWS, 1000)),
       maxDbBytes: int(env.SIGHTLINE_MAX_DB_BYTES, 0),
+      saturatedShare: share(env.SIGHTLINE_RETENTION_SATURATED_SHARE, 0.04),
     },
     authFailureLimit: overrides.authFailureLimit ?? {
       limit: int(env.SIGHTLINE_AUTH_FAILURE_LIMIT, 60),

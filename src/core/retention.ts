@@ -3,7 +3,8 @@
  * transaction each, the event loop free between them) so requests and ingestion never stall: a
  * batch holds at most `batchRows` rows and is sized to take about `batchMs`, and while the server is
  * busy the pause after a batch grows so expiry takes about `busyShare` of the event loop (an idle
- * server gets the deletes done at full speed). Then,
+ * server gets the deletes done at full speed), and as ingest saturates the loop it backs off further,
+ * to `saturatedShare` (unless the data is above the disk budget's high-water mark). Then,
  * with a disk budget (`SIGHTLINE_MAX_DB_BYTES`), the oldest telemetry of any kind goes while the data
  * in use is above the high-water mark, down to the low-water mark; then freed pages are returned to
  * the file system (incremental auto-vacuum). Control data is never touched. Aggregates that outlive
@@ -26,6 +27,12 @@ export interface RetentionConfig {
   batchMs?: number;
   /** Share of the event loop expiry takes while other work keeps it busy, 0 to 1 (default 0.15). */
   busyShare?: number;
+  /**
+   * Share it backs off to while other work (ingest) keeps the event loop saturated (default 0.04):
+   * between half busy and saturated the share goes from `busyShare` down to this. Never below it, so
+   * a pass always finishes; not used while the data is above the disk budget's high-water mark.
+   */
+  saturatedShare?: number;
   /** Disk budget for the data in the database file; 0: none. */
   maxDbBytes: number;
 }
@@ -72,16 +79,33 @@ export interface Pacing {
   pause: (ms: number) => Promise<void>;
 }
 
+/** Busy level (event-loop utilization by other work) from which expiry backs off below its share, and the level where it reaches the floor. */
+export const BACKOFF_FROM = 0.5;
+export const BACKOFF_FULL = 0.9;
+
+/**
+ * The share of the event loop expiry takes at a busy level: `share` up to BACKOFF_FROM, then down
+ * linearly to `floor` at BACKOFF_FULL and above (never below the floor: a pass always makes progress).
+ */
+export function shareAt(busy: number, share: number, floor = share): number {
+  const lo = Math.min(share, floor);
+  if (busy <= BACKOFF_FROM) return share;
+  if (busy >= BACKOFF_FULL) return lo;
+  return share - ((busy - BACKOFF_FROM) / (BACKOFF_FULL - BACKOFF_FROM)) * (share - lo);
+}
+
 /**
  * Runs `step(limit)` (one transaction of at most `limit` units; returns how many it did) until it does
  * fewer than asked. The limit follows the time a step takes toward `targetMs` (at least `minUnits`,
  * at most `maxUnits`); steps run back to back for a slice of about `targetMs`, then it pauses: only a
  * turn of the event loop while the loop was idle, up to slice × (1 / share − 1) while other work kept
- * it busy. Returns the units done.
+ * it busy; with `floor` (below `share`) the share itself drops toward it as the loop nears saturation
+ * (heavy ingest: what expiry takes then comes straight off ingest throughput and read latency).
+ * Returns the units done.
  */
 export async function paced(
   step: (limit: number) => number,
-  opts: { maxUnits: number; minUnits: number; targetMs: number; share: number; stopped: () => boolean; onStep?: (n: number) => void },
+  opts: { maxUnits: number; minUnits: number; targetMs: number; share: number; floor?: number; stopped: () => boolean; onStep?: (n: number) => void },
   pacing: Pacing,
 ): Promise<number> {
   let limit = Math.max(1, Math.min(opts.maxUnits, Math.max(opts.minUnits, Math.round(opts.maxUnits / 4))));
@@ -113,7 +137,7 @@ export async function paced(
     const took = Math.max(0, pacing.clock() - slice);
     pacing.busy(); // the slice itself is not other work
     if (done) return total;
-    await pacing.pause(took * (1 / opts.share - 1) * busy);
+    await pacing.pause(took * (1 / shareAt(busy, opts.share, opts.floor) - 1) * busy);
   }
 }
 
@@ -131,6 +155,9 @@ export function createRetentionRunner(deps: {
   const pacing: Pacing = deps.pacing ?? { clock: () => performance.now(), busy: loopBusy(), pause: sleep };
   const batchMs = config.batchMs ?? 8;
   const share = Math.min(1, Math.max(0.01, config.busyShare ?? 0.15));
+  const saturated = Math.min(share, Math.max(0.01, config.saturatedShare ?? 0.04));
+  /** The share's floor under saturation: none (the full share) while the data is above the disk budget's high-water mark, where expiry has to keep up. */
+  const floor = () => (config.maxDbBytes && repo.usedBytes() > config.maxDbBytes * DISK_HIGH_WATER ? share : saturated);
   const deletedTotal = deps.metrics?.counter('sightline_retention_deleted_rows_total', 'Telemetry rows deleted, by kind and reason (retention or disk budget).', ['kind', 'reason']);
   let lastReport: RetentionReport | null = null;
   let running: Promise<RetentionReport> | null = null;
@@ -155,7 +182,7 @@ export function createRetentionRunner(deps: {
       for (const target of targets) {
         const days = effectiveRetention(target.kind, settings[target.kind], config.maxDays).days;
         const cutoff = startedAt - days * DAY_MS;
-        await paced((limit) => repo.expireBatch(target, projectId, cutoff, limit), { maxUnits: config.batchRows, minUnits: 16, targetMs: batchMs, share, stopped: () => stopped, onStep: (n) => add(report.expired, target.kind, n, 'retention') }, pacing);
+        await paced((limit) => repo.expireBatch(target, projectId, cutoff, limit), { maxUnits: config.batchRows, minUnits: 16, targetMs: batchMs, share, floor: floor(), stopped: () => stopped, onStep: (n) => add(report.expired, target.kind, n, 'retention') }, pacing);
         if (stopped) return finish(report, startedAt);
       }
     }
@@ -202,7 +229,7 @@ export function createRetentionRunner(deps: {
         budget -= Math.max(n, 1);
         return n;
       },
-      { maxUnits: 2048, minUnits: 64, targetMs: batchMs, share, stopped: () => stopped, onStep: (n) => (report.reclaimed_pages += n) },
+      { maxUnits: 2048, minUnits: 64, targetMs: batchMs, share, floor: saturated, stopped: () => stopped, onStep: (n) => (report.reclaimed_pages += n) },
       pacing,
     );
     return finish(report, startedAt);

@@ -4,8 +4,9 @@
  * signal and pause), so nothing here depends on the machine's speed.
  */
 import { describe, expect, it } from 'vitest';
-import { createRetentionRunner, paced, type Pacing } from '../../src/core/retention.js';
+import { createRetentionRunner, paced, shareAt, type Pacing } from '../../src/core/retention.js';
 import type { ExpiryTarget, RetentionRepo } from '../../src/storage/retention-repo.js';
+import { loadConfig } from '../../src/core/config.js';
 
 /** A clock that a step advances by `msPerUnit` per unit done (plus `fixedMs`), a fixed busy level, and recorded pauses. */
 function simulated(opts: { msPerUnit: number; fixedMs?: number; busy: number }) {
@@ -90,6 +91,31 @@ describe('paced', () => {
     for (const p of sim.pauses) expect(p).toBeGreaterThanOrEqual(0.99);
   });
 
+  it('backs off below its share as ingest saturates the event loop, down to the floor, and still does everything', async () => {
+    const pausesAt = async (busy: number) => {
+      const sim = simulated({ msPerUnit: 0, fixedMs: 10, busy });
+      const t = rows(sim, 100);
+      const done = await paced((limit) => t.step(limit), { maxUnits: 10, minUnits: 10, targetMs: 10, share: 0.2, floor: 0.05, stopped: () => false }, sim.pacing);
+      expect(done).toBe(100);
+      expect(t.left).toBe(0);
+      expect(sim.pauses).toHaveLength(10);
+      return sim.pauses[0]!;
+    };
+    // Up to half busy: the share as before (10 ms × (1 / 0.2 − 1) × busy).
+    expect(await pausesAt(0.4)).toBeCloseTo(16);
+    // Saturated: the floor, 10 ms × (1 / 0.05 − 1) — five times the pause of the plain share.
+    expect(await pausesAt(1)).toBeCloseTo(190);
+    // In between, in between, and never shorter as the loop gets busier.
+    const mid = await pausesAt(0.7);
+    expect(mid).toBeGreaterThan(10 * (1 / 0.2 - 1) * 0.7);
+    expect(mid).toBeLessThan(190 * 0.7);
+    const levels = [0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1];
+    const shares = levels.map((b) => shareAt(b, 0.2, 0.05));
+    for (let i = 1; i < shares.length; i++) expect(shares[i]).toBeLessThanOrEqual(shares[i - 1]!);
+    expect(Math.min(...shares)).toBe(0.05); // a floor: a pass always makes progress
+    expect(shareAt(1, 0.2)).toBe(0.2); // no floor given: no back-off below the share
+  });
+
   it('stops early when asked', async () => {
     const sim = simulated({ msPerUnit: 0, busy: 0 });
     let calls = 0;
@@ -132,6 +158,61 @@ describe('retention runner with time-bounded batches', () => {
     expect(sim.pauses.every((p) => p > 0)).toBe(true); // busy: it backed off after every full batch
   });
 
+  /** A repo of one logs target with `rows` expired rows; each row deleted frees `bytesPerRow`. */
+  function budgetRepo(sim: ReturnType<typeof simulated>, rows: number, opts: { usedBytes: number; bytesPerRow: number; msPerRow: number }) {
+    const state = { left: rows, used: opts.usedBytes, expired: 0, trimmed: 0, trimmedBeforeExpiryDone: false };
+    const repo: RetentionRepo = {
+      projects: () => ['1'],
+      settings: () => ({}),
+      setSettings: () => {},
+      expireBatch(_t, _p, cutoff, limit) {
+        // The pass's retention step asks with the period's cutoff; the budget step asks for an hour past the oldest row.
+        const trimming = cutoff > Date.parse('2026-05-20T00:00:00Z'); // logs' 30-day cutoff: 2026-05-02
+        const n = Math.min(limit, trimming ? Number.MAX_SAFE_INTEGER : state.left);
+        if (trimming) state.trimmed += n;
+        else ((state.left -= n), (state.expired += n));
+        state.used -= n * opts.bytesPerRow;
+        sim.work(n * opts.msPerRow);
+        return n;
+      },
+      oldest: () => Date.parse('2026-05-30T00:00:00Z'),
+      usedBytes: () => state.used,
+      reclaim: () => 0,
+      freePages: () => 0,
+    };
+    return { repo, state };
+  }
+  const logsTarget: ExpiryTarget[] = [{ kind: 'logs', table: 'logs', time: 'time_ms', unitMs: 1, key: ['id'] }];
+
+  it('backs off to the saturated share under heavy ingest yet still expires everything in the pass', async () => {
+    const sim = simulated({ msPerUnit: 1, busy: 1 });
+    const { repo, state } = budgetRepo(sim, 10_000, { usedBytes: 0, bytesPerRow: 0, msPerRow: 0.01 });
+    const runner = createRetentionRunner({ repo, targets: logsTarget, config: { maxDays: 400, intervalMs: 0, batchRows: 1000, busyShare: 0.15, saturatedShare: 0.04, maxDbBytes: 0 }, now: () => Date.parse('2026-06-01T00:00:00Z'), pacing: sim.pacing });
+    const report = await runner.runOnce();
+    expect(report.expired).toEqual({ logs: 10_000 });
+    expect(state.left).toBe(0);
+    // Expiry's own time is 10,000 × 0.01 ms = 100 ms; at a 4 % share the pass takes about 25× that (at 15 %: about 6.7×).
+    const expiryMs = 100;
+    expect(sim.pauses.reduce((a, b) => a + b, 0)).toBeGreaterThan(expiryMs * (1 / 0.04 - 1) * 0.9);
+  });
+
+  it('does not back off below its share while the data is above the disk budget, and the budget step brings it under the low-water mark', async () => {
+    const sim = simulated({ msPerUnit: 1, busy: 1 });
+    // 1 MB budget, 1.05 MB used (above the 90 % high-water mark): the 10,000 expired rows free only 0.1 MB.
+    const { repo, state } = budgetRepo(sim, 10_000, { usedBytes: 1_050_000, bytesPerRow: 10, msPerRow: 0.01 });
+    const runner = createRetentionRunner({ repo, targets: logsTarget, config: { maxDays: 400, intervalMs: 0, batchRows: 1000, busyShare: 0.15, saturatedShare: 0.04, maxDbBytes: 1_000_000 }, now: () => Date.parse('2026-06-01T00:00:00Z'), pacing: sim.pacing });
+    const report = await runner.runOnce();
+    expect(state.left).toBe(0);
+    // Paced at the full 15 % share (pauses of about 5.7× each slice), not the 4 % floor (24×).
+    const expiryMs = 100;
+    const paused = sim.pauses.reduce((a, b) => a + b, 0);
+    expect(paused).toBeLessThan(expiryMs * (1 / 0.15 - 1) * 1.2);
+    // Then the budget step trims the oldest telemetry until the data is under the 80 % low-water mark.
+    expect(report.budget.state).toBe('trimmed');
+    expect(state.used).toBeLessThanOrEqual(800_000);
+    expect(report.trimmed.logs).toBeGreaterThan(0);
+  });
+
   it('finishes its reclaim step while ingest keeps freeing pages (it gives back at most what was free when the step began)', async () => {
     const sim = simulated({ msPerUnit: 0.01, busy: 1 });
     let reclaimed = 0;
@@ -154,5 +235,15 @@ describe('retention runner with time-bounded batches', () => {
     const runner = createRetentionRunner({ repo, targets: [], config: { maxDays: 400, intervalMs: 0, batchRows: 1000, maxDbBytes: 0 }, now: () => Date.parse('2026-06-01T00:00:00Z'), pacing: sim.pacing });
     const report = await runner.runOnce();
     expect(report.reclaimed_pages).toBe(5000);
+  });
+});
+
+describe('SIGHTLINE_RETENTION_SATURATED_SHARE', () => {
+  it('defaults to 0.04, takes a share above 0 and at most 1, and refuses anything else with a clear error', () => {
+    expect(loadConfig({}).retention.saturatedShare).toBe(0.04);
+    expect(loadConfig({ SIGHTLINE_RETENTION_SATURATED_SHARE: '0.15' }).retention.saturatedShare).toBe(0.15);
+    for (const bad of ['0', '1.5', 'half', '-0.1']) {
+      expect(() => loadConfig({ SIGHTLINE_RETENTION_SATURATED_SHARE: bad })).toThrow(/share above 0 and at most 1/);
+    }
   });
 });
