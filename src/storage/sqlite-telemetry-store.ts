@@ -273,7 +273,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
         const res = resourceInfo(projectId, l.resource, resources);
         const level = levelOf(l.severity_number, l.severity_text);
         args.push(
-          pid, l.time_ms, l.observed_time_ms, l.severity_number, SEVERITY_TEXTS[l.severity_number] === l.severity_text ? DERIVED : l.severity_text, '',
+          pid, l.time_ms, l.observed_time_ms === l.time_ms ? DERIVED : l.observed_time_ms, l.severity_number, SEVERITY_TEXTS[l.severity_number] === l.severity_text ? DERIVED : l.severity_text, '',
           body, attrs, idBlob(l.trace_id, 32), idBlob(l.span_id, 16), '', '', '',
           '', null, res.id, '', 0, attrKeys, scopeId(l.scope.name, ''),
           dimsId(pid, level, l.service_name, res.environment, res.serviceVersion, logSource, connectorKey ?? ''),

@@ -1,8 +1,9 @@
 /**
  * Issue 22 item 6, migration 044: span trace ids stored as bytes; a span name equal to its
- * operation, an end equal to start + duration, the resource's service version and the usual
- * severity text of a log are not repeated on new rows. Reads give back exactly what was sent, rows
- * in the pre-044 form (and traces holding both forms) read the same, and expiry still finds them.
+ * operation, an end equal to start + duration, the resource's service version, the usual severity
+ * text of a log and an observed time equal to the log's time are not repeated on new rows. Reads
+ * give back exactly what was sent, rows in the pre-044 form (and traces holding both forms) read the
+ * same, and expiry still finds them.
  */
 import { describe, expect, it } from 'vitest';
 import { migrate, openDatabase } from '../../src/storage/db.js';
@@ -45,6 +46,7 @@ const log = (i: number, severity_number: number, severity_text: string): LogReco
   body: `message ${i}`, attributes: { i }, trace_id: null, span_id: null, flags: 0, event_name: '',
 });
 const LOGS = [log(0, 9, 'INFO'), log(1, 9, 'Information'), log(2, 10, 'INFO2'), log(3, 17, 'ERROR'), log(4, 0, ''), log(5, 13, 'warn')];
+LOGS[4]!.observed_time_ms = LOGS[4]!.time_ms; // sent without its own time: stored once
 
 function reads(db: Db) {
   const traces = createTracesReadRepo(db);
@@ -78,7 +80,8 @@ function toPre044(db: Db) {
         FROM resources r WHERE r.id = spans.resource_id), '')
     ;
     UPDATE trace_chunks SET trace_id = lower(hex(trace_id)) WHERE typeof(trace_id) = 'blob';
-    UPDATE logs SET severity_text = CASE severity_number WHEN 9 THEN 'INFO' WHEN 17 THEN 'ERROR' END WHERE typeof(severity_text) = 'blob';`);
+    UPDATE logs SET severity_text = CASE severity_number WHEN 9 THEN 'INFO' WHEN 17 THEN 'ERROR' END WHERE typeof(severity_text) = 'blob';
+    UPDATE logs SET observed_ms = time_ms WHERE typeof(observed_ms) = 'blob';`);
 }
 
 describe('compact span and log rows (migration 044)', () => {
@@ -95,6 +98,7 @@ describe('compact span and log rows (migration 044)', () => {
     expect(stored[8]).toMatchObject({ t: 'text' }); // not an OTLP hex id: kept as sent
     expect(db.prepare("SELECT count(*) FROM trace_chunks WHERE typeof(trace_id) = 'blob'").pluck().get()).toBe(2);
     expect(db.prepare('SELECT typeof(severity_text) FROM logs ORDER BY id').pluck().all()).toEqual(['blob', 'text', 'text', 'blob', 'text', 'text']);
+    expect(db.prepare('SELECT typeof(observed_ms) FROM logs ORDER BY id').pluck().all()).toEqual(['real', 'real', 'real', 'real', 'blob', 'real']);
 
     const r = reads(db);
     const sent = SPANS(TRACE);

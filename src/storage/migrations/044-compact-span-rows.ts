@@ -13,8 +13,9 @@ import type { Migration } from './index.js';
  *   (compact-ids.ts DERIVED, 0 bytes; no such column held a blob before). `spans.name` when equal
  *   to `operation`; `spans.end_ms` when equal to `start_ms + duration_ms` (exact in floating point,
  *   checked at write); `spans.service_version` always (it is the resource's `service.version`);
- *   `logs.severity_text` when it is the usual text of the severity number (INFO for 9, …).
- *   Readers derive them (traces-read-repo.ts SPAN_*_SQL, compact-ids.ts severityTextSql).
+ *   `logs.severity_text` when it is the usual text of the severity number (INFO for 9, …);
+ *   `logs.observed_ms` when equal to `time_ms` (a record sent without its own time).
+ *   Readers derive them (traces-read-repo.ts SPAN_*_SQL, compact-ids.ts severityTextSql, logs-read-repo.ts).
  *
  * The version is recorded so that an older Sightline, which would read those blobs as values,
  * refuses the database instead (LATEST_SCHEMA_VERSION).
