@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
-import { idBlob } from './compact-ids.js';
+import { derivedSql, idBlob } from './compact-ids.js';
 
 /**
  * One trace's spans through `trace_chunks` (migration 007): each chunk names a range of consecutive
@@ -10,6 +10,19 @@ import { idBlob } from './compact-ids.js';
  * between the first and last span start the chunks recorded, filtered by trace id. Either way the
  * result is the same set of rows.
  */
+
+/**
+ * Span columns not repeated on new rows (migration 044, compact-ids.ts DERIVED): the name when equal to the
+ * operation, the end when equal to start + duration, the service version (the resource's).
+ */
+export const SPAN_NAME_SQL = derivedSql('s.name', 's.operation');
+export const SPAN_END_SQL = derivedSql('s.end_ms', 's.start_ms + s.duration_ms');
+export const SPAN_VERSION_SQL = derivedSql(
+  's.service_version',
+  `COALESCE((SELECT CASE WHEN json_type(r.attributes, '$."service.version"') = 'text' THEN json_extract(r.attributes, '$."service.version"') ELSE '' END
+    FROM resources r WHERE r.id = s.resource_id), '')`,
+);
+
 
 export interface TraceChunkSummary {
   span_count: number;

@@ -5,19 +5,10 @@ import type { MapSpan } from '../domain/traces/service-map.js';
 import { SPARKLINE_BUCKETS } from '../domain/traces/operation-stats.js';
 import { createTraceSpans } from './trace-spans.js';
 import { attrValueAtSql, createAttrDecoder, createKeyPositions, scopeNameSql, scopeVersionSql, type KeyPositions } from './attr-keysets.js';
-import { derivedSql, idEqSql, idTextSql } from './compact-ids.js';
+import { idEqSql, idTextSql } from './compact-ids.js';
 
-/**
- * Span columns not repeated on new rows (migration 044, {@link DERIVED}): the name when equal to the
- * operation, the end when equal to start + duration, the service version (the resource's).
- */
-export const SPAN_NAME_SQL = derivedSql('s.name', 's.operation');
-export const SPAN_END_SQL = derivedSql('s.end_ms', 's.start_ms + s.duration_ms');
-export const SPAN_VERSION_SQL = derivedSql(
-  's.service_version',
-  `COALESCE((SELECT CASE WHEN json_type(r.attributes, '$."service.version"') = 'text' THEN json_extract(r.attributes, '$."service.version"') ELSE '' END
-    FROM resources r WHERE r.id = s.resource_id), '')`,
-);
+import { SPAN_END_SQL, SPAN_NAME_SQL, SPAN_VERSION_SQL } from './trace-spans.js';
+export { SPAN_END_SQL, SPAN_NAME_SQL, SPAN_VERSION_SQL };
 
 /**
  * Reads of the spans the ingest path writes (traces.* operations). Every method takes the project id
