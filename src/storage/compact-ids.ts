@@ -31,3 +31,23 @@ export const traceIdFts = (traceId: string) => {
   const id = traceId.toLowerCase();
   return `("${id}" OR "${id.slice(0, TRACE_TOKEN_HEX)}")`;
 };
+
+/**
+ * Marker of a value not repeated on its row (migration 044): an empty blob, 0 bytes of payload.
+ * No text or number column of a telemetry row holds a blob otherwise, so readers tell it apart
+ * with `typeof(col) = 'blob'` and derive the value (see the `*Sql` helpers of the reading module).
+ */
+export const DERIVED = Buffer.alloc(0);
+
+/** SQL of a column that may hold {@link DERIVED}: `derived` when it does, else the column. */
+export const derivedSql = (col: string, derived: string) => `CASE WHEN typeof(${col}) = 'blob' THEN ${derived} ELSE ${col} END`;
+
+/**
+ * The usual severity text of an OTLP severity number (the data model's short names of the first
+ * number of each range). A log row whose text is exactly this stores {@link DERIVED} (migration 044).
+ */
+export const SEVERITY_TEXTS: Record<number, string> = { 1: 'TRACE', 5: 'DEBUG', 9: 'INFO', 13: 'WARN', 17: 'ERROR', 21: 'FATAL' };
+
+/** SQL of the severity text of log rows `t`, either form. */
+export const severityTextSql = (t: string) =>
+  derivedSql(`${t}.severity_text`, `CASE ${t}.severity_number ${Object.entries(SEVERITY_TEXTS).map(([n, x]) => `WHEN ${n} THEN '${x}'`).join(' ')} END`);

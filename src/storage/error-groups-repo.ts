@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { groupFromRow, type ErrorGroupRow } from './errors-repo.js';
-import { createTraceSpans } from './trace-spans.js';
+import { createTraceSpans, SPAN_NAME_SQL } from './trace-spans.js';
 import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
@@ -711,7 +711,7 @@ export function createErrorGroupsRepo(db: Db) {
           ? traceSpans.rows<{ name: string; service_name: string }>(
               projectId,
               t.trace_id,
-              { cols: 's.name, s.service_name', tail: "ORDER BY (s.parent_span_id IS NULL OR s.parent_span_id = '') DESC, s.start_ms ASC, s.rowid LIMIT 1", check: { kind: 'count' } },
+              { cols: `${SPAN_NAME_SQL} AS name, s.service_name`, tail: "ORDER BY (s.parent_span_id IS NULL OR s.parent_span_id = '') DESC, s.start_ms ASC, s.rowid LIMIT 1", check: { kind: 'count' } },
               sum,
             )[0]
           : undefined;

@@ -2,7 +2,9 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
 import { attrValueAtSql, createAttrDecoder, createKeyPositions, HTTP_METHOD_KS_SQL, scopeNameSql, type KeyPositions } from './attr-keysets.js';
-import { idEqSql, idTextSql, traceIdFts } from './compact-ids.js';
+import { derivedSql, idEqSql, idTextSql, severityTextSql, traceIdFts } from './compact-ids.js';
+
+const SEVERITY_TEXT_SQL = severityTextSql('l');
 import { logDimCondSql, logDimJoinSql, logDimSql, type LogDimCol } from './log-dims.js';
 import type { LogQuery } from '../domain/logs/query.js';
 
@@ -286,7 +288,7 @@ export function createLogsReadRepo(db: Db) {
   const ftsIds = db.prepare('SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? LIMIT ?').pluck();
   const idRange = db.prepare('SELECT min(id) AS a, max(id) AS b FROM logs WHERE project_id = ? AND time_ms >= ? AND time_ms < ?');
 
-  const COLS = `l.id, l.time_ms, l.observed_ms, l.severity_number, l.severity_text, ${logDimSql('l', 'level')} AS level, l.body, l.attributes,
+  const COLS = `l.id, l.time_ms, ${derivedSql('l.observed_ms', 'l.time_ms')} AS observed_ms, l.severity_number, ${SEVERITY_TEXT_SQL} AS severity_text, ${logDimSql('l', 'level')} AS level, l.body, l.attributes,
     ${idTextSql('l.trace_id')} AS trace_id, ${idTextSql('l.span_id')} AS span_id,
     ${(['service_name', 'environment', 'release', 'source', 'connector_key'] as const).map((c) => `${logDimSql('l', c)} AS ${c}`).join(', ')},
     ${scopeNameSql('l')} AS scope_name, l.resource_id, l.attr_keys`;

@@ -5,7 +5,7 @@ import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
 import { createAttrEncoder, createScopeIds } from './attr-keysets.js';
-import { idBlob, traceToken } from './compact-ids.js';
+import { DERIVED, SEVERITY_TEXTS, idBlob, traceToken } from './compact-ids.js';
 import { createMetricRollupWriter } from './metric-rollups.js';
 
 /** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
@@ -202,9 +202,13 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     for (const sp of ordered) {
       const res = resourceInfo(projectId, sp.resource, resources);
       const [attrKeys, attrs] = encodeAttrs(sp.attributes);
+      const operation = operationOf(sp);
+      const duration = Math.max(0, sp.end_ms - sp.start_ms);
+      // Migration 044: a name equal to the operation, an end equal to start + duration and the
+      // resource's service version are not repeated on the row (an empty blob says "derive it").
       args.push(
-        pid, sp.trace_id, idBlob(sp.span_id, 16), idBlob(sp.parent_span_id, 16), sp.name, operationOf(sp), sp.kind, sp.service_name,
-        res.environment, res.serviceVersion, sp.start_ms, sp.end_ms, Math.max(0, sp.end_ms - sp.start_ms),
+        pid, idBlob(sp.trace_id, 32), idBlob(sp.span_id, 16), idBlob(sp.parent_span_id, 16), sp.name === operation ? DERIVED : sp.name, operation, sp.kind,
+        sp.service_name, res.environment, DERIVED, sp.start_ms, sp.start_ms + duration === sp.end_ms ? DERIVED : sp.end_ms, duration,
         sp.status_code, sp.status_message, attrs,
         sp.events.length ? JSON.stringify(sp.events) : null, sp.links.length ? JSON.stringify(sp.links) : null,
         res.id, '', '', sp.trace_state, source, 0, attrKeys, scopeId(sp.scope.name, sp.scope.version ?? ''),
@@ -228,7 +232,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
         if (sp.start_ms > maxStart) maxStart = sp.start_ms;
         if (sp.end_ms > maxEnd) maxEnd = sp.end_ms;
       }
-      chunkArgs.push(pid, traceId, rowids[from], rowids[to], to - from + 1, errors, minStart, maxStart, maxEnd);
+      chunkArgs.push(pid, idBlob(traceId, 32), rowids[from], rowids[to], to - from + 1, errors, minStart, maxStart, maxEnd);
       if (++chunkRows === ROWS_PER_INSERT) {
         s.chunks(chunkArgs, chunkRows);
         chunkArgs = [];
@@ -269,7 +273,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
         const res = resourceInfo(projectId, l.resource, resources);
         const level = levelOf(l.severity_number, l.severity_text);
         args.push(
-          pid, l.time_ms, l.observed_time_ms, l.severity_number, l.severity_text, '',
+          pid, l.time_ms, l.observed_time_ms === l.time_ms ? DERIVED : l.observed_time_ms, l.severity_number, SEVERITY_TEXTS[l.severity_number] === l.severity_text ? DERIVED : l.severity_text, '',
           body, attrs, idBlob(l.trace_id, 32), idBlob(l.span_id, 16), '', '', '',
           '', null, res.id, '', 0, attrKeys, scopeId(l.scope.name, ''),
           dimsId(pid, level, l.service_name, res.environment, res.serviceVersion, logSource, connectorKey ?? ''),

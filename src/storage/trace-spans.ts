@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
+import { derivedSql, idBlob } from './compact-ids.js';
 
 /**
  * One trace's spans through `trace_chunks` (migration 007): each chunk names a range of consecutive
@@ -9,6 +10,19 @@ import type { Db } from './db.js';
  * between the first and last span start the chunks recorded, filtered by trace id. Either way the
  * result is the same set of rows.
  */
+
+/**
+ * Span columns not repeated on new rows (migration 044, compact-ids.ts DERIVED): the name when equal to the
+ * operation, the end when equal to start + duration, the service version (the resource's).
+ */
+export const SPAN_NAME_SQL = derivedSql('s.name', 's.operation');
+export const SPAN_END_SQL = derivedSql('s.end_ms', 's.start_ms + s.duration_ms');
+export const SPAN_VERSION_SQL = derivedSql(
+  's.service_version',
+  `COALESCE((SELECT CASE WHEN json_type(r.attributes, '$."service.version"') = 'text' THEN json_extract(r.attributes, '$."service.version"') ELSE '' END
+    FROM resources r WHERE r.id = s.resource_id), '')`,
+);
+
 
 export interface TraceChunkSummary {
   span_count: number;
@@ -50,22 +64,23 @@ export function createTraceSpans(db: Db) {
   };
   const summary = db.prepare(`SELECT coalesce(sum(span_count), 0) AS span_count, coalesce(sum(error_count), 0) AS error_count,
     min(min_start_ms) AS started_ms, max(max_end_ms) AS ended_ms, max(max_start_ms) AS last_start_ms
-    FROM trace_chunks WHERE project_id = ? AND trace_id = ?`);
+    FROM trace_chunks WHERE project_id = ? AND trace_id IN (?, ?)`);
   // Unary + keeps the planner from scanning spans_time for project_id: the rowid range is the access path.
   const RANGES = `FROM trace_chunks c CROSS JOIN spans s ON s.rowid BETWEEN c.first_rowid AND c.last_rowid
-    WHERE c.project_id = ? AND c.trace_id = ? AND +s.trace_id = c.trace_id AND +s.project_id = c.project_id`;
+    WHERE c.project_id = ? AND c.trace_id IN (?, ?) AND +s.trace_id = c.trace_id AND +s.project_id = c.project_id`;
   const inRanges = db.prepare(`SELECT count(*) ${RANGES}`).pluck();
-  const BY_TIME = 'FROM spans s INDEXED BY spans_time WHERE s.project_id = ? AND s.start_ms >= ? AND s.start_ms <= ? AND s.trace_id = ?';
+  const BY_TIME = 'FROM spans s INDEXED BY spans_time WHERE s.project_id = ? AND s.start_ms >= ? AND s.start_ms <= ? AND s.trace_id IN (?, ?)';
 
   return {
     /** Span count, errors, first start and last end of the trace, from its chunks alone. */
     summary(projectId: string, traceId: string): TraceChunkSummary {
-      return summary.get(Number(projectId), traceId) as TraceChunkSummary;
+      return summary.get(Number(projectId), traceId, idBlob(traceId, 32)) as TraceChunkSummary;
     },
 
     /** Rows of `q.cols` for the trace's spans matching `q.where`, `q.tail` applied. */
     rows<T>(projectId: string, traceId: string, q: TraceQuery, known?: TraceChunkSummary): T[] {
       const pid = Number(projectId);
+      const key = idBlob(traceId, 32);
       const sum = known ?? this.summary(projectId, traceId);
       if (!sum.span_count) return [];
       const where = q.where ?? '';
@@ -76,9 +91,9 @@ export function createTraceSpans(db: Db) {
         const st = stmt(sql);
         return (q.raw ? st.raw() : st).all(...head, ...args, ...tailArgs) as T[];
       };
-      const byTime = () => run(`SELECT ${q.cols} ${BY_TIME}${where} ${tail}`, [pid, sum.started_ms, sum.last_start_ms, traceId]);
-      if (q.check.kind === 'count' && (inRanges.get(pid, traceId) as number) !== sum.span_count) return byTime();
-      const rows = run(`SELECT ${q.cols} ${RANGES}${where} ${tail}`, [pid, traceId]);
+      const byTime = () => run(`SELECT ${q.cols} ${BY_TIME}${where} ${tail}`, [pid, sum.started_ms, sum.last_start_ms, traceId, key]);
+      if (q.check.kind === 'count' && (inRanges.get(pid, traceId, key) as number) !== sum.span_count) return byTime();
+      const rows = run(`SELECT ${q.cols} ${RANGES}${where} ${tail}`, [pid, traceId, key]);
       if (q.check.kind === 'length' && rows.length < q.check.expect) return byTime();
       if (q.check.kind === 'any' && rows.length === 0) return byTime();
       return rows;

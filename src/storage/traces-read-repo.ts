@@ -7,6 +7,9 @@ import { createTraceSpans } from './trace-spans.js';
 import { attrValueAtSql, createAttrDecoder, createKeyPositions, scopeNameSql, scopeVersionSql, type KeyPositions } from './attr-keysets.js';
 import { idEqSql, idTextSql } from './compact-ids.js';
 
+import { SPAN_END_SQL, SPAN_NAME_SQL, SPAN_VERSION_SQL } from './trace-spans.js';
+export { SPAN_END_SQL, SPAN_NAME_SQL, SPAN_VERSION_SQL };
+
 /**
  * Reads of the spans the ingest path writes (traces.* operations). Every method takes the project id
  * first.
@@ -294,13 +297,13 @@ export function createTracesReadRepo(db: Db) {
     firstOp: db.prepare(`SELECT min(operation) FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation >= '' AND ${ENTRY}`).pluck(),
     nextOp: db.prepare(`SELECT min(operation) FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation > ? AND ${ENTRY}`).pluck(),
     hasOp: db.prepare(`SELECT 1 FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation = ? AND ${ENTRY} LIMIT 1`).pluck(),
-    rowTrace: db.prepare('SELECT trace_id FROM spans WHERE rowid = ?').pluck(),
+    rowTrace: db.prepare(`SELECT ${idTextSql('trace_id')} FROM spans WHERE rowid = ?`).pluck(),
     traceErrorEvents: db.prepare(`SELECT group_id, count(*) AS n, min(timestamp_ms) AS first_ms, max(timestamp_ms) AS last_ms, group_concat(DISTINCT span_id) AS span_ids
       FROM error_events WHERE trace_id = ? AND project_id = ? GROUP BY group_id`),
     group: db.prepare(`SELECT id, short_id, title, type, culprit, level, status, service_name, first_seen, last_seen, merged_into
       FROM error_groups WHERE project_id = ? AND id = ?`),
     sample: db
-      .prepare(`SELECT trace_id, ${idTextSql('span_id')}, ${idTextSql('parent_span_id')}, service_name, kind, duration_ms, status_code, start_ms, CASE WHEN kind IN (3, 4) THEN attributes END, attr_keys
+      .prepare(`SELECT ${idTextSql('trace_id')}, ${idTextSql('span_id')}, ${idTextSql('parent_span_id')}, service_name, kind, duration_ms, status_code, start_ms, CASE WHEN kind IN (3, 4) THEN attributes END, attr_keys
       FROM spans WHERE project_id = ? AND start_ms >= ? AND start_ms < ?`)
       .raw(),
     countUpTo: db.prepare('SELECT count(*) FROM (SELECT 1 FROM spans INDEXED BY spans_time WHERE project_id = ? AND start_ms >= ? AND start_ms < ? LIMIT ?)').pluck(),
@@ -308,8 +311,8 @@ export function createTracesReadRepo(db: Db) {
   };
   const traces = createTraceSpans(db);
   const IDS = `${idTextSql('s.span_id')} AS span_id, ${idTextSql('s.parent_span_id')} AS parent_span_id`;
-  const LITE = `${IDS}, s.name, s.operation, s.kind, s.service_name, s.environment, s.start_ms, s.end_ms, s.duration_ms, s.status_code`;
-  const FULL = `${IDS}, s.name, s.operation, s.kind, s.service_name, s.environment, s.service_version, s.start_ms, s.end_ms,
+  const LITE = `${IDS}, ${SPAN_NAME_SQL} AS name, s.operation, s.kind, s.service_name, s.environment, s.start_ms, ${SPAN_END_SQL} AS end_ms, s.duration_ms, s.status_code`;
+  const FULL = `${IDS}, ${SPAN_NAME_SQL} AS name, s.operation, s.kind, s.service_name, s.environment, ${SPAN_VERSION_SQL} AS service_version, s.start_ms, ${SPAN_END_SQL} AS end_ms,
     s.duration_ms, s.status_code, s.status_message, s.attributes, s.attr_keys, s.events, s.links, ${scopeNameSql('s')} AS scope_name, ${scopeVersionSql('s')} AS scope_version`;
   const decode = createAttrDecoder(db);
   const keyPos = createKeyPositions(db);
@@ -404,7 +407,7 @@ export function createTracesReadRepo(db: Db) {
         // Span conditions (attributes, environment) are checked on the rows the time index walks.
         const w = spanWhereSql(stream.kind === 'all' ? stream.where : undefined, keyPos);
         const sql = (op: string) =>
-          `SELECT rowid, start_ms, trace_id FROM spans ${idx} WHERE project_id = ? AND start_ms >= ? AND start_ms ${op} ?${err}${w.sql} ORDER BY start_ms DESC LIMIT ?`;
+          `SELECT rowid, start_ms, ${idTextSql('trace_id')} AS trace_id FROM spans ${idx} WHERE project_id = ? AND start_ms >= ? AND start_ms ${op} ?${err}${w.sql} ORDER BY start_ms DESC LIMIT ?`;
         const cursor = newestFirst(
           (upper, inclusive, n) => stmt(sql(inclusive ? '<=' : '<')).all(pid, fromMs, upper, ...w.args, n) as StreamRow[],
           toMs,
