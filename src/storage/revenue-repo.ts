@@ -5,7 +5,7 @@
  * the two partial edge days.
  */
 import type { Db } from './db.js';
-import { personIndexOf, personKeysOf } from './analytics-repo.js';
+import { keyPersons, personIndexOf, personKeysOf } from './analytics-repo.js';
 import type { PackedAttributionRows } from '../domain/revenue/attribution-fast.js';
 import { customerKey, type LedgerRow, type LedgerType } from '../domain/revenue/ledger.js';
 import { DAY_MS } from '../domain/revenue/range.js';
@@ -384,31 +384,7 @@ export function createRevenueRepo(db: Db) {
       const pid = Number(projectId);
       const ks = keys(pid);
       const px = personIndex(pid);
-      const memoKey = `ledger-persons:${pid}`;
-      // Per key id: index of its mapped person (-1 unmapped), and of its own `d:` key; -2 not yet resolved.
-      let memo = px.memo.get(memoKey) as { mapped: Int32Array; own: Int32Array } | undefined;
-      if (!memo || memo.mapped.length < ks.length) {
-        const grown = { mapped: new Int32Array(ks.length + 1024).fill(-2), own: new Int32Array(ks.length + 1024).fill(-2) };
-        if (memo) {
-          grown.mapped.set(memo.mapped);
-          grown.own.set(memo.own);
-        }
-        px.memo.set(memoKey, (memo = grown));
-      }
-      const { mapped: mm, own: om } = memo;
-      const mapped = (id: number) => {
-        let v = mm[id]!;
-        if (v === -2) {
-          const p = px.persons.get(ks[id]!.slice(2));
-          mm[id] = v = p === undefined ? -1 : px.indexOf(p);
-        }
-        return v;
-      };
-      const own = (id: number) => {
-        let v = om[id]!;
-        if (v === -2) om[id] = v = px.indexOf(ks[id]!);
-        return v;
-      };
+      const { mapped, own } = keyPersons(px, ks, pid);
       const rm = reportingMinorOf(cur);
       const codes: (string | null | undefined)[] = [];
       const blobs = s.dayBlobs.all(pid, dayOf(from), to) as [number, Buffer][];
