@@ -21,8 +21,8 @@
  *
  * Attribution is read with the default 30-day lookback and with `lookback_days=365`.
  *
- * The first read of a process also loads its in-memory copy of the touch table (attribution), so the
- * table shows the slowest run (max) beside p50/p95.
+ * The table shows the slowest run (max) beside p50/p95: the first read of a process also prepares its
+ * statements and person indexes (before migration 043 it also loaded a copy of the touch table).
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
