@@ -7,7 +7,7 @@ import type { Db } from './db.js';
 import { touchOf, type CaptureEvent } from '../domain/analytics/capture.js';
 import type { Touch } from '../domain/revenue/attribution.js';
 import type { PackedTouches } from '../domain/revenue/attribution-fast.js';
-import { keyInterner } from './revenue-rollup.js';
+import { keyInterner, keyStringsOf } from './revenue-rollup.js';
 import { appendTouches, touchDayStatements, TOUCH_BYTES, type TouchInput } from './touch-days.js';
 
 /**
@@ -130,7 +130,6 @@ export function createAnalyticsRepo(db: Db) {
     // The covering index gives ties in (distinct_id, source, medium, campaign) order; stated so it is a rule.
     touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts, distinct_id, source, medium, campaign').raw(true),
     touchDays: db.prepare('SELECT day, touches FROM analytics_touch_days WHERE project_id = ? AND day >= ? AND day <= ? ORDER BY day').raw(true),
-    keysAfter: db.prepare('SELECT id, key FROM revenue_keys WHERE project_id = ? AND id > ? ORDER BY id').raw(true),
     bumpIdentity: db.prepare('INSERT INTO analytics_identity_epoch (project_id, epoch) VALUES (?, 1) ON CONFLICT (project_id) DO UPDATE SET epoch = epoch + 1'),
     sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ?'),
     sessionsByReplay: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND replay_id = ?'),
@@ -159,14 +158,8 @@ export function createAnalyticsRepo(db: Db) {
 
   const touchDays = touchDayStatements(db);
   const interner = keyInterner(db);
-  const keyCache = new Map<number, string[]>();
-  /** `revenue_keys` strings by id (ids only grow: new ones are read on demand). */
-  function keys(pid: number): string[] {
-    let l = keyCache.get(pid);
-    if (!l) keyCache.set(pid, (l = ['']));
-    for (const [id, key] of s.keysAfter.all(pid, l.length - 1) as [number, string][]) l[id] = key;
-    return l;
-  }
+  /** `revenue_keys` strings by id (shared per database handle, revenue-rollup.ts). */
+  const keys = keyStringsOf(db);
 
   function personOf(pid: number, distinctId: string): { person_id: number; identified: number } | undefined {
     return s.personOf.get(pid, distinctId) as any;

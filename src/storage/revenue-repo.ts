@@ -10,7 +10,7 @@ import type { PackedAttributionRows } from '../domain/revenue/attribution-fast.j
 import { customerKey, type LedgerRow, type LedgerType } from '../domain/revenue/ledger.js';
 import { DAY_MS } from '../domain/revenue/range.js';
 import { reportingMinorOf } from '../domain/revenue/fx.js';
-import { appendDay, dayRowStatements, keyInterner, rebuildConverted, rebuildDay, ROW_BYTES, TYPE_CODES, type DayRowInput } from './revenue-rollup.js';
+import { appendDay, dayRowStatements, keyInterner, keyStringsOf, rebuildConverted, rebuildDay, ROW_BYTES, TYPE_CODES, type DayRowInput } from './revenue-rollup.js';
 import type { SubscriptionState } from '../domain/revenue/mrr.js';
 import type { AttributableRow } from '../domain/revenue/attribution.js';
 
@@ -102,7 +102,6 @@ export function createRevenueRepo(db: Db) {
     rollupCurrency: db.prepare('SELECT currency FROM revenue_rollup_currency WHERE project_id = ?').pluck(),
     setRollupCurrency: db.prepare('INSERT OR IGNORE INTO revenue_rollup_currency (project_id, currency) VALUES (?, ?)'),
     dayBlobs: db.prepare('SELECT day, rows FROM revenue_day_rows WHERE project_id = ? AND day >= ? AND day < ? ORDER BY day').raw(true),
-    keysAfter: db.prepare('SELECT id, key FROM revenue_keys WHERE project_id = ? AND id > ? ORDER BY id').raw(true),
     maxKey: db.prepare('SELECT MAX(id) FROM revenue_keys WHERE project_id = ?').pluck(),
     customers: db.prepare(`SELECT COUNT(DISTINCT customer_key) AS n FROM revenue_events INDEXED BY revenue_events_customers
       WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND type = 'payment' AND status = 'posted'`),
@@ -212,14 +211,8 @@ export function createRevenueRepo(db: Db) {
     into.push(...m.values());
   }
 
-  const keyCache = new Map<number, string[]>();
-  /** `revenue_keys` strings by id (ids only grow: new ones are read on demand). */
-  function keys(pid: number): string[] {
-    let l = keyCache.get(pid);
-    if (!l) keyCache.set(pid, (l = ['']));
-    for (const [id, key] of s.keysAfter.all(pid, l.length - 1) as [number, string][]) l[id] = key;
-    return l;
-  }
+  /** `revenue_keys` strings by id (shared per database handle, revenue-rollup.ts). */
+  const keys = keyStringsOf(db);
 
   /** Visit every packed posted row with occurred_at in [from, to). */
   function visitRows(pid: number, from: number, to: number, visit: PackedRowVisitor): void {
