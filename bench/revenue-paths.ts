@@ -1,7 +1,7 @@
 /**
  * In-process comparison of the revenue read paths on a store seeded by bench/revenue.ts (`--db`):
  * the straightforward computation (ledger rows and touches read as SQL rows, `attribute` row by row,
- * COUNT(DISTINCT) for customers) and the fast paths the operations use (packed day rows, touch copy,
+ * COUNT(DISTINCT) for customers) and the fast paths the operations use (packed day rows, packed touch days,
  * attribution-fast.ts), interleaved so machine load hits both alike, and checked equal on every run.
  *
  *   npx tsx bench/revenue-paths.ts <bench.db> [--runs 10]
@@ -42,7 +42,7 @@ function fast(from: number, to: number) {
   return { attribution: attributePacked(rows, touches, persons, opts), customers: revenue.customers(pid, from, to) };
 }
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
-fast(end - DAY, end); // loads the touch copy once, as the first read of a server process does
+fast(end - DAY, end); // warms the statements and the person indexes, as earlier reads of a server process do
 console.log(`load ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 console.log('| range | straightforward p50 / p95 ms | fast p50 / p95 ms | p50 ratio |\n|---|---|---|---|');
 for (const days of [30, 365]) {

@@ -7,6 +7,8 @@ import type { Db } from './db.js';
 import { touchOf, type CaptureEvent } from '../domain/analytics/capture.js';
 import type { Touch } from '../domain/revenue/attribution.js';
 import type { PackedTouches } from '../domain/revenue/attribution-fast.js';
+import { keyInterner, keyStringsOf } from './revenue-rollup.js';
+import { appendTouches, touchDayStatements, TOUCH_BYTES, type TouchInput } from './touch-days.js';
 
 /**
  * Person keys of distinct ids (`p:<person id>`), loaded once per project and kept until its identity
@@ -71,14 +73,39 @@ export function personIndexOf(db: Db): (projectId: number) => PersonIndex {
   };
 }
 
-export interface TouchMirror {
-  ts: number[];
-  /** Index into `ids`. */
-  did: number[];
-  ids: string[];
-  source: (string | null)[];
-  medium: (string | null)[];
-  campaign: (string | null)[];
+/**
+ * Person index of a `revenue_keys` `d:` id (a distinct or anonymous id), memoized per person index:
+ * `mapped` is the index of the id's person (-1 when the id has none), `own` the index of its own
+ * `d:<id>` key. Shared by the packed ledger rows and the packed touches, which use the same key ids.
+ */
+export function keyPersons(px: PersonIndex, ks: readonly string[], pid: number): { mapped(id: number): number; own(id: number): number } {
+  const memoKey = `key-persons:${pid}`;
+  // Per key id: index of its mapped person (-1 unmapped), and of its own `d:` key; -2 not yet resolved.
+  let memo = px.memo.get(memoKey) as { mapped: Int32Array; own: Int32Array } | undefined;
+  if (!memo || memo.mapped.length < ks.length) {
+    const grown = { mapped: new Int32Array(ks.length + 1024).fill(-2), own: new Int32Array(ks.length + 1024).fill(-2) };
+    if (memo) {
+      grown.mapped.set(memo.mapped);
+      grown.own.set(memo.own);
+    }
+    px.memo.set(memoKey, (memo = grown));
+  }
+  const { mapped: mm, own: om } = memo;
+  return {
+    mapped(id: number) {
+      let v = mm[id]!;
+      if (v === -2) {
+        const p = px.persons.get(ks[id]!.slice(2));
+        mm[id] = v = p === undefined ? -1 : px.indexOf(p);
+      }
+      return v;
+    },
+    own(id: number) {
+      let v = om[id]!;
+      if (v === -2) om[id] = v = px.indexOf(ks[id]!);
+      return v;
+    },
+  };
 }
 
 export type MergeOutcome = 'merged' | 'linked' | 'refused_identified' | 'noop';
@@ -102,7 +129,7 @@ export function createAnalyticsRepo(db: Db) {
     identify: db.prepare('UPDATE analytics_persons SET identified = 1 WHERE id = ? AND project_id = ?'),
     // The covering index gives ties in (distinct_id, source, medium, campaign) order; stated so it is a rule.
     touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts, distinct_id, source, medium, campaign').raw(true),
-    touchesAfter: db.prepare('SELECT rowid, project_id, distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE rowid > ? ORDER BY rowid').raw(true),
+    touchDays: db.prepare('SELECT day, touches FROM analytics_touch_days WHERE project_id = ? AND day >= ? AND day <= ? ORDER BY day').raw(true),
     bumpIdentity: db.prepare('INSERT INTO analytics_identity_epoch (project_id, epoch) VALUES (?, 1) ON CONFLICT (project_id) DO UPDATE SET epoch = epoch + 1'),
     sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ?'),
     sessionsByReplay: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND replay_id = ?'),
@@ -129,27 +156,10 @@ export function createAnalyticsRepo(db: Db) {
   const personKeys = personKeysOf(db);
   const personIndex = personIndexOf(db);
 
-  // Touches are only ever inserted: a per-process copy, in columns, extended by rowid on each read.
-  const mirrors = new Map<number, TouchMirror & { idOf: Map<string, number> }>();
-  let mirroredRowid = 0;
-  function mirrorOf(pid: number): TouchMirror {
-    for (const [rowid, p, d, ts, source, medium, campaign] of s.touchesAfter.iterate(mirroredRowid) as Iterable<[number, number, string, number, string | null, string | null, string | null]>) {
-      mirroredRowid = rowid;
-      let m = mirrors.get(p);
-      if (!m) mirrors.set(p, (m = { ts: [], did: [], ids: [], source: [], medium: [], campaign: [], idOf: new Map() }));
-      let id = m.idOf.get(d);
-      if (id === undefined) {
-        m.idOf.set(d, (id = m.ids.length));
-        m.ids.push(d);
-      }
-      m.ts.push(ts);
-      m.did.push(id);
-      m.source.push(source);
-      m.medium.push(medium);
-      m.campaign.push(campaign);
-    }
-    return mirrors.get(pid) ?? { ts: [], did: [], ids: [], source: [], medium: [], campaign: [] };
-  }
+  const touchDays = touchDayStatements(db);
+  const interner = keyInterner(db);
+  /** `revenue_keys` strings by id (shared per database handle, revenue-rollup.ts). */
+  const keys = keyStringsOf(db);
 
   function personOf(pid: number, distinctId: string): { person_id: number; identified: number } | undefined {
     return s.personOf.get(pid, distinctId) as any;
@@ -201,6 +211,7 @@ export function createAnalyticsRepo(db: Db) {
       let refused = 0;
       let identityChanged = false;
       const sessions = new Map<string, { first: number; last: number; events: number; pageviews: number; replay: string | null; ids: Set<string>; pages: Map<string, number> }>();
+      const touches: TouchInput[] = [];
       for (const e of events) {
         s.insertEvent.run(pid, e.ts, e.event, e.distinct_id, e.session_id, e.pathname, e.uuid, JSON.stringify(e.properties), now);
         if (e.merge_from) {
@@ -215,7 +226,10 @@ export function createAnalyticsRepo(db: Db) {
           identityChanged = true;
         }
         const t = touchOf(e);
-        if (t) s.insertTouch.run(pid, e.distinct_id, e.ts, t.source, t.medium, t.campaign, e.referrer);
+        if (t) {
+          s.insertTouch.run(pid, e.distinct_id, e.ts, t.source, t.medium, t.campaign, e.referrer);
+          touches.push({ ts: e.ts, distinct_id: e.distinct_id, source: t.source, medium: t.medium, campaign: t.campaign });
+        }
         if (e.session_id) {
           let ss = sessions.get(e.session_id);
           if (!ss) sessions.set(e.session_id, (ss = { first: e.ts, last: e.ts, events: 0, pageviews: 0, replay: null, ids: new Set(), pages: new Map() }));
@@ -234,6 +248,8 @@ export function createAnalyticsRepo(db: Db) {
         for (const d of ss.ids) s.sessionId.run(pid, id, d);
         for (const [p, ts] of ss.pages) s.sessionPage.run(pid, p, id, ts);
       }
+      // The packed touch days (migration 043) in the same transaction as the touch rows.
+      if (touches.length) appendTouches(touchDays, interner.session(), pid, touches);
       if (identityChanged) s.bumpIdentity.run(pid);
       return { stored: events.length, refusedMerges: refused, identityChanged };
     },
@@ -252,56 +268,67 @@ export function createAnalyticsRepo(db: Db) {
       return out;
     },
     /**
-     * Touches in [from, to] with a value for `dim`, as attribution-fast.ts takes them: person indexes
-     * of `personIndexOf` (person of the distinct id, else `d:<distinct id>`), ties in the order of
-     * touchesByPerson.
+     * Touches in [from, to] with a value for `dim`, as attribution-fast.ts takes them, from the packed
+     * touch days (migration 043): person indexes of `personIndexOf` (person of the distinct id, else
+     * `d:<distinct id>`), ties in the order of touchesByPerson.
      */
     packedTouches(projectId: string, from: number, to: number, dim: 'source' | 'medium' | 'campaign'): PackedTouches {
       const pid = Number(projectId);
-      const m = mirrorOf(pid);
       const px = personIndex(pid);
-      const memoKey = `touch-persons:${pid}`;
-      // Person index per mirrored distinct id, -1 until resolved.
-      let memo = px.memo.get(memoKey) as Int32Array | undefined;
-      if (!memo || memo.length < m.ids.length) {
-        const grown = new Int32Array(m.ids.length + 1024).fill(-1);
-        if (memo) grown.set(memo);
-        px.memo.set(memoKey, (memo = grown));
+      const blobs = s.touchDays.all(pid, Math.floor(from / 86_400_000) * 86_400_000, to) as [number, Buffer][];
+      const ks = keys(pid);
+      const kp = keyPersons(px, ks, pid);
+      const slot = dim === 'source' ? 2 : dim === 'medium' ? 3 : 4;
+      let cap = 0;
+      for (const [, blob] of blobs) cap += blob.byteLength / TOUCH_BYTES;
+      const ts = new Float64Array(cap);
+      const person = new Int32Array(cap);
+      const valueId = new Int32Array(cap);
+      // Key ids of each kept touch (distinct id and the three values), for ties.
+      const ids = new Int32Array(cap * 4);
+      // Dense value index per key id of this dimension: -1 not seen yet, -2 empty (no value).
+      const dense = new Int32Array(ks.length).fill(-1);
+      const values: string[] = [];
+      let n = 0;
+      for (const [day, blob] of blobs) {
+        // An aligned copy read through an int32 view: 5 int32 per touch (layout in touch-days.ts).
+        const u8 = new Uint8Array(blob.byteLength);
+        u8.set(blob);
+        const i32 = new Int32Array(u8.buffer);
+        const count = blob.byteLength / TOUCH_BYTES;
+        for (let k = 0; k < count; k++) {
+          const o = k * 5;
+          const v = i32[o + slot]!;
+          if (v < 0) continue;
+          const t = day + (i32[o]! >>> 0);
+          if (t < from || t > to) continue;
+          let dv = dense[v]!;
+          if (dv === -1) {
+            const value = ks[v]!.slice(2);
+            dense[v] = dv = value ? values.push(value) - 1 : -2;
+          }
+          if (dv === -2) continue;
+          const d = i32[o + 1]!;
+          const mp = kp.mapped(d);
+          ts[n] = t;
+          person[n] = mp >= 0 ? mp : kp.own(d);
+          valueId[n] = dv;
+          ids[n * 4] = d;
+          ids[n * 4 + 1] = i32[o + 2]!;
+          ids[n * 4 + 2] = i32[o + 3]!;
+          ids[n * 4 + 3] = i32[o + 4]!;
+          n++;
+        }
       }
-      const values = m[dim];
-      const sel: number[] = [];
-      for (let i = 0; i < m.ts.length; i++) if (m.ts[i]! >= from && m.ts[i]! <= to && values[i]) sel.push(i);
-      const n = sel.length;
-      const ts = new Float64Array(n);
-      const person = new Int32Array(n);
-      for (let k = 0; k < n; k++) {
-        const i = sel[k]!;
-        ts[k] = m.ts[i]!;
-        const d = m.did[i]!;
-        let p = memo[d]!;
-        if (p < 0) memo[d] = p = px.indexOf(px.persons.get(m.ids[d]!) ?? `d:${m.ids[d]!}`);
-        person[k] = p;
-      }
-      const valueIds = new Map<string, number>();
-      const valueId = new Int32Array(n);
-      for (let k = 0; k < n; k++) {
-        const v = values[sel[k]!]!;
-        let id = valueIds.get(v);
-        if (id === undefined) valueIds.set(v, (id = valueIds.size));
-        valueId[k] = id;
-      }
-      const cmp = (x: string | null, y: string | null) => (x === y ? 0 : x === null ? -1 : y === null ? 1 : x < y ? -1 : 1);
+      // Key strings compare as their texts do (one prefix per kind); no value (-1) first, as NULL in SQL.
+      const cmp = (x: number, y: number) => (x === y ? 0 : x < 0 ? -1 : y < 0 ? 1 : ks[x]! < ks[y]! ? -1 : 1);
       return {
         n,
-        ts,
-        person,
-        valueId,
-        values: [...valueIds.keys()],
-        tie: (a, b) => {
-          const i = sel[a]!;
-          const j = sel[b]!;
-          return cmp(m.ids[m.did[i]!]!, m.ids[m.did[j]!]!) || cmp(m.source[i]!, m.source[j]!) || cmp(m.medium[i]!, m.medium[j]!) || cmp(m.campaign[i]!, m.campaign[j]!);
-        },
+        ts: ts.subarray(0, n),
+        person: person.subarray(0, n),
+        valueId: valueId.subarray(0, n),
+        values,
+        tie: (a, b) => cmp(ids[a * 4]!, ids[b * 4]!) || cmp(ids[a * 4 + 1]!, ids[b * 4 + 1]!) || cmp(ids[a * 4 + 2]!, ids[b * 4 + 2]!) || cmp(ids[a * 4 + 3]!, ids[b * 4 + 3]!),
       };
     },
     person(projectId: string, distinctId: string): { id: string; identified: boolean; distinct_ids: string[] } | null {

@@ -5,12 +5,12 @@
  * the two partial edge days.
  */
 import type { Db } from './db.js';
-import { personIndexOf, personKeysOf } from './analytics-repo.js';
+import { keyPersons, personIndexOf, personKeysOf } from './analytics-repo.js';
 import type { PackedAttributionRows } from '../domain/revenue/attribution-fast.js';
 import { customerKey, type LedgerRow, type LedgerType } from '../domain/revenue/ledger.js';
 import { DAY_MS } from '../domain/revenue/range.js';
 import { reportingMinorOf } from '../domain/revenue/fx.js';
-import { appendDay, dayRowStatements, keyInterner, rebuildConverted, rebuildDay, ROW_BYTES, TYPE_CODES, type DayRowInput } from './revenue-rollup.js';
+import { appendDay, dayRowStatements, keyInterner, keyStringsOf, rebuildConverted, rebuildDay, ROW_BYTES, TYPE_CODES, type DayRowInput } from './revenue-rollup.js';
 import type { SubscriptionState } from '../domain/revenue/mrr.js';
 import type { AttributableRow } from '../domain/revenue/attribution.js';
 
@@ -102,7 +102,6 @@ export function createRevenueRepo(db: Db) {
     rollupCurrency: db.prepare('SELECT currency FROM revenue_rollup_currency WHERE project_id = ?').pluck(),
     setRollupCurrency: db.prepare('INSERT OR IGNORE INTO revenue_rollup_currency (project_id, currency) VALUES (?, ?)'),
     dayBlobs: db.prepare('SELECT day, rows FROM revenue_day_rows WHERE project_id = ? AND day >= ? AND day < ? ORDER BY day').raw(true),
-    keysAfter: db.prepare('SELECT id, key FROM revenue_keys WHERE project_id = ? AND id > ? ORDER BY id').raw(true),
     maxKey: db.prepare('SELECT MAX(id) FROM revenue_keys WHERE project_id = ?').pluck(),
     customers: db.prepare(`SELECT COUNT(DISTINCT customer_key) AS n FROM revenue_events INDEXED BY revenue_events_customers
       WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND type = 'payment' AND status = 'posted'`),
@@ -212,14 +211,8 @@ export function createRevenueRepo(db: Db) {
     into.push(...m.values());
   }
 
-  const keyCache = new Map<number, string[]>();
-  /** `revenue_keys` strings by id (ids only grow: new ones are read on demand). */
-  function keys(pid: number): string[] {
-    let l = keyCache.get(pid);
-    if (!l) keyCache.set(pid, (l = ['']));
-    for (const [id, key] of s.keysAfter.all(pid, l.length - 1) as [number, string][]) l[id] = key;
-    return l;
-  }
+  /** `revenue_keys` strings by id (shared per database handle, revenue-rollup.ts). */
+  const keys = keyStringsOf(db);
 
   /** Visit every packed posted row with occurred_at in [from, to). */
   function visitRows(pid: number, from: number, to: number, visit: PackedRowVisitor): void {
@@ -384,31 +377,7 @@ export function createRevenueRepo(db: Db) {
       const pid = Number(projectId);
       const ks = keys(pid);
       const px = personIndex(pid);
-      const memoKey = `ledger-persons:${pid}`;
-      // Per key id: index of its mapped person (-1 unmapped), and of its own `d:` key; -2 not yet resolved.
-      let memo = px.memo.get(memoKey) as { mapped: Int32Array; own: Int32Array } | undefined;
-      if (!memo || memo.mapped.length < ks.length) {
-        const grown = { mapped: new Int32Array(ks.length + 1024).fill(-2), own: new Int32Array(ks.length + 1024).fill(-2) };
-        if (memo) {
-          grown.mapped.set(memo.mapped);
-          grown.own.set(memo.own);
-        }
-        px.memo.set(memoKey, (memo = grown));
-      }
-      const { mapped: mm, own: om } = memo;
-      const mapped = (id: number) => {
-        let v = mm[id]!;
-        if (v === -2) {
-          const p = px.persons.get(ks[id]!.slice(2));
-          mm[id] = v = p === undefined ? -1 : px.indexOf(p);
-        }
-        return v;
-      };
-      const own = (id: number) => {
-        let v = om[id]!;
-        if (v === -2) om[id] = v = px.indexOf(ks[id]!);
-        return v;
-      };
+      const { mapped, own } = keyPersons(px, ks, pid);
       const rm = reportingMinorOf(cur);
       const codes: (string | null | undefined)[] = [];
       const blobs = s.dayBlobs.all(pid, dayOf(from), to) as [number, Buffer][];

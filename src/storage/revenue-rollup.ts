@@ -55,6 +55,27 @@ export function keyInterner(db: Db) {
   };
 }
 
+/**
+ * `revenue_keys` strings by id per project (ids only grow: new ones are read on demand), one cache per
+ * database handle shared by the revenue and analytics repositories (the packed ledger rows and the
+ * packed touch days use the same ids), so a process loads the key table once.
+ */
+const keyStringCaches = new WeakMap<Db, (pid: number) => string[]>();
+export function keyStringsOf(db: Db): (pid: number) => string[] {
+  let f = keyStringCaches.get(db);
+  if (f) return f;
+  const after = db.prepare('SELECT id, key FROM revenue_keys WHERE project_id = ? AND id > ? ORDER BY id').raw(true);
+  const cache = new Map<number, string[]>();
+  f = (pid: number) => {
+    let l = cache.get(pid);
+    if (!l) cache.set(pid, (l = ['']));
+    for (const [id, key] of after.all(pid, l.length - 1) as [number, string][]) l[id] = key;
+    return l;
+  };
+  keyStringCaches.set(db, f);
+  return f;
+}
+
 export function encodeDayRows(pid: number, day: number, rows: readonly DayRowInput[], intern: (pid: number, key: string) => number): Buffer {
   const buf = Buffer.alloc(rows.length * ROW_BYTES);
   let o = 0;

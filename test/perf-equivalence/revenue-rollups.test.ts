@@ -7,7 +7,9 @@
  *  - paying customers from the packed day rows equal COUNT(DISTINCT customer_key) over the ledger;
  *  - attribution from packed rows and touches (attribution-fast.ts) equals `attribute` over rows and
  *    touches read straight from the tables, for both models, every dimension and several lookbacks;
- *  - migration 038's backfill builds the same rollups as the write path.
+ *  - migration 038's backfill builds the same rollups as the write path;
+ *  - the packed touch days (migration 043) hold every touch of the table (its backfill builds the blobs
+ *    the capture path appends), including touches exactly at a lookback edge, before and after merges.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +19,7 @@ import { openDatabase } from '../../src/storage/db.js';
 import { createRevenueRepo } from '../../src/storage/revenue-repo.js';
 import { createAnalyticsRepo } from '../../src/storage/analytics-repo.js';
 import { backfillRevenueRollups } from '../../src/storage/revenue-rollup.js';
+import { backfillTouchDays } from '../../src/storage/touch-days.js';
 import { reportingMinorOf, toMajor } from '../../src/domain/revenue/fx.js';
 import { attribute, type AttributableRow, type Touch } from '../../src/domain/revenue/attribution.js';
 import { attributePacked } from '../../src/domain/revenue/attribution-fast.js';
@@ -86,6 +89,31 @@ function ledgerRow(id: string): LedgerRow {
     },
     'api',
   );
+}
+
+/**
+ * Pageviews with a UTM source exactly at a ledger row's time, exactly `days` before it, and 1 ms
+ * outside that, for persons of the row (its distinct or anonymous id): the lookback bounds are inclusive.
+ */
+function edgeTouches(days: readonly number[]) {
+  const events: CaptureEvent[] = [];
+  for (const r of written.slice(0, 60)) {
+    const id = r.distinct_id ?? r.anonymous_id;
+    if (!id) continue;
+    for (const d of days) {
+      for (const dt of [0, -1]) {
+        const ts = r.occurred_at - d * DAY + dt;
+        events.push(
+          normalizeCaptureEvent(
+            { event: '$pageview', distinct_id: id, properties: { $current_url: `https://shop.example/e?utm_source=edge${d}_${-dt}&utm_campaign=e${d}` }, uuid: `00000000-0000-4000-9000-${String(n++).padStart(12, '0')}`, timestamp: new Date(ts).toISOString() },
+            null,
+            T0 + 100 * DAY,
+          )!,
+        );
+      }
+    }
+  }
+  db.transaction(() => analytics.ingest(pid, events, T0 + 100 * DAY))();
 }
 
 /** New rows, plus re-sends of earlier ids: identical, changed (other day, amount, currency) or voided. */
@@ -158,7 +186,7 @@ function referenceAttribution(from: number, to: number, cur: string, lookbackMs:
 }
 
 function compareAttribution(from: number, to: number, cur: string, repo = revenue, an = analytics) {
-  for (const lookbackDays of [1, 7, 30]) {
+  for (const lookbackDays of [1, 7, 30, 365]) {
     for (const model of ['first_touch', 'last_touch'] as const) {
       for (const dimension of ['source', 'medium', 'campaign'] as const) {
         const lookbackMs = lookbackDays * DAY;
@@ -177,6 +205,17 @@ function compareAttribution(from: number, to: number, cur: string, repo = revenu
   }
 }
 
+type TouchRow = { ts: number; distinct_id: string; source: string | null; medium: string | null; campaign: string | null };
+
+function attributionKinds(from: number, to: number): string[] {
+  const { rows } = revenue.packedRows(pid, from, to, 'USD', new Set());
+  const touches = analytics.packedTouches(pid, from - DAY, to, 'source');
+  let persons = 0;
+  for (let i = 0; i < rows.n; i++) persons = Math.max(persons, rows.person[i]! + 1);
+  for (let i = 0; i < touches.n; i++) persons = Math.max(persons, touches.person[i]! + 1);
+  return attributePacked(rows, touches, persons, { model: 'last_touch', dimension: 'source', lookbackMs: DAY, maxTouchRows: 100, round: (v) => v }).rows.map((r) => r.kind);
+}
+
 describe('revenue rollups', () => {
   it('totals, series, customers and attribution equal the straightforward computation over the ledger', () => {
     capture(3000, 0.03);
@@ -192,6 +231,14 @@ describe('revenue rollups', () => {
     ledger(800);
     compareTotals(T0 + 3 * DAY, T0 + 60 * DAY + 999, 'USD');
     compareAttribution(T0 + 3 * DAY, T0 + 60 * DAY + 999, 'USD');
+    // Touches exactly at the row and at the lookback edges (and 1 ms past them), then merges of those ids.
+    edgeTouches([0, 1, 7, 30]);
+    compareAttribution(T0, T0 + 90 * DAY, 'USD');
+    capture(400, 0.6);
+    compareAttribution(T0 + 1, T0 + 90 * DAY, 'USD');
+    // The fast read still sees direct and unlinked rows (the data above has both).
+    const kinds = new Set(attributionKinds(T0, T0 + 90 * DAY));
+    expect(kinds).toEqual(new Set(['touch', 'direct', 'unlinked']));
   });
 
   it('a new reporting currency recomputes the converted rollup; a read in another currency falls back to the ledger', () => {
@@ -218,7 +265,11 @@ describe('revenue rollups', () => {
     };
     const rowsBefore = decoded(revenue);
     db.exec('UPDATE revenue_daily SET converted = NULL; DELETE FROM revenue_day_rows; DELETE FROM revenue_keys; DELETE FROM revenue_rollup_currency');
-    db.transaction(() => backfillRevenueRollups(db))();
+    // The packed touch days (migration 043) share the key ids: rebuilt after the keys, as migrations run.
+    db.transaction(() => {
+      backfillRevenueRollups(db);
+      backfillTouchDays(db);
+    })();
     expect(db.prepare('SELECT * FROM revenue_daily WHERE n != 0 ORDER BY day, currency, plan, type').all()).toEqual(before.daily);
     expect(db.prepare('SELECT day, n FROM revenue_day_rows ORDER BY day').all()).toEqual(before.days);
     // Another connection (as another process): both repositories on it share its person indexes.
@@ -226,6 +277,31 @@ describe('revenue rollups', () => {
     const fresh = createRevenueRepo(other);
     expect(decoded(fresh)).toEqual(rowsBefore);
     compareAttribution(T0, T0 + 90 * DAY, 'USD', fresh, createAnalyticsRepo(other));
+    other.close();
+  });
+
+  it("migration 043's backfill builds the touch day blobs the capture path appends", () => {
+    const blobs = () => {
+      const key = new Map((db.prepare('SELECT id, key FROM revenue_keys WHERE project_id = ?').all(Number(pid)) as { id: number; key: string }[]).map((k) => [k.id, k.key]));
+      return (db.prepare('SELECT day, n, touches FROM analytics_touch_days ORDER BY day').all() as { day: number; n: number; touches: Buffer }[]).map((r) => {
+        // Decoded rows compared as a sorted list (the capture path appends in arrival order).
+        const rows: string[] = [];
+        for (let o = 0; o < r.touches.length; o += 20) {
+          const id = (k: number) => (r.touches.readInt32LE(o + k) < 0 ? '' : key.get(r.touches.readInt32LE(o + k)));
+          rows.push([r.day + r.touches.readUInt32LE(o), id(4), id(8), id(12), id(16)].join('|'));
+        }
+        return { day: r.day, n: r.n, rows: rows.sort() };
+      });
+    };
+    const table = (db.prepare('SELECT ts, distinct_id, source, medium, campaign FROM analytics_touches').all() as TouchRow[])
+      .map((t) => [t.ts, `d:${t.distinct_id}`, t.source === null ? '' : `v:${t.source}`, t.medium === null ? '' : `v:${t.medium}`, t.campaign === null ? '' : `v:${t.campaign}`].join('|'))
+      .sort();
+    const before = blobs();
+    expect(before.flatMap((b) => b.rows).sort()).toEqual(table);
+    db.transaction(() => backfillTouchDays(db))();
+    expect(blobs()).toEqual(before);
+    const other = openDatabase(file);
+    compareAttribution(T0 + 3 * DAY, T0 + 70 * DAY, 'USD', createRevenueRepo(other), createAnalyticsRepo(other));
     other.close();
   });
 });
