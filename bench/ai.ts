@@ -17,7 +17,7 @@
  * many observations were such resends (a resend identical to the stored row is a no-op, cheaper
  * than a new observation).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -80,7 +80,17 @@ function agentBatch(seed: number): Buffer {
   return Buffer.from(ExportTraceServiceRequest.encode(msg).finish());
 }
 
-async function ingestPhase(port: number, key: string): Promise<{ perSecond: number; p99: number; total: number; resent: number }> {
+/** CPU seconds (user + system) used so far by a process (Linux /proc; null elsewhere). */
+function cpuSeconds(pid: number): number | null {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return null;
+  }
+}
+
+async function ingestPhase(port: number, key: string, serverPid: number): Promise<{ perSecond: number; perCpuSecond: number | null; p99: number; total: number; resent: number }> {
   const bodies = Array.from({ length: BODIES }, (_, i) => agentBatch(i));
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const latencies: number[] = [];
@@ -107,11 +117,15 @@ async function ingestPhase(port: number, key: string): Promise<{ perSecond: numb
     }
   };
   const t0 = performance.now();
+  const c0 = cpuSeconds(serverPid);
   await Promise.all(Array.from({ length: CONNECTIONS }, () => worker()));
   const secs = (performance.now() - t0) / 1000;
+  const c1 = cpuSeconds(serverPid);
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { perSecond: sent / secs, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0, total: sent, resent: Math.max(0, sent - BODIES * BATCH) };
+  // Observations per second of the server's CPU time: steadier than wall time on a loaded machine.
+  const perCpuSecond = c0 !== null && c1 !== null && c1 > c0 ? sent / (c1 - c0) : null;
+  return { perSecond: sent / secs, perCpuSecond, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0, total: sent, resent: Math.max(0, sent - BODIES * BATCH) };
 }
 
 function seed(dbFile: string, projectId: string, n: number, toMs: number): number {
@@ -185,9 +199,9 @@ async function main() {
   const keys = server.keys!;
   const rows: [string, string, string][] = [];
   try {
-    const ing = await ingestPhase(port, keys.ingest);
+    const ing = await ingestPhase(port, keys.ingest, server.child.pid!);
     const resent = ing.resent ? `, ${Math.round((100 * ing.resent) / ing.total)}% resends` : '';
-    rows.push([`OTLP ingest (${CONNECTIONS} connections, ${SECONDS}s)`, `${Math.round(ing.perSecond).toLocaleString('en-US')} observations/s (p99 ack ${ing.p99.toFixed(0)} ms${resent})`, ing.perSecond >= 20_000 ? 'meets ≥ 20,000/s' : 'below 20,000/s']);
+    rows.push([`OTLP ingest (${CONNECTIONS} connections, ${SECONDS}s)`, `${Math.round(ing.perSecond).toLocaleString('en-US')} observations/s (p99 ack ${ing.p99.toFixed(0)} ms${resent}${ing.perCpuSecond ? `; ${Math.round(ing.perCpuSecond).toLocaleString('en-US')} per server CPU-second` : ''})`, ing.perSecond >= 20_000 ? 'meets ≥ 20,000/s' : 'below 20,000/s']);
     const to = Date.now();
     const rate = seed(dbFile, keys.project, OBSERVATIONS, to);
     rows.push([`seed ${OBSERVATIONS.toLocaleString('en-US')} observations (repository, 30 days)`, `${Math.round(rate).toLocaleString('en-US')} rows/s`, '']);

@@ -170,7 +170,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
     telemetry: withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, createSqliteTelemetryWriter(db)))),
-    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant]),
+    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant]),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
     logsRead: createLogsReadRepo(db),

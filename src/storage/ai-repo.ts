@@ -1,9 +1,11 @@
 /**
  * Agent observations, scores and their rollups (migration 020). Every method takes the project id
  * first. Writes keep the hourly rollups exact in the same transaction: a new row adds its
- * contribution, a replaced row (same observation id) subtracts the old one first.
+ * contribution, a replaced row (same observation id) subtracts the old one first. Inside a write
+ * batch (createWriteBatcher) the rollup and session/user upserts wait for the batch's end, once per key.
  */
 import type { Db } from './db.js';
+import type { BatchParticipant } from './write-batcher.js';
 import { FLAG_COLUMNS, type FlagColumn, type ObservationRow, type ScoreDraft } from '../domain/ai/observation.js';
 import type { FlagSums } from '../domain/ai/quality.js';
 import type { TraceInfo } from '../domain/ai/langfuse-legacy.js';
@@ -203,11 +205,16 @@ export function createAiRepo(db: Db) {
   type Contribution = { row: StoredObservation | ObservationRow; sign: 1 | -1 };
   const NF = FLAG_COLUMNS.length;
   const width = 1 + NF + SUM_COLS.length;
-  type Cell = { hour: number; dim: string; value: string; v: Float64Array };
-  type Party = { n: number; gen: number; err: number; cost: number; tokens: number; first: number; last: number };
+  type Cell = { pid: number; hour: number; dim: string; value: string; v: Float64Array };
+  type Party = { pid: number; id: string; n: number; gen: number; err: number; cost: number; tokens: number; first: number; last: number };
+  /** Rollup cells and session/user totals not yet written, keyed by project, hour, dimension, value (by project and id). */
+  type Tally = { cells: Map<string, Cell>; parties: readonly [Map<string, Party>, Map<string, Party>] };
+  const newTally = (): Tally => ({ cells: new Map(), parties: [new Map(), new Map()] });
 
-  function applyRollups(pid: number, changes: Contribution[]) {
-    const obs = new Map<string, Cell>();
+  /** Adds the changes of one write to `t`. */
+  function tallyChanges(pid: number, changes: Contribution[], t: Tally) {
+    const cells = t.cells;
+    // Session/user totals of this write alone first: one that only lost rows is left out (below).
     const parties = [new Map<string, Party>(), new Map<string, Party>()] as const;
     const contrib = new Float64Array(width);
     for (const { row: r, sign } of changes) {
@@ -228,9 +235,9 @@ export function createAiRepo(db: Db) {
       for (let d = -1; d < ROLLUP_DIMS.length; d++) {
         const dim = d < 0 ? '' : ROLLUP_DIMS[d]!;
         const value = d < 0 ? '' : String(r[dim as RollupDim]);
-        const k = `${hour}\u0000${dim}\u0000${value}`;
-        let e = obs.get(k);
-        if (!e) obs.set(k, (e = { hour, dim, value, v: new Float64Array(width) }));
+        const k = `${pid}\u0000${hour}\u0000${dim}\u0000${value}`;
+        let e = cells.get(k);
+        if (!e) cells.set(k, (e = { pid, hour, dim, value, v: new Float64Array(width) }));
         const v = e.v;
         for (let i = 0; i < width; i++) v[i]! += contrib[i]!;
       }
@@ -240,7 +247,7 @@ export function createAiRepo(db: Db) {
         const m = parties[pi]!;
         let p = m.get(id);
         // first/last only grow: a replaced row's old times are kept (they remain an outer bound).
-        if (!p) m.set(id, (p = { n: 0, gen: 0, err: 0, cost: 0, tokens: 0, first: Infinity, last: -Infinity }));
+        if (!p) m.set(id, (p = { pid, id, n: 0, gen: 0, err: 0, cost: 0, tokens: 0, first: Infinity, last: -Infinity }));
         p.n += sign;
         p.gen += sign * flags.f_gen;
         p.err += sign * flags.f_error;
@@ -252,9 +259,40 @@ export function createAiRepo(db: Db) {
         }
       }
     }
+    for (let pi = 0; pi < 2; pi++) {
+      for (const [id, p] of parties[pi]!) {
+        if (!Number.isFinite(p.first)) continue; // only removals in this write: the totals stay as they were
+        mergeParty(t.parties[pi]!, `${pid}\u0000${id}`, p);
+      }
+    }
+  }
+
+  function mergeParty(m: Map<string, Party>, k: string, p: Party) {
+    const q = m.get(k);
+    if (!q) return void m.set(k, p);
+    q.n += p.n;
+    q.gen += p.gen;
+    q.err += p.err;
+    q.cost += p.cost;
+    q.tokens += p.tokens;
+    if (p.first < q.first) q.first = p.first;
+    if (p.last > q.last) q.last = p.last;
+  }
+
+  function mergeTally(into: Tally, from: Tally) {
+    for (const [k, c] of from.cells) {
+      const e = into.cells.get(k);
+      if (!e) into.cells.set(k, c);
+      else for (let i = 0; i < width; i++) e.v[i]! += c.v[i]!;
+    }
+    for (let pi = 0; pi < 2; pi++) for (const [k, p] of from.parties[pi]!) mergeParty(into.parties[pi]!, k, p);
+  }
+
+  /** One upsert per rollup cell and per session/user. */
+  function writeTally(t: Tally) {
     const args: unknown[] = new Array(4 + width);
-    args[0] = pid;
-    for (const e of obs.values()) {
+    for (const e of t.cells.values()) {
+      args[0] = e.pid;
       args[1] = e.hour;
       args[2] = e.dim;
       args[3] = e.value;
@@ -263,12 +301,36 @@ export function createAiRepo(db: Db) {
     }
     for (let pi = 0; pi < 2; pi++) {
       const stmt = pi === 0 ? sessionUpsert : userUpsert;
-      for (const [id, p] of parties[pi]!) {
-        if (!Number.isFinite(p.first)) continue; // only removals: the outer bounds stay
-        stmt.run(pid, id, p.n, p.gen, p.err, p.cost, p.tokens, p.first, p.last);
-      }
+      for (const p of t.parties[pi]!.values()) stmt.run(p.pid, p.id, p.n, p.gen, p.err, p.cost, p.tokens, p.first, p.last);
     }
   }
+
+  /*
+   * Rollups and session/user totals are tallied in memory and written once per cell (session, user)
+   * at the end: of the write batch when ingest runs inside one (the participant below: a job whose
+   * savepoint rolls back leaves its tally out), else of the call. Observation rows and trace ranges
+   * are written as they come (ingest reads them: replacements, the Langfuse trace update).
+   */
+  let inBatch = false;
+  let jobTally = newTally();
+  let batchTally = newTally();
+  const batchParticipant = {
+    begin() {
+      inBatch = true;
+      jobTally = newTally();
+      batchTally = newTally();
+    },
+    jobEnd(ok: boolean) {
+      if (ok) mergeTally(batchTally, jobTally);
+      jobTally = newTally();
+    },
+    end() {
+      inBatch = false;
+      const t = batchTally;
+      batchTally = newTally();
+      writeTally(t);
+    },
+  } satisfies BatchParticipant;
 
   const NOBS = OBS_COLUMNS.length;
   /** The insert's parameters: project id, the columns, the flags (one array, no spreading). */
@@ -316,7 +378,12 @@ export function createAiRepo(db: Db) {
       }
     }
     for (const [id, t] of traces) st.traceUpsert.run(pid, id, t[0], t[1]);
-    applyRollups(pid, changes);
+    if (inBatch) tallyChanges(pid, changes, jobTally);
+    else {
+      const t = newTally();
+      tallyChanges(pid, changes, t);
+      writeTally(t);
+    }
     return rows.length;
   }
 
@@ -578,6 +645,8 @@ export function createAiRepo(db: Db) {
 
   return {
     writeObservations,
+    /** Hooks for createWriteBatcher: rollups and session/user totals written once per batch, before its commit. */
+    batchParticipant,
     writeScores,
     get,
     list,
