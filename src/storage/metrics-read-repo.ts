@@ -184,7 +184,7 @@ function explicitBucketsInto(p: MetricPointInput, json: string, cache: Map<strin
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export function createMetricsReadRepo(db: Db) {
   /** Whether window reads may use the per-minute rollups (migration 040); false forces the raw path (benches, tests). */
-  const settings = { rollupReads: true };
+  const settings = { rollupReads: true, /** false: the per-minute level only (benches compare). */ coarseLevels: true };
   const cache = new Map<string, Statement>();
   const stmt = (sql: string): Statement => {
     let s = cache.get(sql);
@@ -207,7 +207,7 @@ export function createMetricsReadRepo(db: Db) {
    */
   function pieces(lo: number, hi: number, b: { first: number; size: number; n: number }): [number, number, number][] {
     const out: [number, number, number][] = [];
-    const from = since();
+    const from = settings.coarseLevels ? since() : Infinity;
     const fits = (L: number) => b.n === 1 || (b.size % L === 0 && (((b.first % L) + L) % L) === 0);
     const cover = (li: number, a: number, z: number): void => {
       if (a >= z) return;

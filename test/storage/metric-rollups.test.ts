@@ -21,6 +21,7 @@ import { EXACT_PERCENTILE_VALUES, SKETCH_ALPHA, timelineFromStates } from '../..
 import { bucketCount, bucketStart } from '../../src/domain/metrics/window.js';
 import type { MetricPointRecord, MetricType, Temporality } from '../../src/domain/telemetry-types.js';
 import { rng } from '../../bench/lib.js';
+import { createRetentionRepo, EXPIRY_TARGETS } from '../../src/storage/retention-repo.js';
 
 const T0 = Date.parse('2026-03-01T00:00:00.000Z');
 const MIN = 60_000;
@@ -262,6 +263,29 @@ describe('per-minute metric rollups', () => {
       close(got[0]!.value, want[0]!.value, k.name);
     }
   }, 180_000);
+
+  it('expire in whole hours at every level, so the levels keep holding the same periods', () => {
+    const db = openDatabase(tmpFile());
+    write(db, points(81, 1500));
+    const retention = createRetentionRepo(db);
+    const targets = EXPIRY_TARGETS.filter((t) => t.kind === 'metric_rollups' && t.table.includes('rollups'));
+    expect(targets.map((t) => t.table).sort()).toEqual(
+      ['metric_cum_rollups', 'metric_cum_rollups_1h', 'metric_cum_rollups_5m', 'metric_rollups', 'metric_rollups_1h', 'metric_rollups_5m'].sort(),
+    );
+    for (const t of targets) while (retention.expireBatch(t, '1', T0 + HOUR + 30 * MIN, 100) > 0);
+    for (const t of targets) {
+      // The cutoff inside hour 1 expires hour 0 only, at every level.
+      expect(db.prepare(`SELECT min(minute) FROM ${t.table} WHERE project_id = 1`).pluck().get(), t.table).toBe(T0 + HOUR);
+    }
+    const repo = createMetricsReadRepo(db);
+    for (const k of KINDS) {
+      const sel: MetricSelector = { metricName: k.name, type: k.type };
+      const b = { first: T0 + HOUR, size: 3 * HOUR, n: 1 };
+      const whole = repo.rollupStates('1', sel, T0 + HOUR, T0 + 4 * HOUR, b, false)![0]!;
+      const perMinute = repo.rollupStates('1', sel, T0 + HOUR, T0 + 4 * HOUR, { first: T0 + HOUR, size: MIN, n: 180 }, false)!;
+      expect(whole.n, k.name).toBe(perMinute.reduce((t, x) => t + x.n, 0));
+    }
+  }, 60_000);
 
   it('answer large gauge and sum percentiles within the sketch accuracy, small ones exactly from the points', () => {
     const db = openDatabase(tmpFile());
