@@ -35,6 +35,19 @@ import {
 } from '../domain/metrics/rollup-state.js';
 
 export const MINUTE_MS = 60_000;
+export const HOUR_MS = 3_600_000;
+
+/**
+ * The rollup levels (migration 047 adds the coarse ones): the same two tables per period, their
+ * `minute` column holding the period's first minute (epoch ms). Reads take the coarsest level whose
+ * periods fit their buckets and finer ones at the edges (metrics-read-repo.ts rollupStates).
+ */
+export const ROLLUP_LEVELS = [
+  { period: MINUTE_MS, nc: 'metric_rollups', cum: 'metric_cum_rollups' },
+  { period: 5 * MINUTE_MS, nc: 'metric_rollups_5m', cum: 'metric_cum_rollups_5m' },
+  { period: HOUR_MS, nc: 'metric_rollups_1h', cum: 'metric_cum_rollups_1h' },
+] as const;
+export type RollupLevel = (typeof ROLLUP_LEVELS)[number];
 
 export const METRIC_ROLLUPS_SQL = `
 CREATE TABLE metric_rollups (
@@ -93,6 +106,22 @@ CREATE INDEX metric_cum_rollups_minute ON metric_cum_rollups(project_id, minute)
 CREATE INDEX metric_points_exemplars ON metric_points(project_id, metric_name, time_ms) WHERE exemplars IS NOT NULL;
 `;
 
+/** Migration 047: the tables of the 5-minute and hourly levels (as migration 040's), and the first period they cover. */
+export function coarseRollupsSql(): string {
+  const tables = METRIC_ROLLUPS_SQL.slice(0, METRIC_ROLLUPS_SQL.indexOf('CREATE INDEX'));
+  let out = '';
+  for (const l of ROLLUP_LEVELS.slice(1)) {
+    out += tables.replace('CREATE TABLE metric_rollups (', `CREATE TABLE ${l.nc} (`).replace('CREATE TABLE metric_cum_rollups (', `CREATE TABLE ${l.cum} (`);
+    out += `CREATE INDEX ${l.nc}_minute ON ${l.nc}(project_id, minute);\nCREATE INDEX ${l.cum}_minute ON ${l.cum}(project_id, minute);\n`;
+  }
+  // Coarse periods are read only from \`since\` on: the first hour after every point rolled up per
+  // minute when the migration ran (earlier periods lack the points from before it: read per minute).
+  out += 'CREATE TABLE metric_rollup_levels (since INTEGER NOT NULL);\n';
+  out += `INSERT INTO metric_rollup_levels (since) SELECT coalesce((CAST(max(m) / ${HOUR_MS} AS INTEGER) + 1) * ${HOUR_MS}, 0) FROM
+    (SELECT max(minute) AS m FROM metric_rollups UNION ALL SELECT max(minute) FROM metric_cum_rollups);\n`;
+  return out;
+}
+
 /** A stored point as the rollups read it (metric_points columns). */
 export interface StoredPoint {
   rowid: number;
@@ -119,7 +148,6 @@ export const STORED_POINT_COLS =
   'rowid, project_id, metric_name, type, temporality, monotonic, service_name, environment, series_key, scope_name, start_ms, time_ms, value, count, sum, min, max, buckets';
 
 const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
-const minuteOf = (ms: number) => Math.floor(ms / MINUTE_MS) * MINUTE_MS;
 
 const NC_COLS =
   'project_id, metric_name, minute, type, service_name, environment, points, other_points, vsum, vmin, vmax, last_ms, last_value, sketch, hcount, hsum, hsum_n, hsum_count, live, lmin, lmin_n, lmax, lmax_n, hist';
@@ -202,18 +230,19 @@ function parseBuckets(p: StoredPoint): { explicit_bounds?: number[]; bucket_coun
   return { bucket_counts: b.bucket_counts ?? [], explicit_bounds: b.explicit_bounds ?? [] };
 }
 
-export function createMetricRollupWriter(db: Db) {
+function createLevelWriter(db: Db, level: RollupLevel) {
+  const periodOf = (ms: number) => Math.floor(ms / level.period) * level.period;
   const s = {
     ncGet: db.prepare(
       `SELECT points, other_points, vsum, vmin, vmax, last_ms, last_value, sketch, hcount, hsum, hsum_n, hsum_count, live, lmin, lmin_n, lmax, lmax_n, hist
-       FROM metric_rollups WHERE project_id = ? AND metric_name = ? AND minute = ? AND type = ? AND service_name = ? AND environment = ?`,
+       FROM ${level.nc} WHERE project_id = ? AND metric_name = ? AND minute = ? AND type = ? AND service_name = ? AND environment = ?`,
     ),
-    ncPut: db.prepare(`INSERT OR REPLACE INTO metric_rollups (${NC_COLS}) VALUES (${NC_COLS.split(',').map(() => '?').join(', ')})`),
+    ncPut: db.prepare(`INSERT OR REPLACE INTO ${level.nc} (${NC_COLS}) VALUES (${NC_COLS.split(',').map(() => '?').join(', ')})`),
     cumGet: db.prepare(
       `SELECT points, first_ms, first_value, first_start, first_monotonic, last_ms, last_value, last_start, last_monotonic, n, isum, imin, imax, sketch
-       FROM metric_cum_rollups WHERE project_id = ? AND metric_name = ? AND minute = ? AND series_key = ?`,
+       FROM ${level.cum} WHERE project_id = ? AND metric_name = ? AND minute = ? AND series_key = ?`,
     ),
-    cumPut: db.prepare(`INSERT OR REPLACE INTO metric_cum_rollups (${CUM_COLS}) VALUES (${CUM_COLS.split(',').map(() => '?').join(', ')})`),
+    cumPut: db.prepare(`INSERT OR REPLACE INTO ${level.cum} (${CUM_COLS}) VALUES (${CUM_COLS.split(',').map(() => '?').join(', ')})`),
     cumPoints: db.prepare(
       `SELECT monotonic, start_ms, time_ms, value, series_key, scope_name FROM metric_points
        WHERE project_id = ? AND metric_name = ? AND time_ms >= ? AND time_ms < ? AND series_key = ? AND type = 'sum' AND temporality = 'cumulative'
@@ -288,13 +317,13 @@ export function createMetricRollupWriter(db: Db) {
     for (const p of rows) {
       if (isCumSum(p)) {
         if (!isNum(p.value)) continue;
-        const k = `${p.project_id}\u0000${p.metric_name}\u0000${minuteOf(p.time_ms)}\u0000${p.series_key}`;
+        const k = `${p.project_id}\u0000${p.metric_name}\u0000${periodOf(p.time_ms)}\u0000${p.series_key}`;
         let l = cum.get(k);
         if (!l) cum.set(k, (l = []));
         l.push(p);
         continue;
       }
-      const k = `${p.project_id}\u0000${p.metric_name}\u0000${minuteOf(p.time_ms)}\u0000${p.type}\u0000${p.service_name}\u0000${p.environment}`;
+      const k = `${p.project_id}\u0000${p.metric_name}\u0000${periodOf(p.time_ms)}\u0000${p.type}\u0000${p.service_name}\u0000${p.environment}`;
       let g = nc.get(k);
       if (!g) nc.set(k, (g = { p, st: newState(p.type === 'gauge' || p.type === 'sum'), other: 0, lastMs: null, lastValue: null }));
       if (isCumHist(p)) {
@@ -310,7 +339,7 @@ export function createMetricRollupWriter(db: Db) {
     }
     for (const g of nc.values()) {
       const { p } = g;
-      const key = [p.project_id, p.metric_name, minuteOf(p.time_ms), p.type, p.service_name, p.environment];
+      const key = [p.project_id, p.metric_name, periodOf(p.time_ms), p.type, p.service_name, p.environment];
       const old = s.ncGet.get(...key) as NcRow | undefined;
       let st = g.st;
       let other = g.other;
@@ -351,7 +380,7 @@ export function createMetricRollupWriter(db: Db) {
     }
     for (const list of cum.values()) {
       const p0 = list[0]!;
-      const minute = minuteOf(p0.time_ms);
+      const minute = periodOf(p0.time_ms);
       const key = [p0.project_id, p0.metric_name, minute, p0.series_key];
       const pts = list.map(cumInput).sort((a, b) => a.time_ms - b.time_ms); // stable: rowid order on ties
       const old = s.cumGet.get(...key) as CumRow | undefined;
@@ -361,7 +390,7 @@ export function createMetricRollupWriter(db: Db) {
         const prev = cumInput({ monotonic: old.last_monotonic, start_ms: old.last_start, time_ms: old.last_ms, value: old.last_value, series_key: p0.series_key, scope_name: p0.scope_name });
         row = cumFrom(pts, { prev, row: old });
       } else {
-        const all = (s.cumPoints.all(p0.project_id, p0.metric_name, minute, minute + MINUTE_MS, p0.series_key) as Parameters<typeof cumInput>[0][])
+        const all = (s.cumPoints.all(p0.project_id, p0.metric_name, minute, minute + level.period, p0.series_key) as Parameters<typeof cumInput>[0][])
           .filter((r) => isNum(r.value))
           .map(cumInput);
         row = cumFrom(all, null);
@@ -389,6 +418,15 @@ export function createMetricRollupWriter(db: Db) {
     }
   }
 
+  return apply;
+}
+
+export function createMetricRollupWriter(db: Db) {
+  const levels = ROLLUP_LEVELS.map((l) => createLevelWriter(db, l));
+  /** Adds stored points (in rowid order) to the rollups of every level. */
+  const apply = (rows: readonly StoredPoint[]) => {
+    for (const a of levels) a(rows);
+  };
   const sinceRowid = db.prepare(`SELECT ${STORED_POINT_COLS} FROM metric_points WHERE rowid >= ? ORDER BY rowid`);
   return {
     apply,
@@ -399,9 +437,10 @@ export function createMetricRollupWriter(db: Db) {
   };
 }
 
-/** Migration 040's backfill: every stored point, in rowid pages. */
+/** Migration 040's backfill: every stored point, in rowid pages (the per-minute level only). */
 export function backfillMetricRollups(db: Db): void {
-  const w = createMetricRollupWriter(db);
+  const apply = createLevelWriter(db, ROLLUP_LEVELS[0]);
+  const w = { apply };
   const page = db.prepare(`SELECT ${STORED_POINT_COLS} FROM metric_points WHERE rowid > ? ORDER BY rowid LIMIT 5000`);
   let after = 0;
   for (;;) {

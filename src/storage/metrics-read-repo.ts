@@ -3,7 +3,7 @@ import type { Db } from './db.js';
 import type { ExpBuckets, MetricType, Temporality } from '../domain/telemetry-types.js';
 import type { MetricPointInput } from '../domain/metrics/normalize.js';
 import { CUMULATIVE_HIST_SQL, METRIC_SAMPLES_SQL } from './migrations/008-metric-catalog.js';
-import { addReceived, cumInput, MINUTE_MS } from './metric-rollups.js';
+import { addReceived, cumInput, MINUTE_MS, ROLLUP_LEVELS } from './metric-rollups.js';
 import { addHist, addValue, EXACT_PERCENTILE_VALUES, LN_GAMMA, newState, sketchMergeJson, type BucketState } from '../domain/metrics/rollup-state.js';
 import { cumulativeContribution } from '../domain/metrics/normalize.js';
 
@@ -184,7 +184,7 @@ function explicitBucketsInto(p: MetricPointInput, json: string, cache: Map<strin
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export function createMetricsReadRepo(db: Db) {
   /** Whether window reads may use the per-minute rollups (migration 040); false forces the raw path (benches, tests). */
-  const settings = { rollupReads: true };
+  const settings = { rollupReads: true, /** false: the per-minute level only (benches compare). */ coarseLevels: true };
   const cache = new Map<string, Statement>();
   const stmt = (sql: string): Statement => {
     let s = cache.get(sql);
@@ -197,6 +197,36 @@ export function createMetricsReadRepo(db: Db) {
   };
 
   const HOUR = 3_600_000;
+  /** The first period the coarse rollup levels cover (migration 047's metric_rollup_levels). */
+  let coarseSince: number | undefined;
+  const since = () => (coarseSince ??= (db.prepare('SELECT since FROM metric_rollup_levels').pluck().get() as number | undefined) ?? Infinity);
+
+  /**
+   * [level, lo, hi) pieces covering the whole minutes [lo, hi): the coarsest level whose periods each
+   * lie inside one bucket (bucket bounds on period bounds, or one bucket), finer levels at the edges.
+   */
+  function pieces(lo: number, hi: number, b: { first: number; size: number; n: number }): [number, number, number][] {
+    const out: [number, number, number][] = [];
+    const from = settings.coarseLevels ? since() : Infinity;
+    const fits = (L: number) => b.n === 1 || (b.size % L === 0 && (((b.first % L) + L) % L) === 0);
+    const cover = (li: number, a: number, z: number): void => {
+      if (a >= z) return;
+      const L = ROLLUP_LEVELS[li]!.period;
+      const ca = Math.ceil(Math.max(a, from) / L) * L;
+      const cz = Math.floor(z / L) * L;
+      if (li === 0 || !fits(L) || ca >= cz) {
+        if (li === 0) out.push([0, a, z]);
+        else cover(li - 1, a, z);
+        return;
+      }
+      cover(li - 1, a, ca);
+      out.push([li, ca, cz]);
+      cover(li - 1, cz, z);
+    };
+    cover(ROLLUP_LEVELS.length - 1, lo, hi);
+    return out;
+  }
+
   const KEY = 'metric_name, type, service_name, environment, unit';
   const RUN_KEY = `${KEY}, series_key, scope_name`;
 
@@ -527,13 +557,26 @@ export function createMetricsReadRepo(db: Db) {
       const at = (ms: number): BucketState | undefined => states[Math.floor((ms - b.first) / b.size)];
       const w = where({ service: m.service, environment: m.environment });
       const bucketSql = 'CAST((minute - ?) / ? AS INTEGER)';
+      const pcs = pieces(A, B, b);
+      /** The rows of the pieces, one level's table each (the tables of a kind share their columns). */
+      const union = (kind: 'nc' | 'cum', list: [number, number, number][], extra: string, extraArgs: unknown[]) => {
+        const args: unknown[] = [];
+        const sql = list
+          .map(([li, lo, hi]) => {
+            args.push(pid, m.metricName, lo, hi, ...extraArgs, ...w.args);
+            return `SELECT * FROM ${ROLLUP_LEVELS[li]![kind]} WHERE project_id = ? AND metric_name = ? AND minute >= ? AND minute < ?${extra}${w.sql}`;
+          })
+          .join(' UNION ALL ');
+        return { sql, args };
+      };
+      const nc = union('nc', pcs, ' AND type = ?', [m.type]);
 
       const agg = stmt(
         `SELECT ${bucketSql} AS b, total(other_points) AS other, total(points) AS n, total(vsum) AS vsum, min(vmin) AS vmin, max(vmax) AS vmax,
            total(hcount) AS hcount, total(hsum) AS hsum, total(hsum_n) AS hsum_n, total(hsum_count) AS hsum_count, total(live) AS live,
            min(lmin) AS lmin, total(lmin_n) AS lmin_n, max(lmax) AS lmax, total(lmax_n) AS lmax_n
-         FROM metric_rollups WHERE project_id = ? AND metric_name = ? AND minute >= ? AND minute < ? AND type = ?${w.sql} GROUP BY 1`,
-      ).all(b.first, b.size, pid, m.metricName, A, B, m.type, ...w.args) as any[];
+         FROM (${nc.sql}) GROUP BY 1`,
+      ).all(b.first, b.size, ...nc.args) as any[];
       for (const r of agg) {
         if (r.other > 0) return null;
         const s = states[r.b];
@@ -555,10 +598,10 @@ export function createMetricsReadRepo(db: Db) {
       if (withDist) {
         const col = valueType ? 'sketch' : 'hist';
         const rows = stmt(
-          `SELECT minute, ${col} AS d FROM metric_rollups WHERE project_id = ? AND metric_name = ? AND minute >= ? AND minute < ? AND type = ?${w.sql} AND ${col} IS NOT NULL`,
+          `SELECT minute, ${col} AS d FROM (${nc.sql}) WHERE ${col} IS NOT NULL`,
         )
           .raw()
-          .all(pid, m.metricName, A, B, m.type, ...w.args) as [number, string][];
+          .all(...nc.args) as [number, string][];
         for (const [minute, d] of rows) {
           const s = at(minute);
           if (!s) continue;
@@ -596,6 +639,9 @@ export function createMetricsReadRepo(db: Db) {
       if (toMs > B && !edge(api.points(projectId, m, B, toMs, 0), 'r3')) return null;
       if (m.type !== 'sum') return exactEnough(states);
 
+      // The rows of the baseline before the window (per minute) and of the pieces; the minute holding
+      // an unaligned fromMs is read from the points (edge R2), not from its row.
+      const cum = union('cum', baseLo < minuteFrom ? [[0, baseLo, minuteFrom], ...pcs] : pcs, '', []);
       // Cumulative sums: every series-minute row whose previous row (LAG) lies inside the window is
       // aggregated in SQL, its first point differenced against that row's last point.
       const contrib = `CASE WHEN first_start IS NOT ps THEN (CASE WHEN first_start IS NULL OR first_start = first_ms THEN 0.0 ELSE first_value END)
@@ -604,10 +650,9 @@ export function createMetricsReadRepo(db: Db) {
           SELECT minute, series_key, scope_name, points, first_ms, first_value, first_start, first_monotonic, last_ms, last_value, last_start, last_monotonic,
             n, isum, imin, imax, sketch, LAG(minute) OVER w AS pm, LAG(last_ms) OVER w AS pms, LAG(last_value) OVER w AS pv, LAG(last_start) OVER w AS ps,
             LAG(last_monotonic) OVER w AS pmo
-          FROM metric_cum_rollups WHERE project_id = ? AND metric_name = ? AND minute >= ? AND minute < ? AND NOT (minute >= ? AND minute < ?)${w.sql}
+          FROM (${cum.sql})
           WINDOW w AS (PARTITION BY series_key ORDER BY minute))`;
-      // The minute holding an unaligned fromMs is read from the points (edge R2), not from its row.
-      const largs = [pid, m.metricName, baseLo, B, minuteFrom, A, ...w.args];
+      const largs = cum.args;
       const bulk = stmt(
         `${lagged}, c AS (SELECT minute, n, isum, imin, imax, ${contrib} AS c FROM r WHERE minute >= ? AND pm >= ?)
          SELECT ${bucketSql} AS b, total(n + 1) AS n, total(isum + c) AS s, min(CASE WHEN n > 0 THEN min(imin, c) ELSE c END) AS mn,
@@ -657,8 +702,7 @@ export function createMetricsReadRepo(db: Db) {
       const lastOf = new Map<string, any>();
       if (needLast || cumSeries.size > firstOf.size) {
         const rows = stmt(
-          `SELECT series_key, scope_name, max(minute) AS minute, last_ms, last_value, last_start, last_monotonic FROM metric_cum_rollups
-           WHERE project_id = ? AND metric_name = ? AND minute >= ? AND minute < ? AND NOT (minute >= ? AND minute < ?)${w.sql} GROUP BY series_key`,
+          `SELECT series_key, scope_name, max(minute) AS minute, last_ms, last_value, last_start, last_monotonic FROM (${cum.sql}) GROUP BY series_key`,
         ).all(...largs) as any[];
         for (const r of rows) lastOf.set(`${r.series_key}\u0000${r.scope_name}`, r);
       }

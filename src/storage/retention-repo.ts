@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import type { RetentionKind } from '../domain/retention/policy.js';
+import { HOUR_MS, ROLLUP_LEVELS } from './metric-rollups.js';
 
 /**
  * Where each kind of telemetry lives, for expiry: the table, its per-project time column (indexed
@@ -12,6 +13,11 @@ export interface ExpiryTarget {
   time: string;
   /** Milliseconds per unit of `time` (1 for ms columns, 60,000 for epoch minutes). */
   unitMs: number;
+  /**
+   * Cutoffs are rounded down to a multiple of this many ms first (the metric rollup levels: every
+   * level then holds the same whole hours, so a coarse row never outlives the minutes it sums).
+   */
+  alignMs?: number;
   /** Columns naming a row (`rowid` for rowid tables). */
   key: readonly string[];
   /** Rows of other tables that go with the deleted ones (full-text index entries), run before the delete. */
@@ -54,9 +60,12 @@ export const EXPIRY_TARGETS: ExpiryTarget[] = [
   // The per-hour catalogue behind metrics.list outlives the raw points (metric rollups: 400 days).
   { kind: 'metric_rollups', table: 'metric_catalog', time: 'hour', unitMs: 1, key: ['project_id', 'hour', 'metric_name', 'type', 'service_name', 'environment', 'unit'] },
   { kind: 'metric_rollups', table: 'metric_catalog_runs', time: 'hour', unitMs: 1, key: ['project_id', 'hour', 'metric_name', 'type', 'service_name', 'environment', 'unit', 'series_key', 'scope_name', 'start_ms'] },
-  // Per-minute rollups behind metrics.timeline / inspect and the summary (migration 040): 400 days too.
-  { kind: 'metric_rollups', table: 'metric_rollups', time: 'minute', unitMs: 1, key: ['project_id', 'metric_name', 'minute', 'type', 'service_name', 'environment'] },
-  { kind: 'metric_rollups', table: 'metric_cum_rollups', time: 'minute', unitMs: 1, key: ['project_id', 'metric_name', 'minute', 'series_key'] },
+  // Per-minute, 5-minute and hourly rollups behind metrics.timeline / inspect and the summary
+  // (migrations 040, 047): 400 days too, in whole hours at every level.
+  ...ROLLUP_LEVELS.flatMap((l): ExpiryTarget[] => [
+    { kind: 'metric_rollups', table: l.nc, time: 'minute', unitMs: 1, alignMs: HOUR_MS, key: ['project_id', 'metric_name', 'minute', 'type', 'service_name', 'environment'] },
+    { kind: 'metric_rollups', table: l.cum, time: 'minute', unitMs: 1, alignMs: HOUR_MS, key: ['project_id', 'metric_name', 'minute', 'series_key'] },
+  ]),
   { kind: 'error_events', table: 'error_events', time: 'timestamp_ms', unitMs: 1, key: ['project_id', 'event_id'] },
   { kind: 'replays', table: 'replay_recordings', time: 'received_ms', unitMs: 1, key: ['project_id', 'replay_id', 'segment_id'] },
   { kind: 'replays', table: 'replays', time: 'ended_ms', unitMs: 1, key: ['project_id', 'replay_id'] },
@@ -133,7 +142,8 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
     }),
     expireBatch(target, projectId, cutoffMs, limit) {
       const t = perTarget.get(target)!;
-      return t.batch(projectId, Math.floor(cutoffMs / target.unitMs), limit) as number;
+      const cut = target.alignMs ? Math.floor(cutoffMs / target.alignMs) * target.alignMs : cutoffMs;
+      return t.batch(projectId, Math.floor(cut / target.unitMs), limit) as number;
     },
     oldest(target, projectId) {
       const v = perTarget.get(target)!.oldest.get(projectId) as number | null;

@@ -21,6 +21,7 @@ import { EXACT_PERCENTILE_VALUES, SKETCH_ALPHA, timelineFromStates } from '../..
 import { bucketCount, bucketStart } from '../../src/domain/metrics/window.js';
 import type { MetricPointRecord, MetricType, Temporality } from '../../src/domain/telemetry-types.js';
 import { rng } from '../../bench/lib.js';
+import { createRetentionRepo, EXPIRY_TARGETS } from '../../src/storage/retention-repo.js';
 
 const T0 = Date.parse('2026-03-01T00:00:00.000Z');
 const MIN = 60_000;
@@ -128,6 +129,9 @@ const WINDOWS: [number, number][] = [
   [T0 + HOUR + 59_999, T0 + 2 * HOUR + 1], // one millisecond past / before a minute
   [T0 - 30 * MIN, T0 + 5 * HOUR + 7], // beyond the data
   [T0 + 2 * HOUR + 30_000, T0 + 3.5 * HOUR], // baseline hour inside the data
+  [T0 + 25 * MIN, T0 + 3 * HOUR + 35 * MIN], // 5-minute edges around whole hours (migration 047's levels)
+  [T0 + HOUR, T0 + 3 * HOUR], // whole hours
+  [T0 + 7 * MIN + 1, T0 + 2 * HOUR + 13 * MIN - 1], // minute, 5-minute and hour pieces on both sides
 ];
 const SCALAR: Aggregation[] = ['count', 'sum', 'min', 'max', 'avg', 'rate'];
 
@@ -194,6 +198,94 @@ describe('per-minute metric rollups', () => {
     backfillMetricRollups(db);
     expect(db.prepare('SELECT count(*) FROM metric_rollups').pluck().get()).toBeGreaterThan(100);
   }, 180_000);
+
+  it('read whole 5-minute periods and hours from the coarse levels (migration 047), which stay equal to the minutes', () => {
+    const db = openDatabase(tmpFile());
+    write(db, points(61, 2500));
+    const count = (t: string) => db.prepare(`SELECT count(*) FROM ${t}`).pluck().get() as number;
+    expect(count('metric_rollups_1h')).toBeGreaterThan(0);
+    expect(count('metric_cum_rollups_5m')).toBeGreaterThan(count('metric_cum_rollups_1h'));
+    // Each coarse row sums the minute rows of its period.
+    for (const [t, minutes, p] of [['metric_rollups_1h', 'metric_rollups', HOUR], ['metric_rollups_5m', 'metric_rollups', 5 * MIN]] as const) {
+      const diff = db
+        .prepare(
+          `SELECT count(*) FROM ${t} c WHERE points <> (SELECT total(points) FROM ${minutes} m WHERE m.project_id = c.project_id AND m.metric_name = c.metric_name
+             AND m.type = c.type AND m.service_name = c.service_name AND m.environment = c.environment AND m.minute >= c.minute AND m.minute < c.minute + ${p})`,
+        )
+        .pluck()
+        .get();
+      expect(diff, t).toBe(0);
+    }
+    const repo = createMetricsReadRepo(db);
+    const sel: MetricSelector = { metricName: 'bytes', type: 'sum' };
+    const b = { first: T0, size: 4 * HOUR, n: 1 };
+    const before = repo.rollupStates('1', sel, T0, T0 + 4 * HOUR, b, false)![0]!.vsum;
+    // The hourly rows are what a window of whole hours reads (a changed hour row shows).
+    db.exec(`UPDATE metric_rollups_1h SET vsum = vsum + 1000 WHERE metric_name = 'bytes' AND minute = ${T0 + HOUR}`);
+    expect(repo.rollupStates('1', sel, T0, T0 + 4 * HOUR, b, false)![0]!.vsum).toBeGreaterThan(before + 999);
+    db.exec(`UPDATE metric_rollups_1h SET vsum = vsum - 1000 WHERE metric_name = 'bytes' AND minute = ${T0 + HOUR}`);
+    // 5-minute buckets read the 5-minute rows.
+    db.exec(`UPDATE metric_rollups_5m SET vsum = vsum + 1000 WHERE metric_name = 'bytes' AND minute = ${T0 + 10 * MIN}`);
+    const five = repo.rollupStates('1', sel, T0, T0 + HOUR, { first: T0, size: 5 * MIN, n: 12 }, false)!;
+    expect(five[2]!.vsum).toBeGreaterThan(999);
+  }, 60_000);
+
+  it('read data stored before migration 047 per minute, later hours from the coarse levels', () => {
+    const file = tmpFile();
+    const db0 = openDatabase(file);
+    write(db0, points(71, 2000));
+    // As before migration 047: no coarse tables, version 47 not recorded.
+    db0.exec(
+      'DROP TABLE metric_rollups_5m; DROP TABLE metric_cum_rollups_5m; DROP TABLE metric_rollups_1h; DROP TABLE metric_cum_rollups_1h; DROP TABLE metric_rollup_levels; DELETE FROM schema_migrations WHERE version = 47',
+    );
+    db0.close();
+    const db = openDatabase(file);
+    const since = db.prepare('SELECT since FROM metric_rollup_levels').pluck().get() as number;
+    expect(since).toBe(T0 + 4 * HOUR); // the hour after the last stored minute
+    expect(db.prepare('SELECT count(*) FROM metric_rollups_1h').pluck().get()).toBe(0);
+    expectSameAsRaw(db);
+    // Points of later hours go to every level; windows across `since` combine both.
+    write(
+      db,
+      points(72, 1500).map((p) => ({ ...p, time_ms: p.time_ms + 4 * HOUR, ...(p.start_ms ? { start_ms: p.start_ms + 4 * HOUR } : {}) })),
+    );
+    expect(db.prepare('SELECT count(*) FROM metric_rollups_1h').pluck().get()).toBeGreaterThan(0);
+    const repo = createMetricsReadRepo(db);
+    for (const k of KINDS) {
+      const sel: MetricSelector = { metricName: k.name, type: k.type };
+      const [fromMs, toMs] = [T0 + 2 * HOUR + 5 * MIN, T0 + 7 * HOUR];
+      const b = { first: fromMs, size: toMs - fromMs, n: 1 };
+      const got = timelineFromStates(repo.rollupStates('1', sel, fromMs, toMs, b, false)!, b.first, b.size, k.type, 'sum');
+      const shift = b.first - bucketStart(b.first, b.size);
+      const raw = repo.points('1', sel, fromMs, toMs, HOUR).map((p) => ({ ...p, time_ms: p.time_ms - shift, start_ms: p.start_ms === null ? null : p.start_ms - shift }));
+      const want = timeline(raw, { fromMs: fromMs - shift, toMs: toMs - shift, granularityMs: b.size, type: k.type, aggregation: 'sum', baselineMs: HOUR }).buckets;
+      expect(got[0]!.point_count, k.name).toBe(want[0]!.point_count);
+      close(got[0]!.value, want[0]!.value, k.name);
+    }
+  }, 180_000);
+
+  it('expire in whole hours at every level, so the levels keep holding the same periods', () => {
+    const db = openDatabase(tmpFile());
+    write(db, points(81, 1500));
+    const retention = createRetentionRepo(db);
+    const targets = EXPIRY_TARGETS.filter((t) => t.kind === 'metric_rollups' && t.table.includes('rollups'));
+    expect(targets.map((t) => t.table).sort()).toEqual(
+      ['metric_cum_rollups', 'metric_cum_rollups_1h', 'metric_cum_rollups_5m', 'metric_rollups', 'metric_rollups_1h', 'metric_rollups_5m'].sort(),
+    );
+    for (const t of targets) while (retention.expireBatch(t, '1', T0 + HOUR + 30 * MIN, 100) > 0);
+    for (const t of targets) {
+      // The cutoff inside hour 1 expires hour 0 only, at every level.
+      expect(db.prepare(`SELECT min(minute) FROM ${t.table} WHERE project_id = 1`).pluck().get(), t.table).toBe(T0 + HOUR);
+    }
+    const repo = createMetricsReadRepo(db);
+    for (const k of KINDS) {
+      const sel: MetricSelector = { metricName: k.name, type: k.type };
+      const b = { first: T0 + HOUR, size: 3 * HOUR, n: 1 };
+      const whole = repo.rollupStates('1', sel, T0 + HOUR, T0 + 4 * HOUR, b, false)![0]!;
+      const perMinute = repo.rollupStates('1', sel, T0 + HOUR, T0 + 4 * HOUR, { first: T0 + HOUR, size: MIN, n: 180 }, false)!;
+      expect(whole.n, k.name).toBe(perMinute.reduce((t, x) => t + x.n, 0));
+    }
+  }, 60_000);
 
   it('answer large gauge and sum percentiles within the sketch accuracy, small ones exactly from the points', () => {
     const db = openDatabase(tmpFile());
