@@ -127,13 +127,14 @@ describe('compact span and log rows (migration 044)', () => {
     const expected = reads(now);
     now.close();
 
-    // The whole database in the old form, then migrated.
-    const old = openDatabase(':memory:', { migrations: MIGRATIONS.filter((m) => m.version < 44) });
+    // The whole database in the old form, then migrated (the later migrations, which the current
+    // writer needs and which do not touch spans or logs, are there already).
+    const old = openDatabase(':memory:', { migrations: MIGRATIONS.filter((m) => m.version !== 44) });
     write(old);
     toPre044(old);
     expect(old.prepare("SELECT count(*) FROM spans WHERE typeof(trace_id) = 'blob' OR typeof(name) = 'blob'").pluck().get()).toBe(0);
     migrate(old);
-    expect(old.prepare('SELECT max(version) FROM schema_migrations').pluck().get()).toBe(44);
+    expect(old.prepare('SELECT count(*) FROM schema_migrations WHERE version = 44').pluck().get()).toBe(1);
     expect(reads(old)).toEqual(expected);
     // More spans of the same trace after the upgrade: the trace now has chunks of both forms.
     const w = createSqliteTelemetryWriter(old);
