@@ -81,7 +81,7 @@ async function measure(n: number) {
       const b = RAW_RUNS > 0 ? await timeOp(base + path, boot.admin_key, RAW_RUNS) : { p95: NaN, status: 200 };
       if (a.status !== 200 || b.status !== 200) console.error(`${label}: HTTP ${a.status}/${b.status} at ${n}`);
       out.set(label, { rollup: a.p95, minutes: m.p95, raw: b.p95 });
-      console.error(`  ${n.toLocaleString('en')} ${label}: rollups ${a.p95.toFixed(1)} ms, per-minute rollups only ${m.p95.toFixed(1)} ms, raw ${b.p95.toFixed(1)} ms`);
+      console.error(`  ${n.toLocaleString('en')} ${label}: rollups ${a.p95.toFixed(1)} ms, per-minute rollups only ${m.p95.toFixed(1)} ms, raw ${ms(b.p95)}`);
     }
     s.services.metricsRead.settings.rollupReads = true;
     server.close();
@@ -92,6 +92,8 @@ async function measure(n: number) {
   }
 }
 
+/** A p95 for the table, or a dash where the raw path was skipped (BENCH_RAW_RUNS=0). */
+const ms = (v: number, unit = ' ms') => (Number.isNaN(v) ? '–' : `${v.toFixed(1)}${unit}`);
 const results: { n: number; seedSeconds: number; p95: Map<string, { rollup: number; minutes: number; raw: number }> }[] = [];
 for (const n of SIZES) {
   console.error(`seeding ${n.toLocaleString('en')} metric points…`);
@@ -104,6 +106,6 @@ console.log(`\nMetric read p95 (ms), 24 h window, ${RUNS} sequential REST calls 
 console.log(`| operation | ${head.map((h) => `${h} rollups | ${h} minutes only | ${h} raw`).join(' | ')} |`);
 console.log(`|---|${head.map(() => '---:|---:|---:').join('|')}|`);
 for (const label of results[0]?.p95.keys() ?? []) {
-  console.log(`| ${label} | ${results.map((r) => `${r.p95.get(label)!.rollup.toFixed(1)} | ${r.p95.get(label)!.minutes.toFixed(1)} | ${r.p95.get(label)!.raw.toFixed(1)}`).join(' | ')} |`);
+  console.log(`| ${label} | ${results.map((r) => `${r.p95.get(label)!.rollup.toFixed(1)} | ${r.p95.get(label)!.minutes.toFixed(1)} | ${ms(r.p95.get(label)!.raw, '')}`).join(' | ')} |`);
 }
 console.log(`\nseeding (metric points, 512 per transaction, rollups maintained): ${results.map((r) => `${r.n.toLocaleString('en')} in ${r.seedSeconds.toFixed(0)} s (${Math.round(r.n / r.seedSeconds).toLocaleString('en')}/s)`).join('; ')}`);
