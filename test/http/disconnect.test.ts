@@ -30,39 +30,27 @@ async function slices(signal: AbortSignal | undefined): Promise<{ slices: number
   return { slices: n };
 }
 
-const probeWrite = defineOperation({
-  operationId: 'probe.slowWrite',
-  tag: 'probe',
-  summary: 'Test only: a slow write that works in slices',
-  description: 'Test only.',
-  method: 'POST',
-  path: '/v1/projects/{project_id}/probe/slow-write',
-  scopes: ['write'],
-  risk: 'write',
-  sensitive: false,
-  projectScoped: true,
-  input: z.object({ project_id: z.string() }),
-  output: z.object({ slices: z.number() }),
-  errors: [],
-  handler: (_input, ctx) => slices(ctx.signal),
-});
+/** A test-only operation that works in slices, as a long read or write does. */
+const sliced = (operationId: string, method: 'GET' | 'POST', path: string, kind: 'read' | 'write') =>
+  defineOperation({
+    operationId,
+    tag: 'probe',
+    summary: `Test only: a slow ${kind} that works in slices`,
+    description: 'Test only.',
+    method,
+    path: `/v1/projects/{project_id}/probe/${path}`,
+    scopes: [kind],
+    risk: kind,
+    sensitive: false,
+    projectScoped: true,
+    input: z.object({ project_id: z.string() }),
+    output: z.object({ slices: z.number() }),
+    errors: [],
+    handler: (_input, ctx) => slices(ctx.signal),
+  });
 
-const probe = defineOperation({
-  operationId: 'probe.slowRest',
-  tag: 'probe',
-  summary: 'Test only: a slow read that works in slices',
-  description: 'Test only.',
-  method: 'GET',
-  path: '/v1/projects/{project_id}/probe/slow-rest',
-  scopes: ['read'],
-  risk: 'read',
-  sensitive: false,
-  projectScoped: true,
-  input: z.object({ project_id: z.string() }),
-  output: z.object({ slices: z.number() }),
-  errors: [],
-  handler: (_input, ctx) => slices(ctx.signal),
-});
+const probeWrite = sliced('probe.slowWrite', 'POST', 'slow-write', 'write');
+const probe = sliced('probe.slowRest', 'GET', 'slow-rest', 'read');
 
 describe('a REST request whose client hangs up', async () => {
   const t = await startTestServer({ options: { operations: [...catalogue, probe, probeWrite] } });
