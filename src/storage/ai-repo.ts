@@ -5,7 +5,7 @@
  * batch (createWriteBatcher) the rollup and session/user upserts wait for the batch's end, once per key.
  */
 import type { Db } from './db.js';
-import type { BatchParticipant } from './write-batcher.js';
+import { batchTallies } from './write-batcher.js';
 import { FLAG_COLUMNS, type FlagColumn, type ObservationRow, type ScoreDraft } from '../domain/ai/observation.js';
 import type { FlagSums } from '../domain/ai/quality.js';
 import type { TraceInfo } from '../domain/ai/langfuse-legacy.js';
@@ -311,26 +311,8 @@ export function createAiRepo(db: Db) {
    * savepoint rolls back leaves its tally out), else of the call. Observation rows and trace ranges
    * are written as they come (ingest reads them: replacements, the Langfuse trace update).
    */
-  let inBatch = false;
-  let jobTally = newTally();
-  let batchTally = newTally();
-  const batchParticipant = {
-    begin() {
-      inBatch = true;
-      jobTally = newTally();
-      batchTally = newTally();
-    },
-    jobEnd(ok: boolean) {
-      if (ok) mergeTally(batchTally, jobTally);
-      jobTally = newTally();
-    },
-    end() {
-      inBatch = false;
-      const t = batchTally;
-      batchTally = newTally();
-      writeTally(t);
-    },
-  } satisfies BatchParticipant;
+  const tallies = batchTallies(newTally, mergeTally, writeTally);
+  const batchParticipant = tallies.participant;
 
   const NOBS = OBS_COLUMNS.length;
   /** The insert's parameters: project id, the columns, the flags (one array, no spreading). */
@@ -378,7 +360,8 @@ export function createAiRepo(db: Db) {
       }
     }
     for (const [id, t] of traces) st.traceUpsert.run(pid, id, t[0], t[1]);
-    if (inBatch) tallyChanges(pid, changes, jobTally);
+    const jobTally = tallies.job();
+    if (jobTally) tallyChanges(pid, changes, jobTally);
     else {
       const t = newTally();
       tallyChanges(pid, changes, t);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
-import type { BatchParticipant } from './write-batcher.js';
+import { batchTallies } from './write-batcher.js';
 import type { ErrorEventRecord } from '../domain/telemetry-types.js';
 import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
@@ -88,9 +88,7 @@ export function createErrorsIngestRepo(db: Db) {
    * inside one (createWriteBatcher's participant below: a job whose savepoint rolls back leaves its
    * tally out), else of this call. The event rows themselves are inserted as they come.
    */
-  let inBatch = false;
-  let job = newTally(); // what the running job has tallied
-  let batch = newTally(); // what the batch's succeeded jobs have tallied
+  const tallies = batchTallies(newTally, (into, from) => into.merge(from), (t) => write(t));
 
   const write = (t: Tally) => {
     const newUsers = new Map<string, number>();
@@ -158,28 +156,13 @@ export function createErrorsIngestRepo(db: Db) {
   return {
     /** Group and store events in one transaction; a repeated event_id is ignored (SDK retries). */
     ingest(projectId: string, projectSlug: string, items: KeyedErrorEvent[], now: number): ErrorsIngestOutcome {
-      if (!inBatch) return ingestAlone(projectId, projectSlug, items, now);
+      const job = tallies.job();
+      if (!job) return ingestAlone(projectId, projectSlug, items, now);
       // Inside a write batch the job already runs in its own savepoint; a throw here rolls it back and drops its tally.
       return ingestRows(projectId, projectSlug, items, now, job);
     },
     /** Hooks for createWriteBatcher: per-group tallies written once per batch, before its commit. */
-    batchParticipant: {
-      begin() {
-        inBatch = true;
-        job = newTally();
-        batch = newTally();
-      },
-      jobEnd(ok: boolean) {
-        if (ok) batch.merge(job);
-        job = newTally();
-      },
-      end() {
-        inBatch = false;
-        const t = batch;
-        batch = newTally();
-        write(t);
-      },
-    } satisfies BatchParticipant,
+    batchParticipant: tallies.participant,
     /** The group an event was counted on, by the SDK's event id. */
     groupOfEvent(projectId: string, eventId: string): string | undefined {
       return (s.groupOfEvent.get(Number(projectId), eventId) as { group_id: string } | undefined)?.group_id;

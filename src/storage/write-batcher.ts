@@ -30,6 +30,38 @@ export interface BatchParticipant {
   end(): void;
 }
 
+/**
+ * Aggregates (counts, rollups, summaries) a repository writes once per key per batch: inside a
+ * batch a write adds to `job()`, which joins the batch's tally when its job's savepoint is released
+ * (a rolled-back job's tally is dropped), and the batch's tally is written by the participant's
+ * `end()`, before the commit. Outside a batch `job()` is null: tally and write at once.
+ */
+export function batchTallies<T>(newTally: () => T, merge: (into: T, from: T) => void, write: (t: T) => void) {
+  let inBatch = false;
+  let job = newTally();
+  let batch = newTally();
+  return {
+    job: (): T | null => (inBatch ? job : null),
+    participant: {
+      begin() {
+        inBatch = true;
+        job = newTally();
+        batch = newTally();
+      },
+      jobEnd(ok: boolean) {
+        if (ok) merge(batch, job);
+        job = newTally();
+      },
+      end() {
+        inBatch = false;
+        const t = batch;
+        batch = newTally();
+        write(t);
+      },
+    } satisfies BatchParticipant,
+  };
+}
+
 export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly BatchParticipant[] = []): WriteBatch {
   let queue: Job[] = [];
   let scheduled = false;
