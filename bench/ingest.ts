@@ -34,6 +34,7 @@ import { MIGRATIONS } from '../src/storage/migrations/index.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { createSqliteTelemetryWriter, environmentOf, levelOf, operationOf, serviceVersionOf } from '../src/storage/sqlite-telemetry-store.js';
 import { withLogRollups } from '../src/storage/log-rollups.js';
+import { LOG_COUNT_TABLES, rollupInsert } from '../src/storage/migrations/004-log-counts.js';
 import { createTracesReadRepo } from '../src/storage/traces-read-repo.js';
 import type { TelemetryWriter } from '../src/storage/telemetry-store.js';
 import type { Attributes, LogRecordOut, SpanRecord } from '../src/domain/telemetry-types.js';
@@ -306,20 +307,26 @@ function beforeLogWriter(db: Db) {
   const log = db.prepare(`INSERT INTO logs (project_id, time_ms, observed_ms, severity_number, severity_text, level, body, attributes, trace_id, span_id,
       service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
   const fts = db.prepare('INSERT INTO logs_fts (rowid, body, attrs) VALUES (?, ?, ?)');
+  // The rollups as they were then (migration 004's GROUP BY over the new rows' own columns; the
+  // current withLogRollups reads dimension ids from log_dims, which this schema predates).
+  const maxId = db.prepare('SELECT max(id) FROM logs').pluck();
+  const upserts = LOG_COUNT_TABLES.map((t) => db.prepare(`${rollupInsert(t, 'l.id > ?')} ON CONFLICT DO UPDATE SET n = n + excluded.n`));
   const perRow: TelemetryWriter = {
     insertSpans: () => 0,
     insertMetricPoints: () => 0,
     insertLogs: db.transaction((_p: string, logs: LogRecordOut[]) => {
+      const before = (maxId.get() as number | null) ?? 0;
       for (const l of logs) {
         const body = String(l.body);
         const info = log.run(1, l.time_ms, l.observed_time_ms, l.severity_number, l.severity_text, levelOf(l.severity_number, l.severity_text), body, JSON.stringify(l.attributes),
           l.trace_id, l.span_id, l.service_name, environmentOf(l.resource), serviceVersionOf(l.resource), 'otlp', null, res('1', l.resource), l.scope.name, Date.now());
         fts.run(info.lastInsertRowid, body, Object.values(l.attributes).join(' '));
       }
+      for (const u of upserts) u.run(before);
       return logs.length;
     }) as unknown as TelemetryWriter['insertLogs'],
   };
-  return withLogRollups(db, perRow);
+  return perRow;
 }
 
 /** Median of `n` runs of `fn`, in ms. */
