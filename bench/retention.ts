@@ -145,7 +145,10 @@ export function seedExpired(db: Db, projectId: string, n: number, from: number, 
   // Spans: one trace per 8 copies (copy g of template span g % 8), then its trace chunk.
   const chunks = db.prepare(`INSERT INTO trace_chunks (project_id, trace_id, first_rowid, last_rowid, span_count, error_count, min_start_ms, max_start_ms, max_end_ms)
     SELECT project_id, trace_id, min(rowid), max(rowid), count(*), sum(status_code = 2), min(start_ms), max(start_ms), max(end_ms) FROM spans WHERE rowid BETWEEN ? AND ? GROUP BY project_id, trace_id`);
-  replicate(db, 'spans', 'start_ms', sLo, sHi, nSpans, from, (to - from) / nSpans, { trace_id: "substr(t.trace_id, 1, 16) || printf('%016x', g / 8)" }, (a, b) => chunks.run(a, b));
+  replicate(db, 'spans', 'start_ms', sLo, sHi, nSpans, from, (to - from) / nSpans, {
+    // Trace ids are 16 bytes since migration 044 (hex text before): a copy keeps the template's form.
+    trace_id: "CASE WHEN typeof(t.trace_id) = 'blob' THEN CAST(substr(t.trace_id, 1, 8) || unhex(printf('%016x', g / 8)) AS BLOB) ELSE substr(t.trace_id, 1, 16) || printf('%016x', g / 8) END",
+  }, (a, b) => chunks.run(a, b));
 
   // Logs: a distinct token per record; the full-text row (body, attribute values and trace id) and count rollups.
   const attrsText = `${'/orders/{id}'} u-0`;

@@ -107,17 +107,25 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
   const perTarget = new Map(
     targets.map((t) => {
       const keys = t.key.join(', ');
-      const select = db.prepare(`SELECT ${keys} FROM ${t.table} WHERE project_id = ? AND ${t.time} < ? ORDER BY ${t.time} LIMIT ?`).raw();
-      const match = t.key.length === 1 ? `${t.key[0]} = ?` : t.key.map((k) => `${k} = ?`).join(' AND ');
-      const del = db.prepare(`DELETE FROM ${t.table} WHERE ${match}`);
+      const oldestRows = `SELECT ${keys} FROM ${t.table} WHERE project_id = ? AND ${t.time} < ? ORDER BY ${t.time} LIMIT ?`;
       const oldest = db.prepare(`SELECT min(${t.time}) FROM ${t.table} WHERE project_id = ?`).pluck();
       const before = t.before?.(db);
+      // The rows are named inside SQL: keys never round-trip through JavaScript, where a text key
+      // holding bytes that are not UTF-8 would come back changed, match nothing, and leave a pass
+      // selecting the same rows for ever. A batch reports the rows it deleted, not the rows it chose.
+      const del = db.prepare(`DELETE FROM ${t.table} WHERE ${t.key.length === 1 ? t.key[0] : `(${keys})`} IN (${oldestRows})`);
+      // With rows of other tables to delete first, the keys are read once and given to both (the
+      // targets with such a hook are keyed by an integer id).
+      const select = before && db.prepare(oldestRows).raw();
+      const delKey = before && db.prepare(`DELETE FROM ${t.table} WHERE ${t.key.map((k) => `${k} = ?`).join(' AND ')}`);
       const batch = db.transaction((projectId: string, cutoff: number, limit: number) => {
+        if (!select || !delKey) return del.run(projectId, cutoff, limit).changes;
         const rows = select.all(projectId, cutoff, limit) as unknown[][];
         if (!rows.length) return 0;
-        before?.run(rows);
-        for (const r of rows) del.run(...r);
-        return rows.length;
+        before.run(rows);
+        let n = 0;
+        for (const r of rows) n += delKey.run(...r).changes;
+        return n;
       });
       return [t, { batch, oldest }] as const;
     }),
