@@ -18,6 +18,12 @@ import { rowDimsIdSql } from '../log-dims.js';
  *   count fell to 0 carry nothing and are left out).
  * - The delete trigger decrements the row of the deleted log's combination: its `dims`, or for a
  *   row from before migration 037 the combination of its own columns.
+ *
+ * And span attribute value lists that repeat stored once (`attr_valuesets`; src/storage/attr-keysets.ts
+ * createValueSets): a new span row whose value list was seen before holds the list's key in
+ * `attributes` (a blob of 1–4 bytes: no row held a blob there before) instead of the text. Rows already stored keep
+ * their text and read as before. The lists are few (only repeated ones) and are kept when spans
+ * expire, like key sets.
  */
 const DIMS = 'level, service_name, environment, release, source, connector_key';
 
@@ -41,10 +47,15 @@ const decrement = (t: (typeof LOG_COUNT_TABLES)[number]) => `
   UPDATE ${t.table} SET n = n - 1
   WHERE project_id = OLD.project_id AND t = CAST(OLD.time_ms / ${t.unitMs} AS INTEGER) * ${t.unitMs} AND dims = ${rowDimsIdSql('OLD')}${t.http ? ` AND http_method = ${HTTP_METHOD_KS_SQL('OLD')}` : ''};`;
 
-export const m045LogCountDims: Migration = {
+export const m045LogCountsValueSets: Migration = {
   version: 45,
-  name: 'log count rollups keyed by the dimension combination',
+  name: 'log count rollups keyed by the dimension combination; repeated span attribute values stored once',
   sql: `
+CREATE TABLE attr_valuesets (
+  n INTEGER PRIMARY KEY,
+  id BLOB NOT NULL UNIQUE,
+  vals TEXT NOT NULL UNIQUE
+);
 DROP TRIGGER logs_counts_delete;
 INSERT OR IGNORE INTO log_dims (project_id, ${DIMS})
 ${LOG_COUNT_TABLES.map((t) => `SELECT project_id, ${DIMS} FROM ${t.table}`).join('\nUNION ')};
