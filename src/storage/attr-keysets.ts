@@ -36,8 +36,13 @@ function valueSetKey(n: number): Buffer {
   return b.subarray(i);
 }
 
-/** Writer side: the `attributes` value of a span row for a value list text (`attr_keys` set): its key once the list repeats, else the text. */
-export function createValueSets(db: Db) {
+/**
+ * Writer side: the `attributes` value of a span row for a value list text (`attr_keys` set): its key
+ * once the list repeats, else the text. The lists are not expired with the spans (no index says which
+ * rows use one), so their number is capped: past `maxLists`, new lists stay on their rows (at most
+ * some tens of MB of lists, which repeated values repay many times over).
+ */
+export function createValueSets(db: Db, maxLists = 100_000) {
   // Prepared on first use: a list is looked up only when it repeats.
   const prepare = () => ({
     get: db.prepare('SELECT id FROM attr_valuesets WHERE vals = ?').pluck(),
@@ -45,11 +50,13 @@ export function createValueSets(db: Db) {
     insert: db.prepare('INSERT INTO attr_valuesets (n, id, vals) VALUES (?, ?, ?)'),
   });
   let st: ReturnType<typeof prepare> | null = null;
+  let full = false;
   const ids = new Map<string, Buffer>();
   const seenOnce = new Set<string>();
   return (vals: string): string | Buffer => {
     const id = ids.get(vals);
     if (id !== undefined) return id;
+    if (full) return vals;
     if (!seenOnce.has(vals)) {
       if (seenOnce.size >= 20_000) seenOnce.clear();
       seenOnce.add(vals);
@@ -61,6 +68,10 @@ export function createValueSets(db: Db) {
     if (n === undefined) {
       // Inside the writer's transaction: no other writer numbers a list in between.
       const num = st.next.get() as number;
+      if (num > maxLists) {
+        full = true; // no more lookups: lists not met since this writer started stay on their rows
+        return vals;
+      }
       n = valueSetKey(num);
       st.insert.run(num, n, vals);
     }

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { migrate, openDatabase, type Db } from '../../src/storage/db.js';
 import { MIGRATIONS } from '../../src/storage/migrations/index.js';
 import { LOG_COUNT_TABLES, rollupInsert } from '../../src/storage/migrations/004-log-counts.js';
-import { HTTP_METHOD_KS_SQL } from '../../src/storage/attr-keysets.js';
+import { createValueSets, HTTP_METHOD_KS_SQL } from '../../src/storage/attr-keysets.js';
 import { createSqliteTelemetryWriter } from '../../src/storage/sqlite-telemetry-store.js';
 import { withLogRollups } from '../../src/storage/log-rollups.js';
 import { createLogsReadRepo, type LogDim, type LogFilter } from '../../src/storage/logs-read-repo.js';
@@ -193,5 +193,14 @@ describe('span attribute value lists stored once (migration 045)', () => {
     expect(db.prepare('SELECT count(*) FROM spans').pluck().get()).toBe(0);
     db.close();
     before.close();
+  });
+
+  it('stops storing new lists past the cap (they are not expired), keeping them on their rows', () => {
+    const db = openDatabase(':memory:');
+    const valueSet = createValueSets(db, 1);
+    const [a, b] = ['["a"]', '["b"]'];
+    expect([valueSet(a), valueSet(a), valueSet(b), valueSet(b), valueSet(a)].map((v) => typeof v)).toEqual(['string', 'object', 'string', 'string', 'object']);
+    expect(db.prepare('SELECT vals FROM attr_valuesets').pluck().all()).toEqual([a]);
+    db.close();
   });
 });

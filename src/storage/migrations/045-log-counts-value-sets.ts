@@ -23,7 +23,7 @@ import { rowDimsIdSql } from '../log-dims.js';
  * createValueSets): a new span row whose value list was seen before holds the list's key in
  * `attributes` (a blob of 1–4 bytes: no row held a blob there before) instead of the text. Rows already stored keep
  * their text and read as before. The lists are few (only repeated ones) and are kept when spans
- * expire, like key sets.
+ * expire, like key sets; the writer stops adding lists past 100,000.
  */
 const DIMS = 'level, service_name, environment, release, source, connector_key';
 
