@@ -38,7 +38,8 @@ import { createSqliteTelemetryWriter } from '../src/storage/sqlite-telemetry-sto
 import { withLogRollups } from '../src/storage/log-rollups.js';
 import { measureBytesPerRecord } from './retention-bytes.js';
 import { traceToken } from '../src/storage/compact-ids.js';
-import { LOG_COUNT_TABLES, rollupInsert } from '../src/storage/migrations/004-log-counts.js';
+import { LOG_COUNT_TABLES } from '../src/storage/migrations/004-log-counts.js';
+import { rollupInsertDims } from '../src/storage/log-dims.js';
 import type { Attributes, LogRecordOut, MetricPointRecord, SpanRecord } from '../src/domain/telemetry-types.js';
 import { attr, pct, request, closeRequests, startBenchServer } from './lib.js';
 
@@ -155,7 +156,7 @@ export function seedExpired(db: Db, projectId: string, n: number, from: number, 
   // Every template log carries one trace id; the full-text row holds it as its short token (migration 037).
   const ftsAttrs = `${attrsText} ${traceToken(t.logs[0]!.trace_id!)}`;
   const fts = db.prepare(`INSERT INTO logs_fts (rowid, body, attrs) SELECT id, body, ? FROM logs WHERE id BETWEEN ? AND ?`);
-  const rollups = LOG_COUNT_TABLES.map((r) => db.prepare(`${rollupInsert(r, 'l.id BETWEEN ? AND ?')} ON CONFLICT DO UPDATE SET n = n + excluded.n`));
+  const rollups = LOG_COUNT_TABLES.map((r) => db.prepare(`${rollupInsertDims(r, 'l.id BETWEEN ? AND ?')} ON CONFLICT DO UPDATE SET n = n + excluded.n`));
   replicate(db, 'logs', 'time_ms', lLo, lHi, nLogs, from, (to - from) / nLogs, { body: "t.body || ' #' || g" }, (a, b) => {
     fts.run(ftsAttrs, a, b);
     for (const r of rollups) r.run(a, b);

@@ -13,9 +13,77 @@ import type { Attributes } from '../domain/telemetry-types.js';
  * createAttrDecoder}); SQL conditions on one attribute use {@link attrValueSql}.
  */
 
+/**
+ * Span attribute value lists stored once (migration 045): a value list (JSON array, the form of rows
+ * with `attr_keys`) that spans keep repeating (the same query of the same database, the same
+ * internal step) is stored once in `attr_valuesets`, and a span row then holds its key (a blob in
+ * `attributes`: the list's number, big-endian, 1–4 bytes; a TEXT column would turn an integer into
+ * text) instead of the text. A list is stored there the second time the writer sees it
+ * (a list seen once stays on its row), so one-off values never cost a second copy. Log rows never
+ * use this form.
+ *
+ * SQL of the value list text of a row `t` of either form (for rows with `attr_keys`).
+ */
+export const attrValuesTextSql = (t: string) =>
+  `CASE WHEN typeof(${t}.attributes) = 'blob' THEN (SELECT vals FROM attr_valuesets WHERE id = ${t}.attributes) ELSE ${t}.attributes END`;
+
+/** The key of value list number `n`: its big-endian bytes, as few as hold it. */
+function valueSetKey(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n);
+  let i = 0;
+  while (i < 3 && b[i] === 0) i++;
+  return b.subarray(i);
+}
+
+/**
+ * Writer side: the `attributes` value of a span row for a value list text (`attr_keys` set): its key
+ * once the list repeats, else the text. The lists are not expired with the spans (no index says which
+ * rows use one), so their number is capped: past `maxLists`, new lists stay on their rows (at most
+ * some tens of MB of lists, which repeated values repay many times over).
+ */
+export function createValueSets(db: Db, maxLists = 100_000) {
+  // Prepared on first use: a list is looked up only when it repeats.
+  const prepare = () => ({
+    get: db.prepare('SELECT id FROM attr_valuesets WHERE vals = ?').pluck(),
+    next: db.prepare('SELECT coalesce(max(n), 0) + 1 FROM attr_valuesets').pluck(),
+    insert: db.prepare('INSERT INTO attr_valuesets (n, id, vals) VALUES (?, ?, ?)'),
+  });
+  let st: ReturnType<typeof prepare> | null = null;
+  let full = false;
+  const ids = new Map<string, Buffer>();
+  const seenOnce = new Set<string>();
+  return (vals: string): string | Buffer => {
+    const id = ids.get(vals);
+    if (id !== undefined) return id;
+    if (full) return vals;
+    if (!seenOnce.has(vals)) {
+      if (seenOnce.size >= 20_000) seenOnce.clear();
+      seenOnce.add(vals);
+      return vals;
+    }
+    seenOnce.delete(vals);
+    st ??= prepare();
+    let n = st.get.get(vals) as Buffer | undefined;
+    if (n === undefined) {
+      // Inside the writer's transaction: no other writer numbers a list in between.
+      const num = st.next.get() as number;
+      if (num > maxLists) {
+        full = true; // no more lookups: lists not met since this writer started stay on their rows
+        return vals;
+      }
+      n = valueSetKey(num);
+      st.insert.run(num, n, vals);
+    }
+    if (ids.size >= 20_000) ids.clear();
+    ids.set(vals, n);
+    return n;
+  };
+}
+
 /** SQL value of the attribute whose JSON path (`$."key"`) and key name are the SQL expressions given, on rows `t`. */
 export function attrValueSql(t: string, pathSql: string, keySql: string): string {
-  return `CASE WHEN ${t}.attr_keys IS NULL THEN json_extract(${t}.attributes, ${pathSql}) ELSE json_extract(${t}.attributes,
+  return `CASE WHEN ${t}.attr_keys IS NULL THEN json_extract(${t}.attributes, ${pathSql}) ELSE json_extract(${attrValuesTextSql(t)},
     (SELECT '$[' || k.key || ']' FROM attr_keysets ks, json_each(ks.keys) k WHERE ks.id = ${t}.attr_keys AND k.value = ${keySql})) END`;
 }
 
@@ -58,6 +126,8 @@ export function createAttrEncoder(db: Db) {
  */
 export function createAttrDecoder(db: Db) {
   const byId = db.prepare('SELECT keys FROM attr_keysets WHERE id = ?').pluck();
+  const valsById = db.prepare('SELECT vals FROM attr_valuesets WHERE id = ?').pluck();
+  const valsCache = new Map<string, string>();
   const cache = new Map<number, string[]>();
   const keysOf = (id: number): string[] => {
     let k = cache.get(id);
@@ -69,7 +139,19 @@ export function createAttrDecoder(db: Db) {
     }
     return k;
   };
-  return (keysId: number | null | undefined, text: string): string => {
+  /** A value list stored once (migration 045) by its key. */
+  const valsOf = (key: Buffer): string => {
+    const k = key.toString('hex');
+    let v = valsCache.get(k);
+    if (v === undefined) {
+      v = (valsById.get(key) as string | undefined) ?? '[]';
+      if (valsCache.size > 20_000) valsCache.clear();
+      valsCache.set(k, v);
+    }
+    return v;
+  };
+  return (keysId: number | null | undefined, stored: string | Buffer): string => {
+    const text = typeof stored === 'string' ? stored : valsOf(stored);
     if (keysId === null || keysId === undefined) return text;
     const keys = keysOf(keysId);
     const values = JSON.parse(text) as unknown[];
@@ -116,9 +198,9 @@ export function createKeyPositions(db: Db): KeyPositions {
  * Like {@link attrValueSql}, with the key's position per key set given as literals (no key list
  * read per row): rows whose key set lacks the key give NULL.
  */
-export function attrValueAtSql(t: string, pathSql: string, positions: [number, number][]): string {
+export function attrValueAtSql(t: string, pathSql: string, positions: [number, number][], valueSets = false): string {
   const at = positions.length
-    ? `json_extract(${t}.attributes, CASE ${t}.attr_keys ${positions.map(([id, i]) => `WHEN ${Math.trunc(id)} THEN '$[${Math.trunc(i)}]'`).join(' ')} END)`
+    ? `json_extract(${valueSets ? attrValuesTextSql(t) : `${t}.attributes`}, CASE ${t}.attr_keys ${positions.map(([id, i]) => `WHEN ${Math.trunc(id)} THEN '$[${Math.trunc(i)}]'`).join(' ')} END)`
     : 'NULL';
   return `CASE WHEN ${t}.attr_keys IS NULL THEN json_extract(${t}.attributes, ${pathSql}) ELSE ${at} END`;
 }

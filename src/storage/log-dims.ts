@@ -22,15 +22,21 @@ export const logDimSql = (t: string, col: LogDimCol) => {
 export const logDimCondSql = (t: string, col: LogDimCol, op: string) =>
   `(${t}.dims IN (SELECT id FROM log_dims WHERE project_id = ? AND ${col} ${op} ?) OR (${t}.dims IS NULL AND ${t}.${col} ${op} ?))`;
 
-/** `INSERT … SELECT` of the log count rollups from log rows `l` (the caller appends ON CONFLICT). */
+/**
+ * The `log_dims` id of a log row `t`: its `dims`, or for a row from before migration 037 the
+ * combination of its own columns (migration 045 gave every such combination a `log_dims` row).
+ */
+export const rowDimsIdSql = (t: string) =>
+  `COALESCE(${t}.dims, (SELECT id FROM log_dims WHERE project_id = ${t}.project_id AND level = ${t}.level AND service_name = ${t}.service_name
+    AND environment = ${t}.environment AND release = ${t}.release AND source = ${t}.source AND connector_key = COALESCE(${t}.connector_key, '')))`;
+
+/**
+ * `INSERT … SELECT` of the log count rollups from log rows `l` (the caller appends ON CONFLICT):
+ * rows keyed by the dimension combination (migration 045).
+ */
 export function rollupInsertDims(table: (typeof LOG_COUNT_TABLES)[number], where: string): string {
   const u = table.unitMs;
-  const dims: LogDimCol[] = ['level', 'service_name', 'environment', 'release', 'source'];
-  const cols = `${dims.join(', ')}, connector_key${table.http ? ', http_method' : ''}`;
-  const http = table.http ? `, ${HTTP_METHOD_KS_SQL('l')}` : '';
-  const groups = table.http ? '1, 2, 3, 4, 5, 6, 7, 8, 9' : '1, 2, 3, 4, 5, 6, 7, 8';
-  return `INSERT INTO ${table.table} (project_id, t, ${cols}, n)
-SELECT l.project_id, CAST(l.time_ms / ${u} AS INTEGER) * ${u}, ${dims.map((c) => logDimJoinSql('l', c)).join(', ')},
-  COALESCE(${logDimJoinSql('l', 'connector_key')}, '')${http}, count(*)
-FROM logs l LEFT JOIN log_dims d ON d.id = l.dims WHERE ${where} GROUP BY ${groups}`;
+  return `INSERT INTO ${table.table} (project_id, t, dims${table.http ? ', http_method' : ''}, n)
+SELECT l.project_id, CAST(l.time_ms / ${u} AS INTEGER) * ${u}, ${rowDimsIdSql('l')}${table.http ? `, ${HTTP_METHOD_KS_SQL('l')}` : ''}, count(*)
+FROM logs l WHERE ${where} GROUP BY ${table.http ? '1, 2, 3, 4' : '1, 2, 3'}`;
 }

@@ -119,7 +119,7 @@ interface Where {
   args: unknown[];
 }
 
-/** Conditions on the dimension columns, for log rows (`l.`) and rollup rows alike. */
+/** Conditions on the dimension columns, of log rows (`l.`) or `log_dims` rows. */
 function dimWhere(f: LogFilter, alias: string): Where {
   const parts: string[] = [];
   const args: unknown[] = [];
@@ -209,6 +209,13 @@ function rowDimWhere(f: LogFilter, pid: number): Where {
     sql: ` AND (l.dims IN (SELECT id FROM log_dims WHERE project_id = ?${d.sql}) OR (l.dims IS NULL${l.sql}))`,
     args: [pid, ...d.args, ...l.args],
   };
+}
+
+/** The dimension filter on log count rollup rows `c`, which name their combination (migration 045). */
+function rollupDimWhere(f: LogFilter, pid: number): Where {
+  if (!hasDimFilter(f)) return { sql: '', args: [] };
+  const d = dimWhere(f, '');
+  return { sql: ` AND c.dims IN (SELECT id FROM log_dims WHERE project_id = ?${d.sql})`, args: [pid, ...d.args] };
 }
 
 /** Conditions on log rows `l`: the dimensions plus trace, span and the parsed query's rest. */
@@ -317,9 +324,9 @@ export function createLogsReadRepo(db: Db) {
    * or `fromMs` when the window holds fewer. Lets a selective filter skip the older part of a window.
    */
   function narrowFrom(pid: number, f: LogFilter, need: number): number {
-    const w = dimWhere(f, '');
+    const w = rollupDimWhere(f, pid);
     const hours = stmt(
-      `SELECT t, sum(n) AS n FROM log_counts_1h WHERE project_id = ? AND t >= ? AND t + 3600000 <= ?${w.sql} GROUP BY t ORDER BY t DESC`,
+      `SELECT t, sum(n) AS n FROM log_counts_1h c WHERE project_id = ? AND t >= ? AND t + 3600000 <= ?${w.sql} GROUP BY t ORDER BY t DESC`,
     ).all(pid, f.fromMs, f.toMs, ...w.args) as { t: number; n: number }[];
     let cum = 0;
     for (const h of hours) {
@@ -328,7 +335,7 @@ export function createLogsReadRepo(db: Db) {
         continue;
       }
       const minutes = stmt(
-        `SELECT t, sum(n) AS n FROM log_counts_1m WHERE project_id = ? AND t >= ? AND t < ?${w.sql} GROUP BY t ORDER BY t DESC`,
+        `SELECT t, sum(n) AS n FROM log_counts_1m c WHERE project_id = ? AND t >= ? AND t < ?${w.sql} GROUP BY t ORDER BY t DESC`,
       ).all(pid, h.t, h.t + 3_600_000, ...w.args) as { t: number; n: number }[];
       for (const m of minutes) {
         cum += m.n;
@@ -401,12 +408,14 @@ export function createLogsReadRepo(db: Db) {
   }
 
   function rollupCounts(pid: number, f: LogFilter, seg: Segment, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {
-    const w = dimWhere(f, '');
-    const bucket = step ? 'CAST((t - ?) / ? AS INTEGER)' : '0';
+    const w = rollupDimWhere(f, pid);
+    const bucket = step ? 'CAST((c.t - ?) / ? AS INTEGER)' : '0';
     const group = ['1', ...dims.map((_, i) => String(i + 2))].join(', ');
+    // Rollup rows name their dimension combination (migration 045): its values come from log_dims.
+    const join = dims.some((d) => d !== 'http_method') ? ' CROSS JOIN log_dims d ON d.id = c.dims' : '';
     return stmt(
-      `SELECT ${bucket} AS b${dims.map((d) => `, ${d}`).join('')}, sum(n) AS n FROM ${seg.table}
-       WHERE project_id = ? AND t >= ? AND t < ?${w.sql} GROUP BY ${group}`,
+      `SELECT ${bucket} AS b${dims.map((d) => `, ${d === 'http_method' ? 'c' : 'd'}.${d}`).join('')}, sum(c.n) AS n FROM ${seg.table} c${join}
+       WHERE c.project_id = ? AND c.t >= ? AND c.t < ?${w.sql} GROUP BY ${group}`,
     )
       .raw()
       .all(...(step ? [step.firstMs, step.stepMs] : []), pid, seg.fromMs, seg.toMs, ...w.args) as unknown[][];

@@ -4,7 +4,7 @@ import type { Attributes, AttrValue, LogRecordOut, MetricPointRecord, SpanRecord
 import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
-import { createAttrEncoder, createScopeIds } from './attr-keysets.js';
+import { createAttrEncoder, createScopeIds, createValueSets } from './attr-keysets.js';
 import { DERIVED, SEVERITY_TEXTS, idBlob, traceToken } from './compact-ids.js';
 import { createMetricRollupWriter } from './metric-rollups.js';
 
@@ -103,6 +103,8 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
   const resourceIds = new Map<string, number>();
   // Attribute keys stored once per key set (migration 037): rows hold the values only.
   const encodeAttrs = createAttrEncoder(db);
+  // Span value lists that repeat stored once (migration 045): the row holds the list's id.
+  const valueSet = createValueSets(db);
   // Scopes stored once, ids as bytes, received_ms not kept (migration 037).
   const scopeId = createScopeIds(db);
   // A log row's dimension combination, numbered per project (migration 037: logs_time holds the number).
@@ -209,7 +211,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
       args.push(
         pid, idBlob(sp.trace_id, 32), idBlob(sp.span_id, 16), idBlob(sp.parent_span_id, 16), sp.name === operation ? DERIVED : sp.name, operation, sp.kind,
         sp.service_name, res.environment, DERIVED, sp.start_ms, sp.start_ms + duration === sp.end_ms ? DERIVED : sp.end_ms, duration,
-        sp.status_code, sp.status_message, attrs,
+        sp.status_code, sp.status_message, attrKeys === null ? attrs : valueSet(attrs),
         sp.events.length ? JSON.stringify(sp.events) : null, sp.links.length ? JSON.stringify(sp.links) : null,
         res.id, '', '', sp.trace_state, source, 0, attrKeys, scopeId(sp.scope.name, sp.scope.version ?? ''),
       );

@@ -119,7 +119,7 @@ function spanWhereSql(w: SpanWhere | undefined, keyPos: KeyPositions): { sql: st
   }
   for (const a of w?.attributes ?? []) {
     const key = a.key.replace(/"/g, '');
-    sql += ` AND CAST(${attrValueAtSql('spans', '?', keyPos(key))} AS TEXT) = ?`;
+    sql += ` AND CAST(${attrValueAtSql('spans', '?', keyPos(key), true)} AS TEXT) = ?`;
     args.push(`$."${key}"`, a.value);
   }
   return { sql, args };
@@ -508,7 +508,7 @@ export function createTracesReadRepo(db: Db) {
           duration_ms: r[5],
           status_code: r[6],
           core: start >= coreFromMs && start < coreToMs,
-          attributes: r[8] === null ? null : decode(r[9] as number | null, r[8] as string),
+          attributes: r[8] === null ? null : decode(r[9] as number | null, r[8] as string | Buffer),
         };
       }
       return out;
