@@ -1,6 +1,9 @@
 import type { Db } from './db.js';
 import type { RetentionKind } from '../domain/retention/policy.js';
 import { HOUR_MS, ROLLUP_LEVELS } from './metric-rollups.js';
+import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
+import { rowDimsIdSql } from './log-dims.js';
+import { HTTP_METHOD_KS_SQL } from './attr-keysets.js';
 
 /**
  * Where each kind of telemetry lives, for expiry: the table, its per-project time column (indexed
@@ -20,24 +23,53 @@ export interface ExpiryTarget {
   alignMs?: number;
   /** Columns naming a row (`rowid` for rowid tables). */
   key: readonly string[];
-  /** Rows of other tables that go with the deleted ones (full-text index entries), run before the delete. */
-  before?: (db: Db) => { run(keys: unknown[][]): void };
+  /**
+   * Rows of other tables that go with the deleted ones (full-text index entries, rollup counts): `run`
+   * before the delete, `after` once the rows are gone, in the batch's transaction.
+   */
+  before?: (db: Db) => { run(keys: unknown[][]): void; after?(): void };
 }
 
 /**
- * Full-text rows of expiring logs. FTS5 merges segments on writes, and a contentless-delete table
- * rewrites a whole segment once enough of it is deleted (`deletemerge`): inside an expiry batch that
- * is a stall of hundreds of ms that grows with the segment. So within the batch's transaction merging
- * is off and the table's own settings are put back before it commits; the segments are merged later
- * by ingestion's automerge (or `merge` below), not in the middle of a delete batch.
+ * What goes with expiring logs: their full-text rows, and their counts in the log count rollups.
+ *
+ * FTS5 merges segments on writes, and a contentless-delete table rewrites a whole segment once enough
+ * of it is deleted (`deletemerge`): inside an expiry batch that is a stall of hundreds of ms that grows
+ * with the segment. So within the batch's transaction merging is off and the table's own settings are
+ * put back before it commits; the segments are merged later by ingestion's automerge (or `merge`
+ * below), not in the middle of a delete batch.
+ *
+ * The rollup counts come off once per batch, one GROUP BY per rollup table over the batch's rows,
+ * while a row in `log_counts_batch` makes the per-row delete trigger stand aside (migration 049);
+ * rollup rows left at 0 are deleted.
  */
-const logsFts = (db: Db) => {
+const logsExpiry = (db: Db) => {
   const del = db.prepare('DELETE FROM logs_fts WHERE rowid = ?');
   const stored = db.prepare("SELECT k, v FROM logs_fts_config WHERE k IN ('automerge', 'deletemerge')").raw();
   const set = (k: 'automerge' | 'deletemerge', v: unknown) => db.exec(`INSERT INTO logs_fts (logs_fts, rank) VALUES ('${k}', ${Number(v)})`);
   const DEFAULTS = { automerge: 4, deletemerge: 10 } as const;
+  const ids = 'l.id IN (SELECT value FROM json_each(?))';
+  const counts = LOG_COUNT_TABLES.map((t) => {
+    const u = t.unitMs;
+    const batch = `SELECT l.project_id AS project_id, CAST(l.time_ms / ${u} AS INTEGER) * ${u} AS t, ${rowDimsIdSql('l')} AS dims${t.http ? `, ${HTTP_METHOD_KS_SQL('l')} AS http_method` : ''},
+      count(*) AS n FROM logs l WHERE ${ids} GROUP BY ${t.http ? '1, 2, 3, 4' : '1, 2, 3'}`;
+    return {
+      // The trigger's decrement (migrations 045, 049), once per rollup row the batch touches.
+      take: db.prepare(`UPDATE ${t.table} AS c SET n = c.n - d.n FROM (${batch}) AS d
+        WHERE c.project_id = d.project_id AND c.t = d.t AND c.dims = d.dims${t.http ? ' AND c.http_method = d.http_method' : ''}`),
+      empty: db.prepare(`DELETE FROM ${t.table} WHERE project_id = ? AND t BETWEEN CAST(? / ${t.unitMs} AS INTEGER) * ${t.unitMs} AND ? AND n = 0`),
+    };
+  });
+  const span = db.prepare(`SELECT project_id, min(time_ms), max(time_ms) FROM logs l WHERE ${ids} GROUP BY project_id`).raw();
+  let spans: unknown[][] = [];
+  const mark = db.prepare('INSERT OR IGNORE INTO log_counts_batch (on_) VALUES (1)');
+  const unmark = db.prepare('DELETE FROM log_counts_batch');
   return {
     run(keys: unknown[][]) {
+      const batchIds = JSON.stringify(keys.map((k) => k[0]));
+      spans = span.all(batchIds) as unknown[][];
+      for (const c of counts) c.take.run(batchIds);
+      mark.run();
       const saved: Record<'automerge' | 'deletemerge', unknown> = { ...DEFAULTS, ...Object.fromEntries(stored.all() as [string, unknown][]) };
       set('automerge', 0);
       set('deletemerge', 100);
@@ -48,6 +80,10 @@ const logsFts = (db: Db) => {
         set('deletemerge', saved.deletemerge);
       }
     },
+    after() {
+      unmark.run();
+      for (const [pid, lo, hi] of spans) for (const c of counts) c.empty.run(pid, lo, hi);
+    },
   };
 };
 
@@ -55,7 +91,7 @@ export const EXPIRY_TARGETS: ExpiryTarget[] = [
   { kind: 'spans', table: 'spans', time: 'start_ms', unitMs: 1, key: ['rowid'] },
   // A trace chunk goes once its latest span start is past the cutoff (its spans are gone by then).
   { kind: 'spans', table: 'trace_chunks', time: 'max_start_ms', unitMs: 1, key: ['project_id', 'trace_id', 'first_rowid'] },
-  { kind: 'logs', table: 'logs', time: 'time_ms', unitMs: 1, key: ['id'], before: logsFts },
+  { kind: 'logs', table: 'logs', time: 'time_ms', unitMs: 1, key: ['id'], before: logsExpiry },
   { kind: 'metric_points', table: 'metric_points', time: 'time_ms', unitMs: 1, key: ['rowid'] },
   // The per-hour catalogue behind metrics.list outlives the raw points (metric rollups: 400 days).
   { kind: 'metric_rollups', table: 'metric_catalog', time: 'hour', unitMs: 1, key: ['project_id', 'hour', 'metric_name', 'type', 'service_name', 'environment', 'unit'] },
@@ -125,6 +161,7 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
         before.run(rows);
         let n = 0;
         for (const r of rows) n += delKey.run(...r).changes;
+        before.after?.();
         return n;
       });
       return [t, { batch, oldest }] as const;

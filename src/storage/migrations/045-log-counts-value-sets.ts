@@ -43,7 +43,7 @@ WHERE c.n <> 0;
 DROP TABLE ${t.table};
 ALTER TABLE ${t.table}_045 RENAME TO ${t.table};`;
 
-const decrement = (t: (typeof LOG_COUNT_TABLES)[number]) => `
+export const decrement = (t: (typeof LOG_COUNT_TABLES)[number]) => `
   UPDATE ${t.table} SET n = n - 1
   WHERE project_id = OLD.project_id AND t = CAST(OLD.time_ms / ${t.unitMs} AS INTEGER) * ${t.unitMs} AND dims = ${rowDimsIdSql('OLD')}${t.http ? ` AND http_method = ${HTTP_METHOD_KS_SQL('OLD')}` : ''};`;
 
