@@ -6,8 +6,10 @@
  * Seeds 500 feedback records and serves MCP over Streamable HTTP twice from one process: with the
  * sandbox as it is ("new": a pooled QuickJS runtime, a fresh context per execute built ahead of
  * time, the calls of one tick in one round trip) and with the sandbox in baseline mode ("now": a
- * new runtime, context and prelude per execute, one round trip per call). Iterations alternate
- * between the two so both see the same machine load.
+ * new runtime, context and prelude per execute, one round trip per call). A third column, "msg",
+ * is the sandbox as shipped but with host calls as messages instead of the shared channel
+ * (QuickJsExecutorOptions.sharedChannel false): the before/after of that change. Iterations
+ * alternate between the variants so all see the same machine load.
  *
  * Overhead = what the real SDK client waits for an execute, minus the time the same operations take
  * when called directly in-process (measured right before, in the same way: one after another, or
@@ -86,6 +88,12 @@ async function main() {
   mountMcp(s, legacyRouter, { executor: baselineExecutor });
   legacyApp.use(legacyRouter.routes());
   const legacy = await listen(legacyApp.callback());
+  const msgExecutor = createQuickJsExecutor({ perCredential: 8 }, { sharedChannel: false });
+  const msgApp = new Koa();
+  const msgRouter = new Router();
+  mountMcp(s, msgRouter, { executor: msgExecutor });
+  msgApp.use(msgRouter.routes());
+  const msgServer = await listen(msgApp.callback());
 
   const key = boot.admin_key;
   const restUrl = `${main.url}/v1/projects/${boot.project_id}/feedback?limit=20&environment=production`;
@@ -104,7 +112,7 @@ async function main() {
   };
   const aims: Record<string, string> = { '1 call': '≤ 2 ms', '10 calls, one after another': '≤ 4 ms', '10 calls in one tick (Promise.all)': '≤ 4 ms' };
 
-  const clients = { now: await connect(legacy.url), new: await connect(main.url) };
+  const clients = { now: await connect(legacy.url), msg: await connect(msgServer.url), new: await connect(main.url) };
   const principal = authenticate(s.services, key, Date.now())!;
   const caller = localCaller(s.core, principal);
   const counts: Record<string, [number, boolean]> = {
@@ -114,22 +122,33 @@ async function main() {
     '10 calls in one tick (Promise.all)': [10, true],
   };
   /** The same operations called directly in-process: what an execute's overhead is measured against. */
+  /** CPU time of the whole process (every thread: client, server, sandbox workers), in ms. */
+  const cpuMs = () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
+  let lastDirectCpu = 0;
   const direct = async (name: string) => {
     const [n, parallel] = counts[name]!;
     const input = { limit: 20, environment: 'production' };
+    const c0 = cpuMs();
     const t0 = performance.now();
     if (parallel) await Promise.all(Array.from({ length: n }, () => caller.call('feedback.list', input)));
     else for (let i = 0; i < n; i++) await caller.call('feedback.list', input);
+    lastDirectCpu = cpuMs() - c0;
     return performance.now() - t0;
   };
   const exec = async (client: Client, name: string) => {
     const base = await direct(name);
+    const baseCpu = lastDirectCpu;
+    const c0 = cpuMs();
     const t0 = performance.now();
     const r = await client.callTool({ name: 'execute', arguments: { code: scripts[name]! } });
     const ms = performance.now() - t0;
+    const cpu = cpuMs() - c0 - baseCpu;
     const out = r.structuredContent as { error: unknown };
     if (out.error) throw new Error(JSON.stringify(out.error));
-    return { ms, over: ms - base };
+    return { ms, over: ms - base, cpu };
   };
   const rest = async () => {
     const t0 = performance.now();
@@ -143,32 +162,49 @@ async function main() {
   for (let i = 0; i < 30; i++) for (const c of Object.values(clients)) await exec(c, '1 call');
   for (let i = 0; i < 30; i++) await rest();
 
-  type Row = { name: string; now: number[]; new: number[]; aim: string };
+  type Row = { name: string; now: number[]; msg: number[]; new: number[]; aim: string };
   const rows: Row[] = [];
+  // The order of the variants rotates: a worker finishing one execute keeps working for a moment
+  // (it builds the next run's context), which the variant measured right after it would pay for.
+  const variants = ['now', 'msg', 'new'] as const;
+  const rotation = (i: number) => [...variants.slice(i % 3), ...variants.slice(0, i % 3)];
+  // Wall-clock overhead moves with the machine's load; the CPU the process spent (all threads, minus
+  // the same operations called directly) does much less.
+  const cpuRows: Row[] = [];
   for (const name of Object.keys(scripts)) {
-    const row: Row = { name: `MCP execute overhead as the client sees it, ${name}`, now: [], new: [], aim: aims[name] ?? '' };
+    const row: Row = { name: `MCP execute overhead as the client sees it, ${name}`, now: [], msg: [], new: [], aim: aims[name] ?? '' };
+    const cpuRow: Row = { name: `MCP execute, process CPU ms beyond the direct calls, ${name}`, now: [], msg: [], new: [], aim: '' };
     for (let i = 0; i < ITER; i++) {
-      row.now.push((await exec(clients.now, name)).over);
-      row.new.push((await exec(clients.new, name)).over);
-    }
-    rows.push(row);
-  }
-
-  // Sandbox alone: the executor with an in-process host (no MCP, no HTTP).
-  const executors = { now: createQuickJsExecutor({}, { baseline: true }), new: createQuickJsExecutor() };
-  const ops = [...s.core.operations.values()].filter((o) => !o.sensitive).map((o) => o.operationId);
-  for (let i = 0; i < 30; i++) for (const ex of Object.values(executors)) await runExecute(ex, scripts['1 call']!, ops, caller.call);
-  for (const [name, code] of Object.entries(scripts)) {
-    const row: Row = { name: `sandbox overhead at the executor, ${name}`, now: [], new: [], aim: '' };
-    for (let i = 0; i < ITER; i++) {
-      for (const which of ['now', 'new'] as const) {
-        const base = await direct(name);
-        const t0 = performance.now();
-        await runExecute(executors[which], code, ops, caller.call);
-        row[which].push(performance.now() - t0 - base);
+      for (const which of rotation(i)) {
+        const m = await exec(clients[which], name);
+        row[which].push(m.over);
+        cpuRow[which].push(m.cpu);
       }
     }
     rows.push(row);
+    cpuRows.push(cpuRow);
+  }
+  rows.push(...cpuRows);
+
+  // Sandbox alone: the executor with an in-process host (no MCP, no HTTP).
+  const executors = { now: createQuickJsExecutor({}, { baseline: true }), msg: createQuickJsExecutor({}, { sharedChannel: false }), new: createQuickJsExecutor() };
+  const ops = [...s.core.operations.values()].filter((o) => !o.sensitive).map((o) => o.operationId);
+  for (let i = 0; i < 30; i++) for (const ex of Object.values(executors)) await runExecute(ex, scripts['1 call']!, ops, caller.call);
+  for (const [name, code] of Object.entries(scripts)) {
+    const row: Row = { name: `sandbox overhead at the executor, ${name}`, now: [], msg: [], new: [], aim: '' };
+    const cpuRow: Row = { name: `sandbox at the executor, process CPU ms beyond the direct calls, ${name}`, now: [], msg: [], new: [], aim: '' };
+    for (let i = 0; i < ITER; i++) {
+      for (const which of rotation(i)) {
+        const base = await direct(name);
+        const baseCpu = lastDirectCpu;
+        const c0 = cpuMs();
+        const t0 = performance.now();
+        await runExecute(executors[which], code, ops, caller.call);
+        row[which].push(performance.now() - t0 - base);
+        cpuRow[which].push(cpuMs() - c0 - baseCpu);
+      }
+    }
+    rows.push(row, cpuRow);
   }
   await Promise.all(Object.values(executors).map((e) => e.close()));
 
@@ -196,23 +232,24 @@ async function main() {
   const perSecNow = await throughput(legacy.url);
   const perSecNew = await throughput(main.url);
 
-  console.log(`\nMCP execute overhead — ${ITER} iterations each, alternating now/new; 500 feedback rows, feedback.list limit 20 (ms)\n`);
-  console.log('| measurement | now p50 | now p95 | new p50 | new p95 | aim |');
-  console.log('|---|---:|---:|---:|---:|---|');
-  for (const r of rows) console.log(`| ${r.name} | ${f(pct(r.now, 50))} | ${f(pct(r.now, 95))} | ${f(pct(r.new, 50))} | ${f(pct(r.new, 95))} | ${r.aim} |`);
-  console.log(`| REST, 1 × GET feedback (whole request, for reference) | | | ${f(pct(restRow, 50))} | ${f(pct(restRow, 95))} | |`);
+  console.log(`\nMCP execute overhead — ${ITER} iterations each, alternating now/msg/new; 500 feedback rows, feedback.list limit 20 (ms)\n`);
+  console.log('| measurement | now p50 | now p95 | msg p50 | msg p95 | new p50 | new p95 | aim |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---|');
+  for (const r of rows) console.log(`| ${r.name} | ${f(pct(r.now, 50))} | ${f(pct(r.now, 95))} | ${f(pct(r.msg, 50))} | ${f(pct(r.msg, 95))} | ${f(pct(r.new, 50))} | ${f(pct(r.new, 95))} | ${r.aim} |`);
+  console.log(`| REST, 1 × GET feedback (whole request, for reference) | | | | | ${f(pct(restRow, 50))} | ${f(pct(restRow, 95))} | |`);
   console.log(`\n| throughput, ${CONCURRENCY} concurrent clients, 1-call script | now | new |`);
   console.log('|---|---:|---:|');
   console.log(`| MCP executes per second | ${perSecNow.toFixed(0)} | ${perSecNew.toFixed(0)} |`);
 
   await Promise.all(Object.values(clients).map((c) => c.close()));
-  for (const srv of [main.server, legacy.server]) {
+  for (const srv of [main.server, legacy.server, msgServer.server]) {
     await new Promise<void>((r) => {
       srv.close(() => r());
       srv.closeAllConnections();
     });
   }
   await baselineExecutor.close();
+  await msgExecutor.close();
   await s.close();
   rmSync(dir, { recursive: true, force: true });
 }

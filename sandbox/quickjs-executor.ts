@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import type {
   CallRecord,
@@ -50,6 +50,27 @@ const CPU_HALF_LIFE_MS = 10_000;
  * scripts of every credential alternate as before, only real CPU hogs go to the back.
  */
 const CPU_QUANTUM_MS = 25;
+/**
+ * Data region of each worker's shared host-call channel (see worker.mjs): a batch of calls, or its
+ * answers, up to this size skips the message ports; larger ones travel as messages.
+ */
+const CHANNEL_BYTES = 1024 * 1024;
+/** Int32 slots at the start of the channel buffer (worker.mjs has the same). */
+const CH_REQ = 0;
+const CH_REPLY = 1;
+const CH_LEN = 2;
+const CH_KIND = 3;
+const CH_HEADER_BYTES = 16;
+/** Atomics.waitAsync (Node 16+; ES2024, newer than the lib this project compiles against). */
+const waitAsync = (Atomics as unknown as {
+  waitAsync(ta: Int32Array, index: number, value: number): { async: false; value: string } | { async: true; value: Promise<string> };
+}).waitAsync;
+/**
+ * A worker whose script was demoted to nice 19 is kept for its credential's next scripts (a "hog
+ * lane"), at most this long idle. Booting a replacement costs hundreds of ms of CPU at the pool's
+ * priority, which is what another tenant's busy loops used to cost everyone else (issue 10).
+ */
+const LANE_IDLE_MS = 2_000;
 /** Extra time allowed for a cold worker to load QuickJS before the script's wall clock starts. */
 const STARTUP_ALLOWANCE_MS = 10_000;
 
@@ -108,6 +129,11 @@ export interface QuickJsExecutorOptions {
    * QuickJS runtime per execute, one message per call), for the "now" column of bench/mcp.ts.
    */
   baseline?: boolean;
+  /**
+   * Host calls travel over a SharedArrayBuffer channel (the worker blocks on Atomics.wait for the
+   * answers) instead of a message each way. Default true; false is for bench/mcp.ts' comparison.
+   */
+  sharedChannel?: boolean;
 }
 
 export interface SandboxPoolStats {
@@ -127,6 +153,10 @@ export interface SandboxPoolStats {
   refused: number;
   /** Idle workers that have loaded QuickJS (a script sent to one starts at once). */
   idleReady: number;
+  /** Batches of host calls that came over the shared channel (the rest came as messages). */
+  channelBatches: number;
+  /** Batches of host calls that came as messages (baseline mode, no channel, or too large for it). */
+  messageBatches: number;
 }
 
 export interface QuickJsExecutor extends Executor {
@@ -171,12 +201,19 @@ interface Slot {
   /** QuickJS is loaded: a script dispatched now starts at once. */
   ready: boolean;
   idleTimer: ReturnType<typeof setTimeout> | null;
+  /**
+   * Set when a script of this credential was demoted on this worker (its thread is at nice 19 for
+   * good): the worker then runs only that credential's scripts (see LANE_IDLE_MS).
+   */
+  demotedFor: string | null;
+  /** The shared host-call channel: its header and data views, the port for oversized answers, the last batch seen. */
+  channel: { ctl: Int32Array; data: Buffer; port: MessagePort; lastReq: number } | null;
 }
 
 type WorkerMessage =
   | { type: 'ready' }
   | { type: 'started'; runId: number }
-  | { type: 'calls'; runId: number; calls: Array<{ id: number; operationId: string; input: string }>; logs?: string[] }
+  | { type: 'calls'; runId: number; seq?: number; calls: Array<{ id: number; operationId: string; input: string }>; logs?: string[] }
   | {
       type: 'done';
       runId: number;
@@ -271,6 +308,7 @@ export function createQuickJsExecutor(
   const guestInterrupt = !options.disableGuestInterrupt;
   const workerUrl = options.workerUrl ?? new URL('./worker.mjs', import.meta.url);
   const workerNice = Math.max(0, Math.min(19, Math.floor(options.nice ?? defaultWorkerNice())));
+  const sharedChannel = options.sharedChannel !== false;
   compileQuickJs();
 
   const slots: Slot[] = [];
@@ -311,6 +349,8 @@ export function createQuickJsExecutor(
   let replaced = 0;
   let completed = 0;
   let refused = 0;
+  let channelBatches = 0;
+  let messageBatches = 0;
 
   function finish(
     job: Job,
@@ -366,18 +406,29 @@ export function createQuickJsExecutor(
     if (countAsReplaced) replaced++;
     const index = slots.indexOf(slot);
     if (index >= 0) slots.splice(index, 1);
+    closeChannel(slot);
     const p = slot.worker.terminate().catch(() => undefined);
     exiting.add(p);
     void p.finally(() => exiting.delete(p));
   }
 
   function spawn(burst: boolean): Slot {
+    const sab = sharedChannel ? new SharedArrayBuffer(CH_HEADER_BYTES + CHANNEL_BYTES) : null;
+    const ports = sab ? new MessageChannel() : null;
     const worker = new Worker(workerUrl, {
       resourceLimits: { stackSizeMb: WORKER_STACK_SIZE_MB, maxOldGenerationSizeMb: WORKER_HEAP_MB },
-      workerData: { wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES, wasmModule: compiledModule, nice: workerNice },
+      workerData: {
+        wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES,
+        wasmModule: compiledModule,
+        nice: workerNice,
+        ...(sab && ports ? { channel: sab, replyPort: ports.port2 } : {}),
+      },
+      transferList: ports ? [ports.port2] : [],
     });
     started++;
-    const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined, burst, idleTimer: null, ready: false };
+    const channel = sab && ports ? { ctl: new Int32Array(sab, 0, 4), data: Buffer.from(sab, CH_HEADER_BYTES), port: ports.port1, lastReq: 0 } : null;
+    const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined, burst, idleTimer: null, ready: false, demotedFor: null, channel };
+    if (channel) listen(slot);
     worker.on('message', (msg: WorkerMessage) => onMessage(slot, msg));
     worker.on('error', (err) => {
       slot.lastError = err;
@@ -395,6 +446,7 @@ export function createQuickJsExecutor(
     const unexpected = !slot.retired;
     if (unexpected) {
       slot.retired = true;
+      closeChannel(slot);
       const index = slots.indexOf(slot);
       if (index >= 0) slots.splice(index, 1);
       if (!closed) replaced++;
@@ -438,10 +490,8 @@ export function createQuickJsExecutor(
         armKillTimer(slot, job, Math.max(0, job.deadline - Date.now()) + killGraceMs);
       }
     } else if (msg.type === 'calls') {
-      const job = slot.job;
-      if (!job || job.done || job.runId !== msg.runId) return;
-      if (Array.isArray(msg.logs) && msg.logs.length) job.logs.push(...msg.logs);
-      if (Array.isArray(msg.calls)) void handleCalls(slot, job, msg.calls);
+      messageBatches++;
+      onCalls(slot, msg.runId, msg.seq, msg.calls, msg.logs);
     } else if (msg.type === 'done') {
       const job = slot.job;
       if (!job || job.runId !== msg.runId) return;
@@ -456,9 +506,13 @@ export function createQuickJsExecutor(
         logs: msg.logs,
         ...(typeof msg.cpuMs === 'number' ? { cpuMs: msg.cpuMs } : {}),
       });
-      if (msg.fatal) retire(slot, true);
-      else if (msg.demoted || slot.runs >= maxRunsPerWorker) retire(slot, false);
-      else slot.worker.unref();
+      if (msg.fatal || slot.runs >= maxRunsPerWorker) retire(slot, msg.fatal === true);
+      else if (msg.demoted && job.credential === '') retire(slot, false);
+      else {
+        // A demoted worker stays, for this credential only (anonymous executes get a new worker).
+        if (msg.demoted) slot.demotedFor ??= job.credential;
+        slot.worker.unref();
+      }
       pump();
     }
   }
@@ -514,13 +568,78 @@ export function createQuickJsExecutor(
     }
   }
 
+  /** A batch from the worker, by message or over the channel (`seq`: answer over the channel). */
+  function onCalls(slot: Slot, runId: unknown, seq: unknown, calls: unknown, logs: unknown): void {
+    const job = slot.job;
+    if (!job || job.done || job.runId !== runId) return;
+    if (Array.isArray(logs) && logs.length) job.logs.push(...logs.filter((l): l is string => typeof l === 'string'));
+    if (Array.isArray(calls)) void handleCalls(slot, job, calls, typeof seq === 'number' ? seq : undefined);
+  }
+
+  /** Wait (without blocking the event loop) for the worker's next batch on the shared channel. */
+  function listen(slot: Slot): void {
+    const ch = slot.channel;
+    if (!ch || slot.retired) return;
+    const waited = waitAsync(ch.ctl, CH_REQ, ch.lastReq);
+    if (waited.async) void waited.value.then(() => onChannel(slot));
+    else queueMicrotask(() => onChannel(slot));
+  }
+
+  function onChannel(slot: Slot): void {
+    const ch = slot.channel;
+    if (!ch || slot.retired) return;
+    const seq = Atomics.load(ch.ctl, CH_REQ);
+    if (seq !== ch.lastReq) {
+      ch.lastReq = seq;
+      let batch: { runId?: unknown; calls?: unknown; logs?: unknown } | null = null;
+      try {
+        batch = JSON.parse(ch.data.toString('utf8', 0, Atomics.load(ch.ctl, CH_LEN)));
+      } catch {
+        batch = null;
+      }
+      channelBatches++;
+      if (batch && typeof batch === 'object') onCalls(slot, batch.runId, seq, batch.calls, batch.logs);
+    }
+    listen(slot);
+  }
+
+  /** Releases the pool's wait on a retired worker's channel. */
+  function closeChannel(slot: Slot): void {
+    const ch = slot.channel;
+    if (!ch) return;
+    Atomics.notify(ch.ctl, CH_REQ);
+    ch.port.close();
+  }
+
   /** One batch of calls from the worker (all made in one tick): started in order, answered together. */
-  async function handleCalls(slot: Slot, job: Job, calls: Array<{ id: number; operationId: string; input: string }>): Promise<void> {
+  async function handleCalls(
+    slot: Slot,
+    job: Job,
+    calls: Array<{ id: number; operationId: string; input: string }>,
+    seq: number | undefined,
+  ): Promise<void> {
     const pending: Array<Promise<{ json: string; status: number }> | { json: string; status: number }> = [];
     for (const c of calls) pending.push(startCall(job, String(c?.operationId), c?.input));
     const encoded = await Promise.all(pending);
     if (job.done || slot.job !== job || slot.retired) return;
-    slot.worker.postMessage({ type: 'callResults', runId: job.runId, results: calls.map((c, i) => [c.id, encoded[i]!.json]) });
+    const ch = slot.channel;
+    if (seq === undefined || !ch) {
+      slot.worker.postMessage({ type: 'callResults', runId: job.runId, results: calls.map((c, i) => [c.id, encoded[i]!.json]) });
+      return;
+    }
+    // Framed `id:length:json` (length in UTF-16 units): the answers' JSON is not escaped again.
+    let text = '';
+    for (let i = 0; i < calls.length; i++) text += `${calls[i]!.id}:${encoded[i]!.json.length}:${encoded[i]!.json}`;
+    if (text.length * 3 <= ch.data.length || Buffer.byteLength(text, 'utf8') <= ch.data.length) {
+      Atomics.store(ch.ctl, CH_LEN, ch.data.write(text, 0, 'utf8'));
+      Atomics.store(ch.ctl, CH_KIND, 0);
+    } else {
+      // Too large for the buffer: posted first, so it is there when the worker wakes.
+      ch.port.postMessage({ seq, results: calls.map((c, i) => [c.id, encoded[i]!.json]) });
+      Atomics.store(ch.ctl, CH_KIND, 1);
+    }
+    Atomics.store(ch.ctl, CH_REPLY, seq);
+    Atomics.notify(ch.ctl, CH_REPLY);
   }
 
   function cancelledError(): ExecuteError {
@@ -623,6 +742,12 @@ export function createQuickJsExecutor(
    * credentials with nothing running.
    */
   function takeNext(onlyIdle: boolean): Job | null {
+    const k = pickNext(onlyIdle);
+    return k < 0 ? null : takeAt(k);
+  }
+
+  /** Index in `order` of the credential takeNext would serve, or -1. */
+  function pickNext(onlyIdle: boolean): number {
     let best = -1;
     let bestUse = 0;
     const now = performance.now();
@@ -635,15 +760,18 @@ export function createQuickJsExecutor(
         bestUse = use;
       }
     }
-    if (best < 0) return null;
-    const credential = order[best]!;
+    return best;
+  }
+
+  function takeAt(k: number): Job {
+    const credential = order[k]!;
     const list = waiting.get(credential)!;
     const job = list.shift()!;
     queued--;
     lastServed.set(credential, ++serveSeq);
     if (list.length === 0) {
       waiting.delete(credential);
-      order.splice(best, 1);
+      order.splice(k, 1);
     }
     return job;
   }
@@ -675,10 +803,19 @@ export function createQuickJsExecutor(
     if (closed) return;
     const idle = (burst: boolean) =>
       // A worker that has loaded QuickJS first; one still booting only when none is ready.
-      slots.find((s) => !s.retired && s.job === null && s.burst === burst && s.ready) ??
-      slots.find((s) => !s.retired && s.job === null && s.burst === burst);
+      slots.find((s) => !s.retired && s.job === null && s.demotedFor === null && s.burst === burst && s.ready) ??
+      slots.find((s) => !s.retired && s.job === null && s.demotedFor === null && s.burst === burst);
+    const idleLane = (credential?: string) =>
+      slots.find((s) => !s.retired && s.job === null && s.demotedFor !== null && (credential === undefined || s.demotedFor === credential));
     while (queued > 0) {
-      let slot = idle(false);
+      // The credential next in turn runs on its own demoted worker if it has one idle (no new thread).
+      const next = pickNext(false);
+      let slot = next >= 0 ? idleLane(order[next]!) : undefined;
+      if (slot) {
+        dispatch(slot, takeAt(next));
+        continue;
+      }
+      slot = idle(false);
       if (slot) {
         dispatch(slot, takeNext(false)!);
         continue;
@@ -690,11 +827,19 @@ export function createQuickJsExecutor(
       }
       // The pool is busy. Burst workers serve only credentials with nothing running, so one
       // credential's long scripts never make another credential wait.
-      if (!order.some((c) => c !== '' && runningOf(c) === 0)) break;
-      slot = idle(true);
-      if (!slot && slots.length < poolSize + burstWorkers) slot = startWorker(true) ?? undefined;
+      if (order.some((c) => c !== '' && runningOf(c) === 0)) {
+        slot = idle(true);
+        if (!slot && slots.length < poolSize + burstWorkers) slot = startWorker(true) ?? undefined;
+        if (slot) {
+          dispatch(slot, takeNext(true)!);
+          continue;
+        }
+      }
+      // Nothing can take the next execute: an idle demoted worker (it serves only its credential)
+      // makes room for a new one.
+      slot = idleLane();
       if (!slot) break;
-      dispatch(slot, takeNext(true)!);
+      retire(slot, false);
     }
     // While credentials' executes run, keep two idle workers booted ahead of need (up to poolSize +
     // burstWorkers in all), so the next credential does not wait for a worker thread to start even
@@ -704,17 +849,24 @@ export function createQuickJsExecutor(
       burstWorkers > 0 &&
       slots.length < poolSize + burstWorkers &&
       slots.some((s) => s.job !== null && s.job.credential !== '') &&
-      slots.filter((s) => !s.retired && s.job === null).length < SPARE_WORKERS
+      slots.filter((s) => !s.retired && s.job === null && s.demotedFor === null).length < SPARE_WORKERS
     ) {
       startWorker(slots.length >= poolSize);
     }
     // Burst workers stop after a while without work (SPARE_WORKERS idle ones stay as spares).
     for (const s of slots) {
-      if (s.burst && !s.job && !s.idleTimer && !s.retired) {
+      if (s.demotedFor !== null && !s.job && !s.idleTimer && !s.retired) {
+        // A demoted worker its credential has not reused soon goes.
+        s.idleTimer = setTimeout(() => {
+          s.idleTimer = null;
+          if (!s.job) retire(s, false);
+        }, Math.min(LANE_IDLE_MS, burstIdleMs));
+        s.idleTimer.unref?.();
+      } else if (s.burst && !s.job && !s.idleTimer && !s.retired) {
         s.idleTimer = setTimeout(() => {
           s.idleTimer = null;
           if (s.job || s.retired) return;
-          const idle = slots.filter((x) => !x.retired && x.job === null).length;
+          const idle = slots.filter((x) => !x.retired && x.job === null && x.demotedFor === null).length;
           const busyCredentialed = slots.some((x) => x.job !== null && x.job.credential !== '');
           if (idle > SPARE_WORKERS || !busyCredentialed) retire(s, false);
           else pump();
@@ -835,7 +987,9 @@ export function createQuickJsExecutor(
       replaced,
       completed,
       refused,
-      idleReady: slots.filter((s) => !s.retired && s.job === null && s.ready).length,
+      idleReady: slots.filter((s) => !s.retired && s.job === null && s.demotedFor === null && s.ready).length,
+      channelBatches,
+      messageBatches,
     };
   }
 

@@ -13,6 +13,17 @@
 // message, and their answers come back in one 'callResults' message: Promise.all over ten
 // operations is one round trip between the threads, not ten.
 //
+// Shared channel (issue 19; workerData.channel, a SharedArrayBuffer, and workerData.replyPort): a
+// batch and its answers skip the message ports. The worker writes the batch as JSON into the
+// buffer, bumps REQ and notifies; the pool (Atomics.waitAsync on REQ) runs the calls, writes the
+// answers into the buffer (framed `id:length:json`), sets REPLY to the batch's sequence number and
+// notifies; the worker blocks in Atomics.wait on REPLY until then or its deadline. It has nothing
+// else to do while a batch is out (one script at a time, no timers in the sandbox), and a blocked
+// thread is still stopped by worker.terminate(). A batch too large for the buffer goes as a
+// 'calls' message carrying `seq`; answers too large come as { seq, results } on replyPort, read
+// synchronously. Only the worker writes REQ and only the pool writes REPLY; they alternate, so
+// one data region serves both directions. The script never sees any of this.
+//
 // Runtime reuse: the QuickJS runtime (the allocator and atom table) is kept between runs; each run
 // gets a brand-new context (its own global object, intrinsics and prototypes), so nothing a script
 // defines or mutates is visible to the next one. The next run's context is built while the worker
@@ -31,7 +42,7 @@
 
 import { readFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { RELEASE_SYNC, newQuickJSWASMModule, newVariant, shouldInterruptAfterDeadline } from 'quickjs-emscripten';
 
 if (!parentPort) throw new Error('sandbox/worker.mjs must be started as a worker thread');
@@ -414,6 +425,37 @@ quickjsReady.then(
   },
 );
 
+// ---- shared host-call channel (see the protocol note at the top) ----
+/** Int32 slots at the start of the channel buffer; the data region follows them. */
+const CH_REQ = 0;
+const CH_REPLY = 1;
+const CH_LEN = 2;
+const CH_KIND = 3;
+const CH_HEADER_BYTES = 16;
+const channel = (() => {
+  const sab = workerData?.channel;
+  const replyPort = workerData?.replyPort;
+  if (!(sab instanceof SharedArrayBuffer) || sab.byteLength <= CH_HEADER_BYTES || !replyPort) return null;
+  return { ctl: new Int32Array(sab, 0, 4), data: Buffer.from(sab, CH_HEADER_BYTES), seq: 0, replyPort };
+})();
+
+/** Answers framed `id:length:json...` (length in UTF-16 units) -> [[id, json], ...]. */
+function parseFramedReplies(text) {
+  const out = [];
+  let i = 0;
+  while (i < text.length) {
+    const a = text.indexOf(':', i);
+    const b = a < 0 ? -1 : text.indexOf(':', a + 1);
+    if (b < 0) break;
+    const id = Number(text.slice(i, a));
+    const len = Number(text.slice(a + 1, b));
+    if (!Number.isInteger(id) || !Number.isInteger(len) || len < 0 || b + 1 + len > text.length) break;
+    out.push([id, text.slice(b + 1, b + 1 + len)]);
+    i = b + 1 + len;
+  }
+  return out;
+}
+
 /** @type {Map<number, Run>} only one at a time in practice, keyed for stale-message safety */
 const runs = new Map();
 let busy = Promise.resolve();
@@ -482,6 +524,10 @@ class Run {
     this.guestInterrupt = msg.guestInterrupt !== false;
     /** Bench only: behave as before runtime reuse and call batching (the "now" column of bench/mcp.ts). */
     this.baseline = msg.baseline === true;
+    /** Host calls go over the shared channel (not in baseline mode, which measures the old path). */
+    this.channel = this.baseline ? null : channel;
+    /** Sequence number of the channel batch whose answers are outstanding (0: none). */
+    this.awaiting = 0;
     this.callCount = 0;
     this.nextCallId = 0;
     /** @type {Map<number, import('quickjs-emscripten').QuickJSDeferredPromise>} */
@@ -512,12 +558,60 @@ class Run {
     });
   }
 
-  /** Send every call made in this tick in one message. */
+  /** Send every call made in this tick in one message (or one write to the shared channel). */
   flushCalls() {
     if (this.outbox.length === 0) return;
+    const ch = this.channel;
+    // One channel batch at a time: calls made meanwhile wait for the next flush.
+    if (ch && this.awaiting !== 0) return;
     const calls = this.outbox;
     this.outbox = [];
-    port.postMessage({ type: 'calls', runId: this.runId, calls, logs: this.takeLogs(false) });
+    const logs = this.takeLogs(false);
+    if (!ch) {
+      port.postMessage({ type: 'calls', runId: this.runId, calls, logs });
+      return;
+    }
+    const seq = ++ch.seq;
+    this.awaiting = seq;
+    const text = JSON.stringify({ runId: this.runId, calls, logs });
+    const room = ch.data.length;
+    if (text.length * 3 <= room || Buffer.byteLength(text, 'utf8') <= room) {
+      Atomics.store(ch.ctl, CH_LEN, ch.data.write(text, 0, 'utf8'));
+      Atomics.store(ch.ctl, CH_REQ, seq);
+      Atomics.notify(ch.ctl, CH_REQ);
+    } else {
+      port.postMessage({ type: 'calls', runId: this.runId, seq, calls, logs });
+    }
+  }
+
+  /**
+   * Block this thread until the pool answers the outstanding channel batch, or the deadline passes
+   * (runScript then reports the timeout, as it does for a message that never came).
+   */
+  awaitChannelReply() {
+    const ch = this.channel;
+    const seq = this.awaiting;
+    for (;;) {
+      const current = Atomics.load(ch.ctl, CH_REPLY);
+      if (current === seq) break;
+      const left = this.deadline - Date.now();
+      if (left <= 0) return;
+      Atomics.wait(ch.ctl, CH_REPLY, current, left + 1);
+    }
+    this.awaiting = 0;
+    let results = [];
+    if (Atomics.load(ch.ctl, CH_KIND) === 0) {
+      results = parseFramedReplies(ch.data.toString('utf8', 0, Atomics.load(ch.ctl, CH_LEN)));
+    } else {
+      // Posted before REPLY was set; answers to batches of earlier runs that nobody read go first.
+      for (let m = receiveMessageOnPort(ch.replyPort); m; m = receiveMessageOnPort(ch.replyPort)) {
+        if (m.message?.seq === seq) {
+          if (Array.isArray(m.message.results)) results = m.message.results;
+          break;
+        }
+      }
+    }
+    for (const entry of results) if (Array.isArray(entry)) this.deliver(entry[0], typeof entry[1] === 'string' ? entry[1] : null);
   }
 
   deliver(id, json) {
@@ -938,7 +1032,8 @@ async function runScript(run, kit) {
           },
         };
       }
-      await run.waitForReply();
+      if (run.awaiting !== 0) run.awaitChannelReply();
+      else await run.waitForReply();
     }
   } finally {
     promise.dispose();

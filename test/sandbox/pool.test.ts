@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createQuickJsExecutor, type QuickJsExecutor } from '../../sandbox/quickjs-executor.js';
 import type { HostCall } from '../../sandbox/executor.js';
-import { OPERATIONS, fakeHost, sleep } from './helpers.js';
+import { DEFAULT_HANDLERS, OPERATIONS, fakeHost, sleep } from './helpers.js';
 
 const open: QuickJsExecutor[] = [];
 function make(...args: Parameters<typeof createQuickJsExecutor>): QuickJsExecutor {
@@ -212,5 +212,34 @@ describe('worker pool', () => {
     expect(res.error?.name).toBe('TypeError');
     const noOps = await ex.execute({ code: `return typeof api.call`, operations: undefined as unknown as string[] }, host);
     expect(noOps).toMatchObject({ result: 'function', error: null });
+  });
+
+  it('carries host calls over the shared channel, and batches or answers too large for it as messages, with the same results', async () => {
+    const echo = { 'logs.search': (input: { query?: string; repeat?: number }) => ({ items: [{ message: (input?.query ?? '').repeat(input?.repeat ?? 1) }] }) };
+    // Sequential and concurrent calls, non-ASCII text, logs, an error answer, a big answer to a small
+    // call (1.4 MB of UTF-8, more than the 1 MiB buffer) and a big input (2 MB, likewise).
+    const code = `
+      let n = 0;
+      for (let i = 0; i < 5; i++) n += (await api.errors.list({ project: 'web' })).total;
+      console.log('héllo', n);
+      const all = await Promise.all([api.errors.get({ id: 'e3' }), api.errors.get({ id: 'nope' }).catch((e) => e.status)]);
+      const big = (await api.logs.search({ query: 'é', repeat: 700000 })).items[0].message;
+      const huge = (await api.logs.search({ query: 'ü'.repeat(1000000) })).items[0].message;
+      return [n, all[0].title, all[1], big.length, big.slice(0, 3), huge.length];`;
+    const results = [];
+    for (const sharedChannel of [true, false]) {
+      const ex = make({ poolSize: 1 }, { sharedChannel });
+      const { host } = fakeHost({ ...DEFAULT_HANDLERS, ...echo });
+      const res = await ex.execute({ code, operations: OPERATIONS }, host);
+      expect(res.error, JSON.stringify(res.error)).toBeNull();
+      results.push({ result: res.result, logs: res.logs, calls: res.calls.map((c) => [c.operationId, c.status]) });
+      const { channelBatches, messageBatches } = ex.stats();
+      // 5 sequential calls, one Promise.all pair, two big ones: 8 batches.
+      if (sharedChannel) expect({ channelBatches, messageBatches }).toEqual({ channelBatches: 7, messageBatches: 1 });
+      else expect({ channelBatches, messageBatches }).toEqual({ channelBatches: 0, messageBatches: 8 });
+    }
+    expect(results[0]).toEqual(results[1]);
+    expect(results[0]!.result).toEqual([10, 'Error: connection refused', 404, 700000, 'ééé', 1000000]);
+    expect(results[0]!.logs).toEqual(['héllo 10']);
   });
 });

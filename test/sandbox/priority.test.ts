@@ -60,4 +60,29 @@ describe.runIf(process.platform === 'linux')('sandbox worker priority', () => {
     // The demoted thread goes away (terminated asynchronously).
     while ([...threadNiceness().values()].includes(19)) await new Promise((r) => setTimeout(r, 20));
   });
+
+  it("keeps a demoted worker for its credential's next scripts only, instead of starting a thread per busy loop", async () => {
+    // One worker, no burst workers (and so no spares): every new thread shows in `started`.
+    ex = createQuickJsExecutor({ poolSize: 1, wallClockMs: 1000 }, { nice: 7, burstWorkers: 0 });
+    const { host } = fakeHost();
+    expect((await ex.execute({ code: 'return 1', operations: OPERATIONS, credential: 'A' }, host)).result).toBe(1);
+    const loop = { code: 'while (true) {}', operations: OPERATIONS, credential: 'A' };
+    expect((await ex.execute(loop, host)).error?.name).toBe('TimeoutError');
+    const started = ex.stats().started;
+    // A's next busy loop runs on the same (demoted) worker: no new thread, and it runs at nice 19.
+    let sawDemoted = false;
+    let running = true;
+    const again = ex.execute(loop, host).finally(() => (running = false));
+    while (running) {
+      if ([...threadNiceness().values()].includes(19)) sawDemoted = true;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await again).error?.name).toBe('TimeoutError');
+    expect(sawDemoted).toBe(true);
+    expect(ex.stats()).toMatchObject({ started, workers: 1, idleReady: 0 });
+    // Another credential never gets that worker: the demoted one makes room for a new one at the pool's priority.
+    expect((await ex.execute({ code: 'return 2', operations: OPERATIONS, credential: 'B' }, host)).result).toBe(2);
+    expect(ex.stats()).toMatchObject({ started: started + 1, workers: 1 });
+    while ([...threadNiceness().values()].includes(19)) await new Promise((r) => setTimeout(r, 20));
+  });
 });
