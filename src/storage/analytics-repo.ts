@@ -291,17 +291,18 @@ export function createAnalyticsRepo(db: Db) {
       const values: string[] = [];
       let n = 0;
       for (const [day, blob] of blobs) {
-        // An aligned copy read through an int32 view: 5 int32 per touch (layout in touch-days.ts).
-        const u8 = new Uint8Array(blob.byteLength);
-        u8.set(blob);
-        const i32 = new Int32Array(u8.buffer);
+        // An int32 view (5 int32 per touch, layout in touch-days.ts) on the blob itself, each its own
+        // aligned allocation; on an aligned copy otherwise.
+        const u8 = blob.byteOffset % 4 === 0 ? blob : new Uint8Array(blob);
+        const i32 = new Int32Array(u8.buffer, u8.byteOffset, u8.byteLength >> 2);
         const count = blob.byteLength / TOUCH_BYTES;
+        const full = day >= from && day + 86_400_000 - 1 <= to;
         for (let k = 0; k < count; k++) {
           const o = k * 5;
           const v = i32[o + slot]!;
           if (v < 0) continue;
           const t = day + (i32[o]! >>> 0);
-          if (t < from || t > to) continue;
+          if (!full && (t < from || t > to)) continue;
           let dv = dense[v]!;
           if (dv === -1) {
             const value = ks[v]!.slice(2);

@@ -389,15 +389,16 @@ export function createRevenueRepo(db: Db) {
       const person = new Int32Array(cap);
       let n = 0;
       for (const [day, blob] of blobs) {
-        // An aligned copy read through typed views: 8 int32 / 4 float64 per row (layout in revenue-rollup.ts).
-        const u8 = new Uint8Array(blob.byteLength);
-        u8.set(blob);
-        const i32 = new Int32Array(u8.buffer);
-        const f64 = new Float64Array(u8.buffer);
+        // Typed views (8 int32 / 4 float64 per row, layout in revenue-rollup.ts) on the blob itself,
+        // each its own 8-aligned allocation; on an aligned copy otherwise.
+        const u8 = blob.byteOffset % 8 === 0 ? blob : new Uint8Array(blob);
+        const i32 = new Int32Array(u8.buffer, u8.byteOffset, u8.byteLength >> 2);
+        const f64 = new Float64Array(u8.buffer, u8.byteOffset, u8.byteLength >> 3);
         const rowsIn = blob.byteLength / ROW_BYTES;
+        const full = day >= from && day + DAY_MS <= to;
         for (let k = 0; k < rowsIn; k++) {
           const t = day + (i32[k * 8]! >>> 0);
-          if (t < from || t >= to) continue;
+          if (!full && (t < from || t >= to)) continue;
           const c = i32[k * 8 + 4]!;
           let code = codes[c];
           if (code === undefined) {
