@@ -6,7 +6,7 @@
 import type { Db } from './db.js';
 import { touchOf, type CaptureEvent } from '../domain/analytics/capture.js';
 import type { Touch } from '../domain/revenue/attribution.js';
-import type { PackedTouches } from '../domain/revenue/attribution-fast.js';
+import { noScratch, type PackedTouches, type ScratchArrays } from '../domain/revenue/attribution-fast.js';
 import { keyInterner, keyStringsOf } from './revenue-rollup.js';
 import { appendTouches, touchDayStatements, TOUCH_BYTES, type TouchInput } from './touch-days.js';
 
@@ -270,9 +270,10 @@ export function createAnalyticsRepo(db: Db) {
     /**
      * Touches in [from, to] with a value for `dim`, as attribution-fast.ts takes them, from the packed
      * touch days (migration 043): person indexes of `personIndexOf` (person of the distinct id, else
-     * `d:<distinct id>`), ties in the order of touchesByPerson.
+     * `d:<distinct id>`), ties in the order of touchesByPerson. The arrays come from `scratch`
+     * (attribution-fast.ts Scratch) when given.
      */
-    packedTouches(projectId: string, from: number, to: number, dim: 'source' | 'medium' | 'campaign'): PackedTouches {
+    packedTouches(projectId: string, from: number, to: number, dim: 'source' | 'medium' | 'campaign', scratch: ScratchArrays = noScratch): PackedTouches {
       const pid = Number(projectId);
       const px = personIndex(pid);
       const blobs = s.touchDays.all(pid, Math.floor(from / 86_400_000) * 86_400_000, to) as [number, Buffer][];
@@ -281,13 +282,13 @@ export function createAnalyticsRepo(db: Db) {
       const slot = dim === 'source' ? 2 : dim === 'medium' ? 3 : 4;
       let cap = 0;
       for (const [, blob] of blobs) cap += blob.byteLength / TOUCH_BYTES;
-      const ts = new Float64Array(cap);
-      const person = new Int32Array(cap);
-      const valueId = new Int32Array(cap);
+      const ts = scratch.f64('touches.ts', cap);
+      const person = scratch.i32('touches.person', cap);
+      const valueId = scratch.i32('touches.valueId', cap);
       // Key ids of each kept touch (distinct id and the three values), for ties.
-      const ids = new Int32Array(cap * 4);
+      const ids = scratch.i32('touches.ids', cap * 4);
       // Dense value index per key id of this dimension: -1 not seen yet, -2 empty (no value).
-      const dense = new Int32Array(ks.length).fill(-1);
+      const dense = scratch.i32('touches.dense', ks.length).fill(-1);
       const values: string[] = [];
       let n = 0;
       for (const [day, blob] of blobs) {

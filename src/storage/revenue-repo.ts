@@ -6,7 +6,7 @@
  */
 import type { Db } from './db.js';
 import { keyPersons, personIndexOf, personKeysOf } from './analytics-repo.js';
-import type { PackedAttributionRows } from '../domain/revenue/attribution-fast.js';
+import { noScratch, type PackedAttributionRows, type ScratchArrays } from '../domain/revenue/attribution-fast.js';
 import { customerKey, type LedgerRow, type LedgerType } from '../domain/revenue/ledger.js';
 import { DAY_MS } from '../domain/revenue/range.js';
 import { reportingMinorOf } from '../domain/revenue/fx.js';
@@ -371,9 +371,10 @@ export function createRevenueRepo(db: Db) {
     /**
      * Posted rows in [from, to) from the packed day rows, as attribution-fast.ts takes them: values in
      * `cur` minor units rounded per row (NaN without a rate, its currency added to `missing`), person
-     * indexes of `personIndexOf` resolved as in rowsWithPeople. Returns the person count too.
+     * indexes of `personIndexOf` resolved as in rowsWithPeople. Returns the person count too. The arrays
+     * come from `scratch` (attribution-fast.ts Scratch) when given.
      */
-    packedRows(projectId: string, from: number, to: number, cur: string, missing: Set<string>): { rows: PackedAttributionRows; persons: number } {
+    packedRows(projectId: string, from: number, to: number, cur: string, missing: Set<string>, scratch: ScratchArrays = noScratch): { rows: PackedAttributionRows; persons: number } {
       const pid = Number(projectId);
       const ks = keys(pid);
       const px = personIndex(pid);
@@ -383,10 +384,10 @@ export function createRevenueRepo(db: Db) {
       const blobs = s.dayBlobs.all(pid, dayOf(from), to) as [number, Buffer][];
       let cap = 0;
       for (const [, blob] of blobs) cap += blob.byteLength / ROW_BYTES;
-      const at = new Float64Array(cap);
-      const value = new Float64Array(cap);
-      const payment = new Uint8Array(cap);
-      const person = new Int32Array(cap);
+      const at = scratch.f64('rows.at', cap);
+      const value = scratch.f64('rows.value', cap);
+      const payment = scratch.u8('rows.payment', cap);
+      const person = scratch.i32('rows.person', cap);
       let n = 0;
       for (const [day, blob] of blobs) {
         // Typed views (8 int32 / 4 float64 per row, layout in revenue-rollup.ts) on the blob itself,

@@ -9,14 +9,16 @@
  *    touches), $identify and $create_alias merges after both, voided and re-sent rows, several
  *    currencies; the operation's path (packed day rows, packed touch days, the sweep) against the
  *    straightforward reads (attributableRows, touchesByPerson, `attribute`) for both models, every
- *    dimension and the 1, 30 and 365-day lookbacks.
+ *    dimension and the 1, 30 and 365-day lookbacks;
+ *  - every fast read reuses one Scratch (as the operation does), so nothing left there by a read leaks
+ *    into the next.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { attribute, type AttributableRow, type AttributionModel, type Touch } from '../../src/domain/revenue/attribution.js';
-import { attributePacked, timeOrder, type PackedAttributionRows, type PackedTouches } from '../../src/domain/revenue/attribution-fast.js';
+import { attributePacked, Scratch, timeOrder, type PackedAttributionRows, type PackedTouches } from '../../src/domain/revenue/attribution-fast.js';
 import { openDatabase } from '../../src/storage/db.js';
 import { createRevenueRepo } from '../../src/storage/revenue-repo.js';
 import { createAnalyticsRepo } from '../../src/storage/analytics-repo.js';
@@ -29,6 +31,8 @@ let seed = 11;
 const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
 const int = (n: number) => Math.floor(rnd() * n);
 const pick = <T,>(xs: readonly T[]) => xs[int(xs.length)]!;
+/** One set of reused arrays for every fast read below, as the operation keeps one: nothing a read leaves there may leak into the next. */
+const scratch = new Scratch();
 
 /** Random packed inputs and the same data as `attribute` takes it (touch values for one dimension). */
 function randomInputs(sorted: 'day' | 'shuffled') {
@@ -97,6 +101,7 @@ describe('attribution sweep', () => {
       const keep = rnd() < 0.5 ? Uint8Array.from({ length: n }, () => (rnd() < 0.8 ? 1 : 0)) : null;
       const want = [...Array(n).keys()].filter((i) => !keep || keep[i]).sort((a, b) => key[a]! - key[b]! || a - b);
       expect([...timeOrder(n, key, keep)]).toEqual(want);
+      expect([...timeOrder(n, key, keep, scratch)]).toEqual(want);
     }
   });
 
@@ -106,7 +111,7 @@ describe('attribution sweep', () => {
       for (const model of ['first_touch', 'last_touch'] as AttributionModel[]) {
         for (const lookbackMs of [0, 3_600_000, DAY, 3 * DAY + 3_600_000, inp.span]) {
           const opts = { model, dimension: 'source' as const, lookbackMs, maxTouchRows: 1 + int(5), round: (v: number) => v / 100 };
-          const fast = attributePacked(inp.rows, inp.touches, inp.persons, opts);
+          const fast = attributePacked(inp.rows, inp.touches, inp.persons, opts, scratch);
           const want = attribute(inp.attributable, (p) => inp.byPerson.get(p) ?? [], opts);
           expect(fast, `case ${k} ${model} ${lookbackMs}`).toEqual(want);
         }
@@ -192,12 +197,12 @@ describe('attribution sweep', () => {
           for (const dimension of ['source', 'medium', 'campaign'] as const) {
             const opts = { model, dimension, lookbackMs, maxTouchRows: 2, round: (v: number) => toMajor(v, cur) };
             const missing = new Set<string>();
-            const { rows } = revenue.packedRows(pid, from, to, cur, missing);
-            const touches = analytics.packedTouches(pid, from - lookbackMs, to, dimension);
+            const { rows } = revenue.packedRows(pid, from, to, cur, missing, scratch);
+            const touches = analytics.packedTouches(pid, from - lookbackMs, to, dimension, scratch);
             let persons = 0;
             for (let i = 0; i < rows.n; i++) persons = Math.max(persons, rows.person[i]! + 1);
             for (let i = 0; i < touches.n; i++) persons = Math.max(persons, touches.person[i]! + 1);
-            const fast = attributePacked(rows, touches, persons, opts);
+            const fast = attributePacked(rows, touches, persons, opts, scratch);
             const byPerson = analytics.touchesByPerson(pid, from - lookbackMs, to);
             const want = attribute(revenue.attributableRows(pid, from, to, reportingMinorOf(cur), new Set()), (p) => byPerson.get(p) ?? [], opts);
             expect(fast, `${model} ${dimension} ${lookbackDays}d ${cur}`).toEqual(want);

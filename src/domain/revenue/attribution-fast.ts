@@ -33,14 +33,50 @@ export interface PackedTouches {
 }
 
 /**
+ * Grow-only typed arrays reused from one read to the next: a 365-day read over a million ledger rows
+ * would otherwise allocate some 60 MB of backing stores per read, and that external-memory pressure
+ * costs a full garbage collection or two each time. An array handed out is a view that stays valid
+ * until its slot is handed out again, and holds whatever the last read left there (callers write
+ * before they read): use one Scratch per sequence of reads that never overlap, e.g. the operation's,
+ * which runs synchronously. Without one, each call allocates fresh arrays.
+ */
+export class Scratch {
+  private readonly slots = new Map<string, ArrayBuffer>();
+  private buf(slot: string, bytes: number): ArrayBuffer {
+    const b = this.slots.get(slot);
+    if (b && b.byteLength >= bytes) return b;
+    const grown = new ArrayBuffer(Math.max(bytes, Math.ceil((b?.byteLength ?? 0) * 1.25), 1024));
+    this.slots.set(slot, grown);
+    return grown;
+  }
+  f64(slot: string, n: number): Float64Array {
+    return new Float64Array(this.buf(slot, n * 8), 0, n);
+  }
+  i32(slot: string, n: number): Int32Array {
+    return new Int32Array(this.buf(slot, n * 4), 0, n);
+  }
+  u8(slot: string, n: number): Uint8Array {
+    return new Uint8Array(this.buf(slot, n), 0, n);
+  }
+}
+
+/** Fresh arrays per call (no reuse). */
+export const noScratch = {
+  f64: (_slot: string, n: number) => new Float64Array(n),
+  i32: (_slot: string, n: number) => new Int32Array(n),
+  u8: (_slot: string, n: number) => new Uint8Array(n),
+};
+export type ScratchArrays = Pick<Scratch, 'f64' | 'i32' | 'u8'>;
+
+/**
  * Indexes of `keep` (all of 0..n-1 when null) in order of key, stable: an insertion sort, linear on
  * the day-ordered, nearly sorted inputs, with a comparison sort once it has moved more than a few
  * items per index (inputs far from sorted).
  */
-export function timeOrder(n: number, key: Float64Array, keep: Uint8Array | null): Int32Array {
+export function timeOrder(n: number, key: Float64Array, keep: Uint8Array | null, scratch: ScratchArrays = noScratch, slot = 'order'): Int32Array {
   let m = 0;
   for (let i = 0; i < n; i++) if (!keep || keep[i]) m++;
-  const ord = new Int32Array(m);
+  const ord = scratch.i32(slot, m);
   for (let i = 0, o = 0; i < n; i++) if (!keep || keep[i]) ord[o++] = i;
   let budget = 8 * m + 1024;
   for (let i = 1; i < m; i++) {
@@ -63,6 +99,7 @@ export function attributePacked(
   touches: PackedTouches,
   persons: number,
   opts: { model: AttributionModel; dimension: AttributionDimension; lookbackMs: number; maxTouchRows: number; round: (minor: number) => number },
+  scratch: ScratchArrays = noScratch,
 ): { rows: AttributionRow[]; truncated: boolean; total: number } {
   // Accumulators: one per touch value, then direct.
   const A = touches.values.length + 1;
@@ -73,9 +110,10 @@ export function attributePacked(
   let total = 0;
   let unlinkedNet = 0;
   let unlinkedPayments = 0;
-  const keep = new Uint8Array(rows.n);
+  const keep = scratch.u8('sweep.keep', rows.n);
   for (let i = 0; i < rows.n; i++) {
     const v = rows.value[i]!;
+    keep[i] = 0;
     if (Number.isNaN(v)) continue;
     total += v;
     if (rows.person[i]! < 0) {
@@ -83,21 +121,21 @@ export function attributePacked(
       unlinkedPayments += rows.payment[i]!;
     } else keep[i] = 1;
   }
-  const ro = timeOrder(rows.n, rows.at, keep);
-  const to = timeOrder(touches.n, touches.ts, null);
+  const ro = timeOrder(rows.n, rows.at, keep, scratch, 'sweep.rows');
+  const to = timeOrder(touches.n, touches.ts, null, scratch, 'sweep.touches');
   const ts = touches.ts;
   const tp = touches.person;
   const tie = touches.tie;
   const last = opts.model === 'last_touch';
   // Last touch: the person's latest touch entered so far (the last in (time, tie) order).
   // First touch: the person's entered touches in (time, tie) order as a linked list, head first.
-  const head = new Int32Array(persons).fill(-1);
-  const tail = last ? head : new Int32Array(persons).fill(-1);
-  const next = last ? new Int32Array(0) : new Int32Array(touches.n);
+  const head = scratch.i32('sweep.head', persons).fill(-1);
+  const tail = last ? head : scratch.i32('sweep.tail', persons).fill(-1);
+  const next = last ? head : scratch.i32('sweep.next', touches.n);
   // Accumulators each person has been counted in: a linked list of nodes per person.
-  const firstNode = new Int32Array(persons).fill(-1);
-  const nodeAcc = new Int32Array(ro.length);
-  const nodeNext = new Int32Array(ro.length);
+  const firstNode = scratch.i32('sweep.firstNode', persons).fill(-1);
+  const nodeAcc = scratch.i32('sweep.nodeAcc', ro.length);
+  const nodeNext = scratch.i32('sweep.nodeNext', ro.length);
   let nodes = 0;
   const L = opts.lookbackMs;
   let j = 0;
