@@ -78,7 +78,7 @@ export function personIndexOf(db: Db): (projectId: number) => PersonIndex {
  * `mapped` is the index of the id's person (-1 when the id has none), `own` the index of its own
  * `d:<id>` key. Shared by the packed ledger rows and the packed touches, which use the same key ids.
  */
-export function keyPersons(px: PersonIndex, ks: readonly string[], pid: number): { mapped(id: number): number; own(id: number): number } {
+export function keyPersons(px: PersonIndex, ks: readonly string[], pid: number): { mapped(id: number): number; own(id: number): number; memo: { mapped: Int32Array; own: Int32Array } } {
   const memoKey = `key-persons:${pid}`;
   // Per key id: index of its mapped person (-1 unmapped), and of its own `d:` key; -2 not yet resolved.
   let memo = px.memo.get(memoKey) as { mapped: Int32Array; own: Int32Array } | undefined;
@@ -92,6 +92,8 @@ export function keyPersons(px: PersonIndex, ks: readonly string[], pid: number):
   }
   const { mapped: mm, own: om } = memo;
   return {
+    /** The memo tables themselves (-2: not resolved yet), for loops that read them inline. */
+    memo,
     mapped(id: number) {
       let v = mm[id]!;
       if (v === -2) {

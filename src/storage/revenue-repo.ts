@@ -378,9 +378,14 @@ export function createRevenueRepo(db: Db) {
       const pid = Number(projectId);
       const ks = keys(pid);
       const px = personIndex(pid);
-      const { mapped, own } = keyPersons(px, ks, pid);
+      const { mapped, own, memo } = keyPersons(px, ks, pid);
+      const mm = memo.mapped;
       const rm = reportingMinorOf(cur);
-      const codes: (string | null | undefined)[] = [];
+      // Per currency key id: 0 not seen yet, 1 the reporting currency itself (rm returns the amount
+      // unchanged, fx.ts), 2 converted by rm, 3 no rate.
+      const kind = scratch.u8('rows.currencyKind', ks.length).fill(0);
+      const names: string[] = [];
+      const T = cur.toUpperCase();
       const blobs = s.dayBlobs.all(pid, dayOf(from), to) as [number, Buffer][];
       let cap = 0;
       for (const [, blob] of blobs) cap += blob.byteLength / ROW_BYTES;
@@ -401,20 +406,26 @@ export function createRevenueRepo(db: Db) {
           const t = day + (i32[k * 8]! >>> 0);
           if (!full && (t < from || t >= to)) continue;
           const c = i32[k * 8 + 4]!;
-          let code = codes[c];
-          if (code === undefined) {
-            const name = ks[c]!.slice(2);
-            codes[c] = code = rm(0, name) === null ? null : name;
-            if (code === null) missing.add(name);
+          let kc = kind[c]!;
+          if (kc === 0) {
+            const name = (names[c] = ks[c]!.slice(2));
+            kind[c] = kc = name === T ? 1 : rm(0, name) === null ? 3 : 2;
+            if (kc === 3) missing.add(name);
           }
           at[n] = t;
-          value[n] = code === null ? NaN : (rm(f64[k * 4 + 1]!, code) as number);
+          value[n] = kc === 1 ? f64[k * 4 + 1]! : kc === 2 ? (rm(f64[k * 4 + 1]!, names[c]!) as number) : NaN;
           payment[n] = u8[k * ROW_BYTES + 4] === 0 ? 1 : 0;
           const d = i32[k * 8 + 5]!;
           const a = i32[k * 8 + 6]!;
           let p = -1;
-          if (d >= 0) p = mapped(d);
-          if (p < 0 && a >= 0) p = mapped(a);
+          if (d >= 0) {
+            p = mm[d]!;
+            if (p === -2) p = mapped(d);
+          }
+          if (p < 0 && a >= 0) {
+            p = mm[a]!;
+            if (p === -2) p = mapped(a);
+          }
           if (p < 0) p = d >= 0 ? own(d) : a >= 0 ? own(a) : -1;
           person[n] = p;
           n++;
