@@ -129,11 +129,12 @@ export function attributePacked(
   const last = opts.model === 'last_touch';
   // Last touch: the person's latest touch entered so far (the last in (time, tie) order).
   // First touch: the person's entered touches in (time, tie) order as a linked list, head first.
-  const head = scratch.i32('sweep.head', persons).fill(-1);
-  const tail = last ? head : scratch.i32('sweep.tail', persons).fill(-1);
-  const next = last ? head : scratch.i32('sweep.next', touches.n);
-  // Accumulators each person has been counted in: a linked list of nodes per person.
-  const firstNode = scratch.i32('sweep.firstNode', persons).fill(-1);
+  // Per person, four int32 side by side (one cache line for a row's look-ups): head, tail, first node
+  // of the accumulators the person is counted in, and the last of those counted in.
+  const st = scratch.i32('sweep.state', persons * 4).fill(-1);
+  const next = last ? st : scratch.i32('sweep.next', touches.n);
+  // Last touch: the latest is both head and tail.
+  const TAIL = last ? 0 : 1;
   const nodeAcc = scratch.i32('sweep.nodeAcc', ro.length);
   const nodeNext = scratch.i32('sweep.nodeNext', ro.length);
   let nodes = 0;
@@ -145,46 +146,49 @@ export function attributePacked(
     for (; j < to.length && ts[to[j]!]! <= at; j++) {
       const t = to[j]!;
       const p = tp[t]!;
-      const q = tail[p]!;
+      const q = st[p * 4 + TAIL]!;
       if (last) {
-        if (q < 0 || ts[q]! < ts[t]! || tie(q, t) <= 0) head[p] = t;
+        if (q < 0 || ts[q]! < ts[t]! || tie(q, t) <= 0) st[p * 4] = t;
       } else if (q < 0) {
-        head[p] = tail[p] = t;
+        st[p * 4] = st[p * 4 + 1] = t;
         next[t] = -1;
       } else if (ts[q]! < ts[t]! || tie(q, t) <= 0) {
         next[q] = t;
         next[t] = -1;
-        tail[p] = t;
+        st[p * 4 + 1] = t;
       } else {
         // Same time as the tail but before it in tie order: in place among the touches of that time.
         let prev = -1;
-        let x = head[p]!;
+        let x = st[p * 4]!;
         while (ts[x]! < ts[t]! || tie(x, t) <= 0) {
           prev = x;
           x = next[x]!;
         }
         next[t] = x;
-        if (prev < 0) head[p] = t;
+        if (prev < 0) st[p * 4] = t;
         else next[prev] = t;
       }
     }
     const p = rows.person[i]!;
-    let chosen = head[p]!;
+    let chosen = st[p * 4]!;
     if (last) {
       if (chosen >= 0 && ts[chosen]! < at - L) chosen = -1;
     } else {
       while (chosen >= 0 && ts[chosen]! < at - L) chosen = next[chosen]!;
-      head[p] = chosen;
-      if (chosen < 0) tail[p] = -1;
+      st[p * 4] = chosen;
+      if (chosen < 0) st[p * 4 + 1] = -1;
     }
     const a = chosen >= 0 ? touches.valueId[chosen]! : DIRECT;
-    let x = firstNode[p]!;
-    while (x >= 0 && nodeAcc[x] !== a) x = nodeNext[x]!;
-    if (x < 0) {
-      nodeAcc[nodes] = a;
-      nodeNext[nodes] = firstNode[p]!;
-      firstNode[p] = nodes++;
-      people[a]!++;
+    if (st[p * 4 + 3] !== a) {
+      st[p * 4 + 3] = a;
+      let x = st[p * 4 + 2]!;
+      while (x >= 0 && nodeAcc[x] !== a) x = nodeNext[x]!;
+      if (x < 0) {
+        nodeAcc[nodes] = a;
+        nodeNext[nodes] = st[p * 4 + 2]!;
+        st[p * 4 + 2] = nodes++;
+        people[a]!++;
+      }
     }
     net[a]! += rows.value[i]!;
     payments[a]! += rows.payment[i]!;
