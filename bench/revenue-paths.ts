@@ -14,7 +14,7 @@ import { createRevenueRepo } from '../src/storage/revenue-repo.js';
 import { createAnalyticsRepo } from '../src/storage/analytics-repo.js';
 import { reportingMinorOf, toMajor } from '../src/domain/revenue/fx.js';
 import { attribute } from '../src/domain/revenue/attribution.js';
-import { attributePacked } from '../src/domain/revenue/attribution-fast.js';
+import { attributePacked, Scratch } from '../src/domain/revenue/attribution-fast.js';
 
 const { values: o, positionals } = parseArgs({ allowPositionals: true, options: { runs: { type: 'string', default: process.env.BENCH_RUNS ?? '10' } } });
 const RUNS = Number(o.runs);
@@ -33,13 +33,15 @@ function slow(from: number, to: number) {
   const touches = analytics.touchesByPerson(pid, from - L, to);
   return { attribution: attribute(rows, (p) => touches.get(p) ?? [], opts), customers: revenue.customersFromLedger(pid, from, to) };
 }
+/** Reused arrays, as the operation keeps them (attribution-fast.ts Scratch). */
+const scratch = new Scratch();
 function fast(from: number, to: number) {
-  const { rows } = revenue.packedRows(pid, from, to, cur, new Set());
-  const touches = analytics.packedTouches(pid, from - L, to, 'source');
+  const { rows } = revenue.packedRows(pid, from, to, cur, new Set(), scratch);
+  const touches = analytics.packedTouches(pid, from - L, to, 'source', scratch);
   let persons = 0;
   for (let i = 0; i < rows.n; i++) persons = Math.max(persons, rows.person[i]! + 1);
   for (let i = 0; i < touches.n; i++) persons = Math.max(persons, touches.person[i]! + 1);
-  return { attribution: attributePacked(rows, touches, persons, opts), customers: revenue.customers(pid, from, to) };
+  return { attribution: attributePacked(rows, touches, persons, opts, scratch), customers: revenue.customers(pid, from, to) };
 }
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
 fast(end - DAY, end); // warms the statements and the person indexes, as earlier reads of a server process do

@@ -7,7 +7,7 @@ import { LEDGER_STATUSES, LEDGER_TYPES, MAX_FUTURE_MS, toLedgerRow, type LedgerR
 import { convertMinor, FX_TABLE, hasRate, ISO_CURRENCY, reportingMinorOf, roundMoney, toMajor } from '../src/domain/revenue/fx.js';
 import { bucketIndex, bucketStarts, DAY_MS, previousRange, seriesInterval } from '../src/domain/revenue/range.js';
 import { computeMrr } from '../src/domain/revenue/mrr.js';
-import { attributePacked } from '../src/domain/revenue/attribution-fast.js';
+import { attributePacked, Scratch } from '../src/domain/revenue/attribution-fast.js';
 import { estimateImpact, IMPACT_METHOD, IMPACT_WINDOW_DAYS } from '../src/domain/revenue/impact.js';
 
 const P = '/v1/projects/{project_id}/revenue';
@@ -246,6 +246,9 @@ export const mrr = defineOperation({
   },
 });
 
+/** Arrays the attribution reads reuse (each read runs synchronously, so two never overlap). */
+const attributionScratch = new Scratch();
+
 export const attribution = defineOperation({
   operationId: 'revenue.attribution',
   tag: 'revenue',
@@ -298,18 +301,13 @@ export const attribution = defineOperation({
       const missing = new Set<string>();
       // Packed day rows and the touches with a value for the dimension, by person index: linear in both
       // (attribution-fast.ts), equal to `attribute` over attributableRows + touchesByPerson.
-      const { rows } = ctx.services.revenue.packedRows(pid, range.from, range.to, cur, missing);
-      const touches = ctx.services.analytics.packedTouches(pid, range.from - lookbackMs, range.to, input.dimension);
+      const { rows } = ctx.services.revenue.packedRows(pid, range.from, range.to, cur, missing, attributionScratch);
+      const touches = ctx.services.analytics.packedTouches(pid, range.from - lookbackMs, range.to, input.dimension, attributionScratch);
       let persons = 0;
       for (let i = 0; i < rows.n; i++) persons = Math.max(persons, rows.person[i]! + 1);
       for (let i = 0; i < touches.n; i++) persons = Math.max(persons, touches.person[i]! + 1);
-      const r = attributePacked(rows, touches, persons, {
-        model: input.model,
-        dimension: input.dimension,
-        lookbackMs,
-        maxTouchRows: 100,
-        round: (minor) => toMajor(minor, cur),
-      });
+      const opts = { model: input.model, dimension: input.dimension, lookbackMs, maxTouchRows: 100, round: (minor: number) => toMajor(minor, cur) };
+      const r = attributePacked(rows, touches, persons, opts, attributionScratch);
       return {
         from: toIso(range.from)!,
         to: toIso(range.to)!,

@@ -6,7 +6,7 @@
 import type { Db } from './db.js';
 import { touchOf, type CaptureEvent } from '../domain/analytics/capture.js';
 import type { Touch } from '../domain/revenue/attribution.js';
-import type { PackedTouches } from '../domain/revenue/attribution-fast.js';
+import { noScratch, type PackedTouches, type ScratchArrays } from '../domain/revenue/attribution-fast.js';
 import { keyInterner, keyStringsOf } from './revenue-rollup.js';
 import { appendTouches, touchDayStatements, TOUCH_BYTES, type TouchInput } from './touch-days.js';
 
@@ -78,7 +78,7 @@ export function personIndexOf(db: Db): (projectId: number) => PersonIndex {
  * `mapped` is the index of the id's person (-1 when the id has none), `own` the index of its own
  * `d:<id>` key. Shared by the packed ledger rows and the packed touches, which use the same key ids.
  */
-export function keyPersons(px: PersonIndex, ks: readonly string[], pid: number): { mapped(id: number): number; own(id: number): number } {
+export function keyPersons(px: PersonIndex, ks: readonly string[], pid: number): { mapped(id: number): number; own(id: number): number; memo: { mapped: Int32Array; own: Int32Array } } {
   const memoKey = `key-persons:${pid}`;
   // Per key id: index of its mapped person (-1 unmapped), and of its own `d:` key; -2 not yet resolved.
   let memo = px.memo.get(memoKey) as { mapped: Int32Array; own: Int32Array } | undefined;
@@ -92,6 +92,8 @@ export function keyPersons(px: PersonIndex, ks: readonly string[], pid: number):
   }
   const { mapped: mm, own: om } = memo;
   return {
+    /** The memo tables themselves (-2: not resolved yet), for loops that read them inline. */
+    memo,
     mapped(id: number) {
       let v = mm[id]!;
       if (v === -2) {
@@ -270,9 +272,10 @@ export function createAnalyticsRepo(db: Db) {
     /**
      * Touches in [from, to] with a value for `dim`, as attribution-fast.ts takes them, from the packed
      * touch days (migration 043): person indexes of `personIndexOf` (person of the distinct id, else
-     * `d:<distinct id>`), ties in the order of touchesByPerson.
+     * `d:<distinct id>`), ties in the order of touchesByPerson. The arrays come from `scratch`
+     * (attribution-fast.ts Scratch) when given.
      */
-    packedTouches(projectId: string, from: number, to: number, dim: 'source' | 'medium' | 'campaign'): PackedTouches {
+    packedTouches(projectId: string, from: number, to: number, dim: 'source' | 'medium' | 'campaign', scratch: ScratchArrays = noScratch): PackedTouches {
       const pid = Number(projectId);
       const px = personIndex(pid);
       const blobs = s.touchDays.all(pid, Math.floor(from / 86_400_000) * 86_400_000, to) as [number, Buffer][];
@@ -281,27 +284,28 @@ export function createAnalyticsRepo(db: Db) {
       const slot = dim === 'source' ? 2 : dim === 'medium' ? 3 : 4;
       let cap = 0;
       for (const [, blob] of blobs) cap += blob.byteLength / TOUCH_BYTES;
-      const ts = new Float64Array(cap);
-      const person = new Int32Array(cap);
-      const valueId = new Int32Array(cap);
+      const ts = scratch.f64('touches.ts', cap);
+      const person = scratch.i32('touches.person', cap);
+      const valueId = scratch.i32('touches.valueId', cap);
       // Key ids of each kept touch (distinct id and the three values), for ties.
-      const ids = new Int32Array(cap * 4);
+      const ids = scratch.i32('touches.ids', cap * 4);
       // Dense value index per key id of this dimension: -1 not seen yet, -2 empty (no value).
-      const dense = new Int32Array(ks.length).fill(-1);
+      const dense = scratch.i32('touches.dense', ks.length).fill(-1);
       const values: string[] = [];
       let n = 0;
       for (const [day, blob] of blobs) {
-        // An aligned copy read through an int32 view: 5 int32 per touch (layout in touch-days.ts).
-        const u8 = new Uint8Array(blob.byteLength);
-        u8.set(blob);
-        const i32 = new Int32Array(u8.buffer);
+        // An int32 view (5 int32 per touch, layout in touch-days.ts) on the blob itself, each its own
+        // aligned allocation; on an aligned copy otherwise.
+        const u8 = blob.byteOffset % 4 === 0 ? blob : new Uint8Array(blob);
+        const i32 = new Int32Array(u8.buffer, u8.byteOffset, u8.byteLength >> 2);
         const count = blob.byteLength / TOUCH_BYTES;
+        const full = day >= from && day + 86_400_000 - 1 <= to;
         for (let k = 0; k < count; k++) {
           const o = k * 5;
           const v = i32[o + slot]!;
           if (v < 0) continue;
           const t = day + (i32[o]! >>> 0);
-          if (t < from || t > to) continue;
+          if (!full && (t < from || t > to)) continue;
           let dv = dense[v]!;
           if (dv === -1) {
             const value = ks[v]!.slice(2);

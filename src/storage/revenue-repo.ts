@@ -6,7 +6,7 @@
  */
 import type { Db } from './db.js';
 import { keyPersons, personIndexOf, personKeysOf } from './analytics-repo.js';
-import type { PackedAttributionRows } from '../domain/revenue/attribution-fast.js';
+import { noScratch, type PackedAttributionRows, type ScratchArrays } from '../domain/revenue/attribution-fast.js';
 import { customerKey, type LedgerRow, type LedgerType } from '../domain/revenue/ledger.js';
 import { DAY_MS } from '../domain/revenue/range.js';
 import { reportingMinorOf } from '../domain/revenue/fx.js';
@@ -371,48 +371,61 @@ export function createRevenueRepo(db: Db) {
     /**
      * Posted rows in [from, to) from the packed day rows, as attribution-fast.ts takes them: values in
      * `cur` minor units rounded per row (NaN without a rate, its currency added to `missing`), person
-     * indexes of `personIndexOf` resolved as in rowsWithPeople. Returns the person count too.
+     * indexes of `personIndexOf` resolved as in rowsWithPeople. Returns the person count too. The arrays
+     * come from `scratch` (attribution-fast.ts Scratch) when given.
      */
-    packedRows(projectId: string, from: number, to: number, cur: string, missing: Set<string>): { rows: PackedAttributionRows; persons: number } {
+    packedRows(projectId: string, from: number, to: number, cur: string, missing: Set<string>, scratch: ScratchArrays = noScratch): { rows: PackedAttributionRows; persons: number } {
       const pid = Number(projectId);
       const ks = keys(pid);
       const px = personIndex(pid);
-      const { mapped, own } = keyPersons(px, ks, pid);
+      const { mapped, own, memo } = keyPersons(px, ks, pid);
+      const mm = memo.mapped;
       const rm = reportingMinorOf(cur);
-      const codes: (string | null | undefined)[] = [];
+      // Per currency key id: 0 not seen yet, 1 the reporting currency itself (rm returns the amount
+      // unchanged, fx.ts), 2 converted by rm, 3 no rate.
+      const kind = scratch.u8('rows.currencyKind', ks.length).fill(0);
+      const names: string[] = [];
+      const T = cur.toUpperCase();
       const blobs = s.dayBlobs.all(pid, dayOf(from), to) as [number, Buffer][];
       let cap = 0;
       for (const [, blob] of blobs) cap += blob.byteLength / ROW_BYTES;
-      const at = new Float64Array(cap);
-      const value = new Float64Array(cap);
-      const payment = new Uint8Array(cap);
-      const person = new Int32Array(cap);
+      const at = scratch.f64('rows.at', cap);
+      const value = scratch.f64('rows.value', cap);
+      const payment = scratch.u8('rows.payment', cap);
+      const person = scratch.i32('rows.person', cap);
       let n = 0;
       for (const [day, blob] of blobs) {
-        // An aligned copy read through typed views: 8 int32 / 4 float64 per row (layout in revenue-rollup.ts).
-        const u8 = new Uint8Array(blob.byteLength);
-        u8.set(blob);
-        const i32 = new Int32Array(u8.buffer);
-        const f64 = new Float64Array(u8.buffer);
+        // Typed views (8 int32 / 4 float64 per row, layout in revenue-rollup.ts) on the blob itself,
+        // each its own 8-aligned allocation; on an aligned copy otherwise.
+        const u8 = blob.byteOffset % 8 === 0 ? blob : new Uint8Array(blob);
+        const i32 = new Int32Array(u8.buffer, u8.byteOffset, u8.byteLength >> 2);
+        const f64 = new Float64Array(u8.buffer, u8.byteOffset, u8.byteLength >> 3);
         const rowsIn = blob.byteLength / ROW_BYTES;
+        const full = day >= from && day + DAY_MS <= to;
         for (let k = 0; k < rowsIn; k++) {
           const t = day + (i32[k * 8]! >>> 0);
-          if (t < from || t >= to) continue;
+          if (!full && (t < from || t >= to)) continue;
           const c = i32[k * 8 + 4]!;
-          let code = codes[c];
-          if (code === undefined) {
-            const name = ks[c]!.slice(2);
-            codes[c] = code = rm(0, name) === null ? null : name;
-            if (code === null) missing.add(name);
+          let kc = kind[c]!;
+          if (kc === 0) {
+            const name = (names[c] = ks[c]!.slice(2));
+            kind[c] = kc = name === T ? 1 : rm(0, name) === null ? 3 : 2;
+            if (kc === 3) missing.add(name);
           }
           at[n] = t;
-          value[n] = code === null ? NaN : (rm(f64[k * 4 + 1]!, code) as number);
+          value[n] = kc === 1 ? f64[k * 4 + 1]! : kc === 2 ? (rm(f64[k * 4 + 1]!, names[c]!) as number) : NaN;
           payment[n] = u8[k * ROW_BYTES + 4] === 0 ? 1 : 0;
           const d = i32[k * 8 + 5]!;
           const a = i32[k * 8 + 6]!;
           let p = -1;
-          if (d >= 0) p = mapped(d);
-          if (p < 0 && a >= 0) p = mapped(a);
+          if (d >= 0) {
+            p = mm[d]!;
+            if (p === -2) p = mapped(d);
+          }
+          if (p < 0 && a >= 0) {
+            p = mm[a]!;
+            if (p === -2) p = mapped(a);
+          }
           if (p < 0) p = d >= 0 ? own(d) : a >= 0 ? own(a) : -1;
           person[n] = p;
           n++;
