@@ -648,6 +648,15 @@ export function createAiRepo(db: Db) {
     return { totals, sessions, models };
   }
 
+  /**
+   * A window read in one read transaction: windowSource's probes of the edge hours and the read see
+   * the same rows even when another connection (another process) writes in between.
+   */
+  const snapshot = <A extends unknown[], R>(f: (...a: A) => R): ((...a: A) => R) => {
+    const t = db.transaction(f);
+    return (...a: A) => t(...a);
+  };
+
   return {
     writeObservations,
     /** Hooks for createWriteBatcher: rollups and session/user totals written once per batch, before its commit. */
@@ -655,16 +664,16 @@ export function createAiRepo(db: Db) {
     writeScores,
     get,
     list,
-    qualitySums,
+    qualitySums: snapshot(qualitySums),
     missingExamples,
     scoreCounts,
     exportRows,
     scoresForObservations,
     listScores,
     scoreSummary,
-    usage,
-    usageBy,
-    usageByDay,
+    usage: snapshot(usage),
+    usageBy: snapshot(usageBy),
+    usageByDay: snapshot(usageByDay),
     parties,
     sessionRows,
     userBreakdown,
