@@ -2,7 +2,8 @@
  * Micro-bench of the AI span write path (issue 13), in one process without HTTP: the bench's
  * OTLP/protobuf batches of GenAI spans are decoded once, then written again and again (fresh span
  * ids each round) through the plain span writer and through the writer with the AI decorator
- * (src/storage/ai-spans.ts), each in its own database. Prints spans/s for both and the ratio.
+ * (src/storage/ai-spans.ts), each in its own database. Prints spans/s for both, CPU µs per span (every
+ * span of the batches is an observation) and the ratio.
  *
  *   BENCH_AI_SPANS=100000 npx tsx bench/ai-write.ts          (add --cpu-prof via node to profile)
  */
@@ -86,7 +87,8 @@ function run(withAi: boolean, batches: SpanRecord[][]): { wall: number; cpu: num
 }
 
 const batches = Array.from({ length: 8 }, (_, i) => batch(i));
-const fmt = (r: { wall: number; cpu: number }) => `${Math.round(r.wall).toLocaleString('en-US')} spans/s wall, ${Math.round(r.cpu).toLocaleString('en-US')} spans per CPU-second`;
+const fmt = (r: { wall: number; cpu: number }) =>
+  `${Math.round(r.wall).toLocaleString('en-US')} spans/s wall, ${Math.round(r.cpu).toLocaleString('en-US')} spans per CPU-second (${(1e6 / r.cpu).toFixed(0)} µs CPU per span)`;
 const plain = MODE !== 'ai' ? run(false, batches) : null;
 const ai = MODE !== 'plain' ? run(true, batches) : null;
 if (plain) console.log(`plain span writer:     ${fmt(plain)}`);

@@ -177,18 +177,23 @@ function seed(dbFile: string, projectId: string, n: number, toMs: number): numbe
   return n / secs;
 }
 
-async function timeReads(url: string, key: string, runs: number): Promise<{ p50: number; p95: number; ok: boolean }> {
+/** p50/p95 wall ms of `runs` sequential calls, and the server's mean CPU ms per call (steadier under load). */
+async function timeReads(url: string, key: string, runs: number, serverPid?: number): Promise<{ p50: number; p95: number; cpu: number | null; ok: boolean }> {
   const times: number[] = [];
   let ok = true;
+  const c0 = serverPid ? cpuSeconds(serverPid) : null;
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
-    const r = await fetch(url, { headers: { 'x-service-key': key } });
+    // One retry: after the long seeding the pooled keep-alive connection may have been closed by the server.
+    const r = await fetch(url, { headers: { 'x-service-key': key } }).catch(() => fetch(url, { headers: { 'x-service-key': key } }));
     await r.arrayBuffer();
     times.push(performance.now() - t0);
     ok &&= r.ok;
   }
+  const c1 = serverPid ? cpuSeconds(serverPid) : null;
   times.sort((a, b) => a - b);
-  return { p50: times[Math.floor(runs * 0.5)]!, p95: times[Math.min(runs - 1, Math.floor(runs * 0.95))]!, ok };
+  const cpu = c0 !== null && c1 !== null ? ((c1 - c0) * 1000) / runs : null;
+  return { p50: times[Math.floor(runs * 0.5)]!, p95: times[Math.min(runs - 1, Math.floor(runs * 0.95))]!, cpu, ok };
 }
 
 async function main() {
@@ -216,8 +221,9 @@ async function main() {
       ['ai.stats, 30 days', `/ai/stats?${win}`],
       ['ai.histogram, 30 days', `/ai/histogram?${win}`],
     ] as const) {
-      const r = await timeReads(base + path, keys.admin, 30);
-      rows.push([`${name} over ${OBSERVATIONS.toLocaleString('en-US')}`, `p50 ${r.p50.toFixed(0)} ms, p95 ${r.p95.toFixed(0)} ms${r.ok ? '' : ' (errors!)'}`, r.p95 <= 300 ? 'meets ≤ 300 ms p95' : 'above 300 ms p95']);
+      const r = await timeReads(base + path, keys.admin, 30, server.child.pid);
+      const cpu = r.cpu === null ? '' : `; server CPU ${r.cpu.toFixed(1)} ms per call`;
+      rows.push([`${name} over ${OBSERVATIONS.toLocaleString('en-US')}`, `p50 ${r.p50.toFixed(0)} ms, p95 ${r.p95.toFixed(0)} ms${cpu}${r.ok ? '' : ' (errors!)'}`, r.p95 <= 300 ? 'meets ≤ 300 ms p95' : 'above 300 ms p95']);
     }
   } finally {
     server.child.kill('SIGTERM');

@@ -132,12 +132,32 @@ export interface FixDispatch {
 /** LIKE pattern for a case-insensitive substring (ASCII) with % and _ escaped. */
 const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-/** Whole hours inside [from, to) come from rollups; the partial hours at the edges from rows. */
-function split(fromMs: number, toMs: number) {
-  const hStart = Math.ceil(fromMs / HOUR) * HOUR;
-  const hEnd = Math.floor(toMs / HOUR) * HOUR;
-  if (hStart < hEnd) return { hStart, hEnd, edges: [[fromMs, hStart], [hEnd, toMs]] as [number, number][] };
-  return { hStart: 0, hEnd: 0, edges: [[fromMs, toMs]] as [number, number][] };
+/**
+ * Whole hours inside [from, to) come from rollups; the partial hours at the edges from rows, unless
+ * `emptyRange` says the part of an edge hour outside the window holds no observation: then that
+ * hour's rollup row is exactly the edge, and is read instead. A window ending now (the usual read)
+ * has nothing later in its last hour, so the current hour — the busiest part of the window under
+ * ingest — is not read row by row.
+ */
+function split(fromMs: number, toMs: number, emptyRange: (a: number, b: number) => boolean) {
+  let hStart = Math.ceil(fromMs / HOUR) * HOUR;
+  let hEnd = Math.floor(toMs / HOUR) * HOUR;
+  if (hStart > hEnd) {
+    // Inside one hour: its rollup row when the hour holds nothing outside the window.
+    const h = hEnd;
+    if (emptyRange(h, fromMs) && emptyRange(toMs, h + HOUR)) return { hStart: h, hEnd: h + HOUR, edges: [] as [number, number][] };
+    return { hStart: 0, hEnd: 0, edges: [[fromMs, toMs]] as [number, number][] };
+  }
+  const edges: [number, number][] = [];
+  if (fromMs < hStart) {
+    if (emptyRange(hStart - HOUR, fromMs)) hStart -= HOUR;
+    else edges.push([fromMs, hStart]);
+  }
+  if (toMs > hEnd) {
+    if (emptyRange(toMs, hEnd + HOUR)) hEnd += HOUR;
+    else edges.push([hEnd, toMs]);
+  }
+  return { hStart, hEnd, edges };
 }
 
 export function createAiRepo(db: Db) {
@@ -155,6 +175,7 @@ export function createAiRepo(db: Db) {
        WHERE t.project_id = ? AND t.trace_id = ?`,
     ),
     traceRange: db.prepare('SELECT first_ms, last_ms FROM agent_obs_traces WHERE project_id = ? AND trace_id = ?'),
+    anyIn: db.prepare('SELECT 1 FROM agent_observations INDEXED BY agent_obs_time WHERE project_id = ? AND started_ms >= ? AND started_ms < ? LIMIT 1').pluck(),
     traceUpsert: db.prepare(
       'INSERT INTO agent_obs_traces (project_id, trace_id, first_ms, last_ms) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)',
     ),
@@ -433,8 +454,9 @@ export function createAiRepo(db: Db) {
   function windowSource(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>, group?: RollupDim) {
     const filters = Object.entries(f).filter(([, v]) => v !== undefined) as [RollupDim, string][];
     const useRollup = group ? filters.length === 0 : filters.length <= 1;
-    const { hStart, hEnd, edges } = useRollup ? split(fromMs, toMs) : { hStart: 0, hEnd: 0, edges: [[fromMs, toMs]] as [number, number][] };
     const pid = Number(projectId);
+    const emptyRange = (a: number, b: number) => a >= b || st.anyIn.get(pid, a, b) === undefined;
+    const { hStart, hEnd, edges } = useRollup ? split(fromMs, toMs, emptyRange) : { hStart: 0, hEnd: 0, edges: [[fromMs, toMs]] as [number, number][] };
     const [dim, value] = group ? [group, null] : filters.length === 1 ? filters[0]! : ['', ''];
     const rawFilter = filters.map(([d]) => ` AND ${d} = ?`).join('');
     const sql = `SELECT value, hour_ms AS t, n, ${FLAGS}, ${SUM_COLS.join(', ')} FROM agent_obs_1h
@@ -442,7 +464,7 @@ export function createAiRepo(db: Db) {
       UNION ALL
       SELECT ${group ?? "''"}, started_ms AS t, 1, ${FLAGS}, COALESCE(cost_usd, 0), COALESCE(prompt_tokens, 0), COALESCE(completion_tokens, 0), COALESCE(total_tokens, 0),
         duration_ms, CASE WHEN observation_type = 'generation' THEN duration_ms ELSE 0 END, CASE WHEN observation_type = 'tool_call' THEN 1 ELSE 0 END
-        FROM agent_observations WHERE project_id = ? AND (${edges.map(() => '(started_ms >= ? AND started_ms < ?)').join(' OR ')})${rawFilter}`;
+        FROM agent_observations WHERE project_id = ? AND (${edges.map(() => '(started_ms >= ? AND started_ms < ?)').join(' OR ') || '0'})${rawFilter}`;
     const params = [pid, dim, ...(value === null ? [] : [value]), hStart, hEnd, pid, ...edges.flat(), ...filters.map(([, v]) => v)];
     return { sql, params };
   }
@@ -626,6 +648,15 @@ export function createAiRepo(db: Db) {
     return { totals, sessions, models };
   }
 
+  /**
+   * A window read in one read transaction: windowSource's probes of the edge hours and the read see
+   * the same rows even when another connection (another process) writes in between.
+   */
+  const snapshot = <A extends unknown[], R>(f: (...a: A) => R): ((...a: A) => R) => {
+    const t = db.transaction(f);
+    return (...a: A) => t(...a);
+  };
+
   return {
     writeObservations,
     /** Hooks for createWriteBatcher: rollups and session/user totals written once per batch, before its commit. */
@@ -633,16 +664,16 @@ export function createAiRepo(db: Db) {
     writeScores,
     get,
     list,
-    qualitySums,
+    qualitySums: snapshot(qualitySums),
     missingExamples,
     scoreCounts,
     exportRows,
     scoresForObservations,
     listScores,
     scoreSummary,
-    usage,
-    usageBy,
-    usageByDay,
+    usage: snapshot(usage),
+    usageBy: snapshot(usageBy),
+    usageByDay: snapshot(usageByDay),
     parties,
     sessionRows,
     userBreakdown,

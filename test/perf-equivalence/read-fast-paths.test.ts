@@ -214,3 +214,107 @@ describe('ai.stats sessions and users', () => {
     expect(ai.parties(pid, 'session', T0 - DAY, T0 + 11 * DAY, 10).count).toBeGreaterThan(5000);
   });
 });
+
+describe('AI window reads (quality, ai.stats, ai.histogram)', () => {
+  const ai = createAiRepo(db);
+  const pid = '3';
+  const HOUR = 3_600_000;
+  const H0 = T0 + 40 * DAY; // an hour boundary
+  const MODELS = ['gpt-4o', 'gpt-4o-mini', 'claude-sonnet-4-20250514'];
+
+  // The straightforward answers: every row of the window, no rollups.
+  const FLAGS = ['f_gen', 'f_gen_ok', 'f_chat', 'f_trace', 'f_input', 'f_system', 'f_output', 'f_model', 'f_tokens', 'f_cost', 'f_invalid_tokens', 'f_privacy', 'f_content', 'f_reasoning', 'f_tool_payload', 'f_error'];
+  const USAGE = `count(*) AS n, COALESCE(SUM(f_gen), 0) AS generations, COALESCE(SUM(f_error), 0) AS errors,
+    COALESCE(SUM(observation_type = 'tool_call'), 0) AS tool_calls, COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(prompt_tokens), 0) AS prompt,
+    COALESCE(SUM(completion_tokens), 0) AS completion, COALESCE(SUM(total_tokens), 0) AS tokens,
+    COALESCE(SUM(CASE WHEN observation_type = 'generation' THEN duration_ms ELSE 0 END), 0) AS gen_duration`;
+  const rowsOf = (from: number, to: number, model?: string) =>
+    `FROM agent_observations WHERE project_id = ${Number(pid)} AND started_ms >= ${from} AND started_ms < ${to}${model ? ` AND model = '${model}'` : ''}`;
+  const refQuality = (from: number, to: number, model?: string) =>
+    db.prepare(`SELECT count(*) AS n, ${FLAGS.map((f) => `COALESCE(SUM(${f}), 0) AS ${f}`).join(', ')} ${rowsOf(from, to, model)}`).get();
+  const refUsage = (from: number, to: number) => db.prepare(`SELECT ${USAGE} ${rowsOf(from, to)}`).get() as Record<string, number>;
+  const refByDay = (from: number, to: number) =>
+    db.prepare(`SELECT CAST(started_ms / ${DAY} AS INTEGER) * ${DAY} AS day, ${USAGE} ${rowsOf(from, to)} GROUP BY 1 ORDER BY 1`).all() as Record<string, number>[];
+  const refByModel = (from: number, to: number) =>
+    db.prepare(`SELECT model AS key, ${USAGE} ${rowsOf(from, to)} AND model != '' GROUP BY model HAVING SUM(f_gen) > 0 ORDER BY generations DESC, key LIMIT 10`).all() as Record<string, number>[];
+  // Rollup sums of costs are added in another order than the rows': equal to the last few bits.
+  const close = (a: Record<string, number>, b: Record<string, number>) => {
+    expect(Object.keys(a).sort()).toEqual(Object.keys(b).sort());
+    for (const k of Object.keys(b)) if (k === 'cost') expect(a[k]).toBeCloseTo(b[k]!, 9);
+    else expect([k, a[k]]).toEqual([k, b[k]]);
+  };
+
+  function write(n: number, from: number, to: number, tag: string) {
+    const rows: ReturnType<typeof finalizeObservation>[] = [];
+    for (let i = 0; i < n; i++) {
+      const started = from + int(to - from);
+      const gen = rnd() < 0.6;
+      rows.push(
+        finalizeObservation(
+          emptyDraft({
+            observation_id: `w-${tag}-${i}`,
+            observation_type: gen ? 'generation' : rnd() < 0.5 ? 'tool_call' : 'agent_step',
+            status: rnd() < 0.1 ? 'error' : 'ok',
+            model: gen ? pick(MODELS) : '',
+            provider: gen && rnd() < 0.8 ? 'openai' : '',
+            started_ms: started,
+            ended_ms: started + int(3000),
+            prompt_tokens: gen ? 100 + int(500) : null,
+            completion_tokens: gen ? int(100) : null,
+            input: gen && rnd() < 0.9 ? { messages: [{ role: 'user', content: 'q' }] } : null,
+            output: gen && rnd() < 0.9 ? { messages: [{ role: 'assistant', content: 'a' }] } : null,
+          }),
+          { receivedMs: to, projectPrivacy: false },
+        ),
+      );
+    }
+    db.transaction(() => ai.writeObservations(pid, rows))();
+  }
+
+  function compareAll(from: number, to: number) {
+    close(ai.qualitySums(pid, from, to, {}) as unknown as Record<string, number>, refQuality(from, to) as Record<string, number>);
+    close(ai.qualitySums(pid, from, to, { model: 'gpt-4o' }) as unknown as Record<string, number>, refQuality(from, to, 'gpt-4o') as Record<string, number>);
+    close(ai.usage(pid, from, to) as unknown as Record<string, number>, refUsage(from, to));
+    const days = ai.usageByDay(pid, from, to) as unknown as Record<string, number>[];
+    const refDays = refByDay(from, to);
+    expect(days.length).toBe(refDays.length);
+    days.forEach((d, i) => close(d, refDays[i]!));
+    const models = ai.usageBy(pid, from, to, 'model', 10) as unknown as Record<string, number>[];
+    const refModels = refByModel(from, to);
+    expect(models.map((m) => m.key)).toEqual(refModels.map((m) => m.key));
+    models.forEach((m, i) => close(m, refModels[i]!));
+  }
+
+  it('equal a scan of the rows, with and without observations after the window in its edge hours', () => {
+    write(3000, H0 - 2 * DAY, H0 + 2 * HOUR + 20 * 60_000, 'a'); // the last hour filled up to 20 minutes in
+    const last = H0 + 2 * HOUR + 20 * 60_000;
+    for (const [from, to] of [
+      [H0 - 2 * DAY - HOUR, last + 60_000], // ends after every row: the last hour from its rollup
+      [H0 - DAY + 17 * 60_000, last + 60_000], // starts mid-hour with rows before it in that hour
+      [H0 - 5 * DAY, last - 7 * 60_000], // ends mid-hour with rows after it in that hour
+      [H0 + 2 * HOUR + 60_000, last - 60_000], // inside one hour, rows on both sides
+      [H0 + 2 * HOUR + 60_000, last + 60_000], // inside one hour, rows before it
+      [H0 + 2 * HOUR + 30 * 60_000, H0 + 2 * HOUR + 50 * 60_000], // inside one hour, empty
+      [H0 - 30 * 60_000, H0 + 20 * 60_000], // two partial hours, no whole hour
+      [H0 - 3 * DAY, H0 - 3 * DAY + 5 * 60_000], // before every row
+    ] as const) compareAll(from, to);
+  });
+
+  it("reads an edge hour from its rollup row only when none of the hour's observations lies outside the window", () => {
+    const last = H0 + 2 * HOUR + 20 * 60_000;
+    const lastHour = H0 + 2 * HOUR;
+    write(1, lastHour + 10_000, lastHour + 10_001, 'b'); // an observation in the first minute of the last hour
+    // Mark the last hour's rollup row: an answer that includes the mark came from the rollup.
+    const mark = (d: number) => db.prepare(`UPDATE agent_obs_1h SET n = n + ? WHERE project_id = ? AND dim = '' AND hour_ms = ?`).run(d, Number(pid), lastHour);
+    mark(1000);
+    try {
+      expect(ai.usage(pid, H0, last + 60_000).n).toBe(refUsage(H0, last + 60_000).n + 1000);
+      expect(ai.usage(pid, H0, last - 7 * 60_000).n).toBe(refUsage(H0, last - 7 * 60_000).n);
+      // Leading edge: the window starts in the last hour after its first observation.
+      expect(ai.usage(pid, lastHour + 60_000, last + 60_000).n).toBe(refUsage(lastHour + 60_000, last + 60_000).n);
+    } finally {
+      mark(-1000);
+    }
+    expect(ai.usage(pid, H0, last + 60_000).n).toBe(refUsage(H0, last + 60_000).n);
+  });
+});
