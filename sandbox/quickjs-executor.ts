@@ -187,6 +187,8 @@ interface Job {
   /** Aborted at the deadline or when the job ends: host calls in flight are abandoned (HostCallContext.signal). */
   abort: AbortController;
   abortTimer: ReturnType<typeof setTimeout> | null;
+  /** Removes the listener on the caller's signal (a caller may reuse one signal for many executes). */
+  unlisten: (() => void) | null;
   done: boolean;
 }
 
@@ -366,6 +368,8 @@ export function createQuickJsExecutor(
   ): void {
     if (job.done) return;
     job.done = true;
+    job.unlisten?.();
+    job.unlisten = null;
     if (job.runStartedAt > 0) {
       const wall = performance.now() - job.runStartedAt;
       charge(job.credential, typeof outcome.cpuMs === 'number' && Number.isFinite(outcome.cpuMs) ? Math.min(outcome.cpuMs, wall) : wall);
@@ -937,6 +941,7 @@ export function createQuickJsExecutor(
           timer: null,
           abort: new AbortController(),
           abortTimer: null,
+          unlisten: null,
           done: false,
         };
         let set = active.get(credential);
@@ -944,7 +949,10 @@ export function createQuickJsExecutor(
         set.add(job);
         if (opts.signal) {
           if (opts.signal.aborted) return finish(job, { error: cancelledError() });
-          opts.signal.addEventListener('abort', () => cancel(job), { once: true });
+          const signal = opts.signal;
+          const onAbort = () => cancel(job);
+          signal.addEventListener('abort', onAbort, { once: true });
+          job.unlisten = () => signal.removeEventListener('abort', onAbort);
         }
         enqueue(job);
         pump();

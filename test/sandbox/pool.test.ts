@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createQuickJsExecutor, type QuickJsExecutor } from '../../sandbox/quickjs-executor.js';
 import type { HostCall } from '../../sandbox/executor.js';
@@ -78,6 +79,16 @@ describe('worker pool', () => {
     // Already aborted: nothing runs.
     expect(await ex.execute({ code: healthy, operations: OPERATIONS, signal: AbortSignal.abort() }, recording)).toMatchObject({ error: { name: 'CancelledError' } });
     expect(calls).toEqual(['errors.list']);
+  });
+
+  it('leaves no listener on a caller signal once its executes end (one signal may serve many)', async () => {
+    const ex = make({ wallClockMs: 2000, poolSize: 1 });
+    const { host } = fakeHost();
+    const ac = new AbortController();
+    for (let i = 0; i < 5; i++) expect(await ex.execute({ code: healthy, operations: OPERATIONS, signal: ac.signal }, host)).toMatchObject({ result: 2, error: null });
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+    ac.abort(); // aborting later touches nothing that ended
+    expect(await ex.execute({ code: healthy, operations: OPERATIONS }, host)).toMatchObject({ result: 2, error: null });
   });
 
   it('a host call that never answers times out within the wall clock', async () => {
