@@ -17,7 +17,7 @@ import { errorDocs, errorDocsMarkdown } from './http/error-docs.js';
 import { docsPage } from './http/markdown.js';
 import { AppError } from './core/errors.js';
 import type { AnyOperation } from '../operations/define.js';
-import { buildIngestRouter } from './ingest/mount.js';
+import { buildIngestRouter, warmDecodePool } from './ingest/mount.js';
 import { oauthMount } from './oauth/mount.js';
 import { mcpMount } from './mcp/http.js';
 import { createSelfMetrics, startOtlpPush, type SelfMetrics } from './core/self-metrics.js';
@@ -206,6 +206,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     authThrottle,
     onClose: [() => services.scheduler.stop(), async () => void (await backgroundExecutor?.close())],
     async listen() {
+      warmDecodePool(s); // decode workers load while the server starts, not on the first large batch
       services.scheduler.start(); // monitors, mail and other due jobs (state in the database)
       const server = http.createServer(app.callback());
       await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));

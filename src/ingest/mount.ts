@@ -11,7 +11,7 @@ import { ingestKeyedErrorEvents, publishGroupChanges, SpikeGuard } from './pipel
 import { IngestQuota, ingestIdentity, type IngestIdentity } from './auth.js';
 import { readIngestBody } from './body.js';
 import { ingestLimitsFromEnv, type IngestLimits } from './limits.js';
-import { sharedDecodePool, type IngestRun } from './worker/pool.js';
+import { sharedDecodePool, type DecodePool, type IngestRun } from './worker/pool.js';
 import type { IngestHead, IngestJob } from './process.js';
 import { mountAiIngest } from './ai-mount.js';
 import { mountPosthogCapture } from './posthog.js';
@@ -28,6 +28,13 @@ const SENTRY_CORS = {
 };
 
 /** Decode workers: SIGHTLINE_INGEST_WORKERS, default one per core but one (at least 1, at most 4); 0 decodes on the main thread. */
+/** The decode pool this server's ingestion uses, with every worker started (see DecodePool.warm). */
+export function warmDecodePool(s: Sightline): DecodePool {
+  const pool = sharedDecodePool(workerCount(s));
+  pool.warm();
+  return pool;
+}
+
 function workerCount(s: Sightline): number {
   const v = s.config.ingest.workers ?? (process.env.SIGHTLINE_INGEST_WORKERS ? Number(process.env.SIGHTLINE_INGEST_WORKERS) : undefined);
   if (v !== undefined && Number.isInteger(v) && v >= 0) return v;

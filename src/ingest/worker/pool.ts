@@ -66,6 +66,22 @@ export class DecodePool {
 
   constructor(readonly size: number) {}
 
+  /**
+   * Starts every worker now instead of at the first large body: a worker's first start (module
+   * loading) takes about a second, and bodies over INLINE_WHILE_COLD_BYTES that arrive meanwhile
+   * wait for it. A listening server calls it; servers that never listen (tests) keep starting
+   * workers lazily.
+   */
+  warm(): void {
+    if (this.closed) return;
+    while (this.slots.length < this.size) this.spawn();
+  }
+
+  /** Workers started, and how many of them have loaded. */
+  workers(): { started: number; ready: number } {
+    return { started: this.slots.length, ready: this.slots.filter((x) => x.ready).length };
+  }
+
   async run(job: IngestJob, maxDecompressedBytes: number): Promise<IngestRun> {
     this.jobsRun++;
     if (this.size <= 0 || this.closed) return this.runInline(job);
