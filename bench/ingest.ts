@@ -29,7 +29,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import Database from 'better-sqlite3';
-import { ExportLogsServiceRequest, ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
+import { ExportLogsServiceRequest } from '../src/ingest/otlp/schema.js';
 import { MIGRATIONS } from '../src/storage/migrations/index.js';
 import { openDatabase, type Db } from '../src/storage/db.js';
 import { createSqliteTelemetryWriter, environmentOf, levelOf, operationOf, serviceVersionOf } from '../src/storage/sqlite-telemetry-store.js';
@@ -38,7 +38,7 @@ import { LOG_COUNT_TABLES, rollupInsert } from '../src/storage/migrations/004-lo
 import { createTracesReadRepo } from '../src/storage/traces-read-repo.js';
 import type { TelemetryWriter } from '../src/storage/telemetry-store.js';
 import type { Attributes, LogRecordOut, SpanRecord } from '../src/domain/telemetry-types.js';
-import { attr, startBenchServer } from './lib.js';
+import { attr, otlpTraceBatch, startBenchServer } from './lib.js';
 
 const argv = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 const STORAGE_ONLY = process.argv.includes('--storage-only');
@@ -55,35 +55,7 @@ const ROOT = join(import.meta.dirname, '..');
 
 const resource = { attributes: [attr('service.name', 'checkout'), attr('service.version', '1.4.2'), attr('deployment.environment.name', 'production'), attr('host.name', 'web-1')] };
 const routes = ['/orders/{id}', '/cart', '/checkout', '/users/{id}/profile', '/search'];
-
-/** 512 spans: traces of `perTrace` spans (a server root span, then client children), or one span per trace. */
-function traceBatch(seed: number, perTrace = SPANS_PER_TRACE): Buffer {
-  const now = BigInt(Date.now()) * 1_000_000n;
-  const spans = [];
-  let traceId = randomBytes(16);
-  let rootId = randomBytes(8);
-  for (let i = 0; i < BATCH; i++) {
-    const root = i % perTrace === 0;
-    if (root) {
-      traceId = randomBytes(16);
-      rootId = randomBytes(8);
-    }
-    const start = now - BigInt(i) * 1_000_000n;
-    spans.push({
-      traceId,
-      spanId: root ? rootId : randomBytes(8),
-      parentSpanId: perTrace === 1 ? (i % 4 === 0 ? Buffer.alloc(0) : randomBytes(8)) : root ? Buffer.alloc(0) : rootId,
-      name: `GET ${routes[(seed + i) % routes.length]}`,
-      kind: perTrace === 1 || root ? 2 : 3,
-      startTimeUnixNano: start.toString(),
-      endTimeUnixNano: (start + BigInt(1_000_000 + (i % 250) * 100_000)).toString(),
-      attributes: [attr('http.request.method', 'GET'), attr('http.route', routes[(seed + i) % routes.length]!), attr('http.response.status_code', 200), attr('user.id', `u-${i % 97}`)],
-      status: { code: i % 50 === 0 ? 2 : 1 },
-    });
-  }
-  const msg = ExportTraceServiceRequest.fromObject({ resourceSpans: [{ resource, scopeSpans: [{ scope: { name: 'bench', version: '1' }, spans }] }] });
-  return Buffer.from(ExportTraceServiceRequest.encode(msg).finish());
-}
+const traceBatch = (seed: number, perTrace = SPANS_PER_TRACE) => otlpTraceBatch(seed, perTrace, BATCH);
 
 function logBatch(seed: number): Buffer {
   const now = BigInt(Date.now()) * 1_000_000n;

@@ -1,6 +1,8 @@
 /** Small helpers the benchmark scripts share. */
 import http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
+import { ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
 
 /** A free TCP port on loopback. */
 export const freePort = () =>
@@ -109,3 +111,38 @@ export async function timeGet(port: number, key: string, label: string, path: ()
 
 /** Closes the keep-alive sockets `request` keeps open, so the bench process can exit. */
 export const closeRequests = () => keepAlive.destroy();
+
+const benchResource = { attributes: [attr('service.name', 'checkout'), attr('service.version', '1.4.2'), attr('deployment.environment.name', 'production'), attr('host.name', 'web-1')] };
+const benchRoutes = ['/orders/{id}', '/cart', '/checkout', '/users/{id}/profile', '/search'];
+
+/**
+ * An OTLP/protobuf trace export of `batch` spans ending now: traces of `perTrace` spans (a server
+ * root span, then client children), or one span per trace (`perTrace` = 1: every span a new trace).
+ */
+export function otlpTraceBatch(seed: number, perTrace: number, batch = 512): Buffer {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const spans = [];
+  let traceId = randomBytes(16);
+  let rootId = randomBytes(8);
+  for (let i = 0; i < batch; i++) {
+    const root = i % perTrace === 0;
+    if (root) {
+      traceId = randomBytes(16);
+      rootId = randomBytes(8);
+    }
+    const start = now - BigInt(i) * 1_000_000n;
+    spans.push({
+      traceId,
+      spanId: root ? rootId : randomBytes(8),
+      parentSpanId: perTrace === 1 ? (i % 4 === 0 ? Buffer.alloc(0) : randomBytes(8)) : root ? Buffer.alloc(0) : rootId,
+      name: `GET ${benchRoutes[(seed + i) % benchRoutes.length]}`,
+      kind: perTrace === 1 || root ? 2 : 3,
+      startTimeUnixNano: start.toString(),
+      endTimeUnixNano: (start + BigInt(1_000_000 + (i % 250) * 100_000)).toString(),
+      attributes: [attr('http.request.method', 'GET'), attr('http.route', benchRoutes[(seed + i) % benchRoutes.length]!), attr('http.response.status_code', 200), attr('user.id', `u-${i % 97}`)],
+      status: { code: i % 50 === 0 ? 2 : 1 },
+    });
+  }
+  const msg = ExportTraceServiceRequest.fromObject({ resourceSpans: [{ resource: benchResource, scopeSpans: [{ scope: { name: 'bench', version: '1' }, spans }] }] });
+  return Buffer.from(ExportTraceServiceRequest.encode(msg).finish());
+}

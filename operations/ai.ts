@@ -170,7 +170,7 @@ export const session = defineOperation({
   }),
   errors: [{ status: 404, code: 'not_found', when: 'no observation of this session in the project' }],
   example: { session_id: 'conv_42' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const rows = ctx.services.ai.sessionRows(ctx.project!.id, input.session_id, SESSION_MAX + 1);
     if (!rows.length) throw new NotFoundError('The session', 'session_id');
     const truncated = rows.length > SESSION_MAX;
@@ -180,7 +180,7 @@ export const session = defineOperation({
     const spanParents = new Map<string, string | null>();
     const traces = new Set(kept.filter((r) => r.parent_observation_id && !inSession.has(r.parent_observation_id) && r.trace_id).map((r) => r.trace_id));
     for (const traceId of [...traces].slice(0, 50)) {
-      for (const sp of ctx.services.tracesRead.traceSpansLite(ctx.project!.id, traceId)) spanParents.set(sp.span_id, sp.parent_span_id);
+      for (const sp of await ctx.services.tracesRead.traceSpansLite(ctx.project!.id, traceId)) spanParents.set(sp.span_id, sp.parent_span_id);
     }
     const tree = sessionTree(kept, spanParents);
     const start = Math.min(...kept.map((r) => r.started_ms));

@@ -180,7 +180,7 @@ export const summary = defineOperation({
   }),
   errors: [{ status: 400, code: 'invalid_parameter', when: 'window invalid, reversed or above 30 days; metric_limit above 5; log_limit above 20' }],
   example: { service_name: 'checkout', metric_query: 'duration' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now());
     const pid = ctx.project!.id;
     const logs = ctx.services.logsRead;
@@ -230,9 +230,9 @@ export const summary = defineOperation({
     // Slowest operations: entry-span p95 per (service, operation), as traces.operations computes it.
     const traces = ctx.services.tracesRead;
     const entryFilter = { fromMs: w.fromMs, toMs: w.toMs, environment: input.environment };
-    const slowest = traces
-      .entryGroups(pid, { service: input.service_name, max: MAX_OPERATION_GROUPS })
-      .groups.map((g) => ({ g, d: traces.groupDetail(pid, g, entryFilter, false) }))
+    const details = [];
+    for (const g of (await traces.entryGroups(pid, { service: input.service_name, max: MAX_OPERATION_GROUPS })).groups) details.push({ g, d: await traces.groupDetail(pid, g, entryFilter, false) });
+    const slowest = details
       .filter((x) => x.d.count > 0)
       .map(({ g, d }) => ({ service_name: g.service_name, operation: g.operation, trace_count: d.count, error_count: d.errors, p50: selectPercentile(d.durations, 0.5), p95: selectPercentile(d.durations, 0.95) }))
       .sort((a, b) => (b.p95 ?? -1) - (a.p95 ?? -1) || (a.operation < b.operation ? -1 : 1))

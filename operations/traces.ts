@@ -169,7 +169,7 @@ export const list = defineOperation({
   }),
   errors: [windowError],
   example: { service_name: 'checkout', status: 'error', limit: 20 },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now());
     const pid = ctx.project!.id;
     const repo = ctx.services.tracesRead;
@@ -185,7 +185,7 @@ export const list = defineOperation({
       : input.status === 'error'
         ? { kind: 'errors' }
         : entryFiltered
-          ? { kind: 'entry', groups: repo.entryGroups(pid, { service, operation }).groups, minDurationMs: minDuration }
+          ? { kind: 'entry', groups: (await repo.entryGroups(pid, { service, operation })).groups, minDurationMs: minDuration }
           : { kind: 'all', where: input.environment !== undefined ? { environment: input.environment } : undefined };
     const postEntryCheck = entryFiltered && stream.kind !== 'entry';
     const byDuration = input.sort === 'duration';
@@ -206,13 +206,13 @@ export const list = defineOperation({
     const pager = new TracePager<{ trace_id: string; started_ms: number; row: TraceRow }>(byDuration ? DURATION_SORT_SCAN : input.offset + input.limit + 1);
     let accepted = 0;
     let scanTruncated = false;
-    for (const span of repo.spanStream(pid, stream, w.fromMs, w.toMs)) {
+    for await (const span of repo.spanStream(pid, stream, w.fromMs, w.toMs)) {
       if (pager.complete(span.start_ms)) {
         scanTruncated = byDuration;
         break;
       }
       if (!pager.firstSight(span.trace_id)) continue;
-      const spans = repo.traceSpansLite(pid, span.trace_id);
+      const spans = await repo.traceSpansLite(pid, span.trace_id);
       const t = traceRow(span.trace_id, spans);
       if (!t || t.started_ms < w.fromMs || t.started_ms >= w.toMs) continue;
       if (input.status !== undefined && t.row.status !== input.status) continue;
@@ -290,35 +290,39 @@ export const operations = defineOperation({
   }),
   errors: [windowError],
   example: { sort: 'p95', limit: 10 },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now());
     const pid = ctx.project!.id;
     const repo = ctx.services.tracesRead;
     const operation = input.operation !== undefined ? normalizeOperation(input.operation) : undefined;
     const f: EntryFilter = { fromMs: w.fromMs, toMs: w.toMs, environment: input.environment, status: input.status, minDurationMs: input.min_duration };
-    const { groups } = repo.entryGroups(pid, { service: input.service_name, operation });
+    const { groups } = await repo.entryGroups(pid, { service: input.service_name, operation });
     const needs = sortNeeds(input.sort);
     // Read only what the sort needs for every group; the full detail only for the rows returned.
     const matched: OperationGroup[] = [];
     for (const g of groups) {
       if (needs === 'last') {
-        const last = repo.groupLastSeen(pid, g, f);
+        const last = await repo.groupLastSeen(pid, g, f);
         if (last !== null) matched.push({ ...g, last_ms: last });
       } else if (needs === 'counts') {
-        const c = repo.groupCounts(pid, g, f);
+        const c = await repo.groupCounts(pid, g, f);
         if (c.count > 0) matched.push({ ...g, last_ms: NaN, count: c.count, errors: c.errors }); // last_ms: read with the detail
       } else {
         // Every group's durations (for p95); sparklines only for the rows returned.
-        const d = repo.groupDetail(pid, g, f, false);
+        const d = await repo.groupDetail(pid, g, f, false);
         if (d.count > 0) matched.push({ ...g, last_ms: d.last_ms!, count: d.count, errors: d.errors, durations: d.durations });
       }
     }
     matched.sort(compareGroups(input.sort));
-    const top = matched.slice(0, input.limit).map((g): OperationGroup => {
-      if (g.durations) return { ...g, buckets: repo.groupSparkline(pid, g, f) };
-      const d = repo.groupDetail(pid, g, f);
-      return { ...g, last_ms: d.last_ms ?? g.last_ms, count: d.count, errors: d.errors, durations: d.durations, buckets: d.buckets ?? undefined };
-    });
+    const top: OperationGroup[] = [];
+    for (const g of matched.slice(0, input.limit)) {
+      if (g.durations) {
+        top.push({ ...g, buckets: await repo.groupSparkline(pid, g, f) });
+        continue;
+      }
+      const d = await repo.groupDetail(pid, g, f);
+      top.push({ ...g, last_ms: d.last_ms ?? g.last_ms, count: d.count, errors: d.errors, durations: d.durations, buckets: d.buckets ?? undefined });
+    }
     return {
       data: top.map((g) => {
         const { last_ms, ...row } = operationRow(g);
@@ -398,12 +402,12 @@ export const get = defineOperation({
     { status: 404, code: 'not_found', when: 'no span of this trace in the project' },
   ],
   example: { trace_id: '4bf92f3577b34da6a3ce929d0e0e4736' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const pid = ctx.project!.id;
     const repo = ctx.services.tracesRead;
-    const agg = repo.traceAggregate(pid, input.trace_id);
+    const agg = await repo.traceAggregate(pid, input.trace_id);
     if (!agg.span_count) throw new NotFoundError('Trace', 'trace_id');
-    const spans = repo.traceSpansFull(pid, input.trace_id, MAX_SPANS);
+    const spans = await repo.traceSpansFull(pid, input.trace_id, MAX_SPANS);
     const t = summarizeTrace(spans)!;
     const started = agg.started_ms ?? t.started_ms;
     const ended = agg.ended_ms ?? t.ended_ms;
@@ -505,11 +509,11 @@ export const errors = defineOperation({
     { status: 404, code: 'not_found', when: 'the project has neither spans nor error events of this trace' },
   ],
   example: { trace_id: '4bf92f3577b34da6a3ce929d0e0e4736' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const pid = ctx.project!.id;
     const repo = ctx.services.tracesRead;
-    const groups = repo.traceErrorGroups(pid, input.trace_id);
-    if (!groups.length && !repo.traceAggregate(pid, input.trace_id).span_count) throw new NotFoundError('Trace', 'trace_id');
+    const groups = await repo.traceErrorGroups(pid, input.trace_id);
+    if (!groups.length && !(await repo.traceAggregate(pid, input.trace_id)).span_count) throw new NotFoundError('Trace', 'trace_id');
     return {
       trace_id: input.trace_id,
       data: groups.map((g) => ({
@@ -596,7 +600,7 @@ export const serviceMap = defineOperation({
   }),
   errors: [windowError],
   example: { service_name: 'checkout' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now());
     const pid = ctx.project!.id;
     const repo = ctx.services.tracesRead;
@@ -604,8 +608,8 @@ export const serviceMap = defineOperation({
 
     // Exact entry-span counts per service.
     const counts = new Map<string, { request_count: number; error_count: number }>();
-    for (const g of repo.entryGroups(pid).groups) {
-      const c = repo.groupCounts(pid, g, f);
+    for (const g of (await repo.entryGroups(pid)).groups) {
+      const c = await repo.groupCounts(pid, g, f);
       const cur = counts.get(g.service_name) ?? { request_count: 0, error_count: 0 };
       cur.request_count += c.count;
       cur.error_count += c.errors;
@@ -613,13 +617,13 @@ export const serviceMap = defineOperation({
     }
 
     // Spans for the edges: the whole window, or evenly spread slices of it.
-    const est = repo.estimateSpans(pid, w.fromMs, w.toMs, MAP_PROBE);
+    const est = await repo.estimateSpans(pid, w.fromMs, w.toMs, MAP_PROBE);
     const fraction = est.count <= MAP_ROW_BUDGET ? 1 : MAP_ROW_BUDGET / est.count;
     const slices = planSlices(w.fromMs, w.toMs, fraction);
     const spans: MapSpan[] = [];
     let covered = 0;
     for (const sl of slices) {
-      const rows = repo.mapSpans(pid, sl.fromMs - MAP_MARGIN_MS, sl.toMs + MAP_MARGIN_MS, sl.fromMs, sl.toMs);
+      const rows = await repo.mapSpans(pid, sl.fromMs - MAP_MARGIN_MS, sl.toMs + MAP_MARGIN_MS, sl.fromMs, sl.toMs);
       for (const r of rows) spans.push(r);
       covered += sl.toMs - sl.fromMs;
       // Denser than estimated: stop early (the slices come in an order spread over the window).
@@ -627,7 +631,7 @@ export const serviceMap = defineOperation({
     }
     const sampleFraction = fraction >= 1 ? 1 : covered / (w.toMs - w.fromMs);
 
-    const map = buildServiceMap({
+    const map = await buildServiceMap({
       windowMs: w.toMs - w.fromMs,
       services: [...counts].map(([service_name, c]) => ({ service_name, ...c })),
       spans,

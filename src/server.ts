@@ -5,6 +5,7 @@ import Router from '@koa/router';
 import { pino, type Logger } from 'pino';
 import { loadConfig, type AppConfig } from './core/config.js';
 import { createCore, type Core } from './core/invoke.js';
+import type { ChEngine } from './storage/clickhouse/client.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { requestId } from './http/middleware/request-id.js';
@@ -65,6 +66,8 @@ export interface SightlineOptions {
   now?: () => number;
   logger?: Logger;
   operations?: readonly AnyOperation[];
+  /** A ClickHouse engine for spans instead of SIGHTLINE_CLICKHOUSE_URL's (tests: chdb). */
+  clickhouse?: ChEngine;
 }
 
 /** A face that mounts its own routes (MCP, OAuth, ingest) on the shared app. */
@@ -76,7 +79,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   const config = loadConfig(process.env, configOverrides);
   const log = opts.logger ?? pino({ level: config.logLevel });
   const db = openDatabase(config.dbFile, { backupBeforeMigration: config.backupBeforeMigration, log: (msg, fields) => log.info(fields ?? {}, msg) });
-  const services = createServices(db, config, opts.now);
+  const services = createServices(db, config, opts.now, { clickhouse: opts.clickhouse });
   const metrics = createSelfMetrics();
   services.telemetry = countingWriter(services.telemetry, metrics);
   const ingestErrors = services.errorsIngest.ingest.bind(services.errorsIngest);
@@ -244,6 +247,10 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     },
     async close() {
       for (const fn of s.onClose.splice(0).reverse()) await fn();
+      if (services.clickhouse) {
+        await services.clickhouse.spans.flush().catch((err) => log.error({ err }, 'ClickHouse: spans not flushed at close'));
+        await services.clickhouse.engine.close();
+      }
       db.close();
     },
   };

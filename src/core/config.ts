@@ -4,6 +4,11 @@ export interface AppConfig {
   port: number;
   host: string;
   dbFile: string;
+  /**
+   * ClickHouse for spans (SIGHTLINE_CLICKHOUSE_URL, e.g. `http://127.0.0.1:8123/sightline`; the path
+   * names the database). Unset: spans stay in SQLite. Issue 20, in progress: only spans so far.
+   */
+  clickhouseUrl: string | null;
   baseUrl: string;
   /** Public URL of ingestion (default `${baseUrl}/ingest`). */
   ingestUrl: string;
@@ -195,5 +200,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       maxToolCalls: Math.max(1, int(env.SIGHTLINE_AGENT_MAX_TOOL_CALLS, 12)),
       timeLimitMs: Math.max(1, int(env.SIGHTLINE_AGENT_TIME_LIMIT, 120)) * 1000,
     },
+    clickhouseUrl: overrides.clickhouseUrl !== undefined ? overrides.clickhouseUrl : env.SIGHTLINE_CLICKHOUSE_URL || null,
   };
 }

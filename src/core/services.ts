@@ -11,7 +11,11 @@ import { withReleaseRollups } from '../storage/release-rollups.js';
 import { createReleasesRepo, type ReleasesRepo } from '../storage/releases-repo.js';
 import { createLogsReadRepo, type LogsReadRepo } from '../storage/logs-read-repo.js';
 import { createMetricsReadRepo, type MetricsReadRepo } from '../storage/metrics-read-repo.js';
-import { createTracesReadRepo, type TracesReadRepo } from '../storage/traces-read-repo.js';
+import { asyncTracesReader, createTracesReadRepo, type TracesReader } from '../storage/traces-read-repo.js';
+import { createHttpEngine, type ChEngine } from '../storage/clickhouse/client.js';
+import { migrateClickHouse } from '../storage/clickhouse/schema.js';
+import { createChSpanStore, type ChSpanStore } from '../storage/clickhouse/span-store.js';
+import { createChTracesReader } from '../storage/clickhouse/traces-read.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
@@ -65,7 +69,9 @@ export interface Services {
   serverStatus?: () => Promise<Record<string, unknown>>;
   logsRead: LogsReadRepo;
   metricsRead: MetricsReadRepo;
-  tracesRead: TracesReadRepo;
+  tracesRead: TracesReader;
+  /** Set when spans go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span store (flush, close). */
+  clickhouse?: { engine: ChEngine; spans: ChSpanStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
@@ -123,7 +129,22 @@ export interface Services {
   };
 }
 
-export function createServices(db: Db, config: AppConfig, now: () => number = Date.now): Services {
+/** An engine whose first use applies the ClickHouse migrations (once; a failure is retried on the next use). */
+function migratedOnFirstUse(engine: ChEngine): ChEngine {
+  let ready: Promise<unknown> | null = null;
+  const up = () => (ready ??= migrateClickHouse(engine).catch((e) => ((ready = null), Promise.reject(e))));
+  return {
+    command: async (s) => (await up(), engine.command(s)),
+    query: async (s) => (await up(), engine.query(s)),
+    insert: async (t, r) => (await up(), engine.insert(t, r)),
+    close: () => engine.close(),
+  };
+}
+
+export function createServices(db: Db, config: AppConfig, now: () => number = Date.now, opts: { clickhouse?: ChEngine } = {}): Services {
+  const chEngine = opts.clickhouse ?? (config.clickhouseUrl ? createHttpEngine(config.clickhouseUrl) : null);
+  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore } : null;
+  if (ch) ch.spans = createChSpanStore(ch.engine);
   const errorsIngest = createErrorsIngestRepo(db);
   const ingestMisc = createIngestMiscRepo(db);
   const jobs = createJobsRepo(db);
@@ -169,13 +190,14 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
-    telemetry: withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, createSqliteTelemetryWriter(db)))),
-    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant]),
+    telemetry: withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(createSqliteTelemetryWriter(db), ch?.spans)))),
+    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant] : [])]),
+    ...(ch ? { clickhouse: ch } : {}),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
     logsRead: createLogsReadRepo(db),
     metricsRead: createMetricsReadRepo(db),
-    tracesRead: createTracesReadRepo(db),
+    tracesRead: ch ? createChTracesReader(ch.engine, asyncTracesReader(createTracesReadRepo(db))) : asyncTracesReader(createTracesReadRepo(db)),
     errorsIngest,
     ingestMisc,
     errorGroups: createErrorGroupsRepo(db),
@@ -209,6 +231,11 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     regressedReleases: (projectId, orgId, at) => regressedReleases(services, projectId, orgId, at),
   }).register();
   return services;
+}
+
+/** The writer with its spans sent to ClickHouse instead, when a span store is given. */
+function spansTo(writer: TelemetryWriter, spans: ChSpanStore | undefined): TelemetryWriter {
+  return spans ? { ...writer, insertSpans: (projectId, rows, source, receivedMs) => spans.add(projectId, rows, source, receivedMs) } : writer;
 }
 
 /** Current releases of a project whose health verdict is `regressed`, read through `releases.list` (its rules, not a copy). */

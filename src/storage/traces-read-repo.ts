@@ -545,3 +545,52 @@ export function createTracesReadRepo(db: Db) {
 }
 
 export type TracesReadRepo = ReturnType<typeof createTracesReadRepo>;
+
+/**
+ * The trace reads as every handler sees them: asynchronous, so that a ClickHouse implementation
+ * (src/storage/clickhouse/traces-read.ts) can stand in for the SQLite one, plus batch forms of the
+ * per-group and per-trace reads (one query per batch on ClickHouse, where a query is a round trip;
+ * a loop over the single reads on SQLite, where a seek is cheap).
+ */
+export type TracesReader = {
+  [K in keyof TracesReadRepo]: TracesReadRepo[K] extends (...a: infer A) => Generator<infer Y>
+    ? (...a: A) => AsyncIterable<Y>
+    : TracesReadRepo[K] extends (...a: infer A) => infer R
+      ? (...a: A) => Promise<R>
+      : never;
+} & {
+  /** {@link TracesReadRepo.groupLastSeen} of each group, in the order given. */
+  groupsLastSeen(projectId: string, groups: EntryGroupKey[], f: EntryFilter): Promise<(number | null)[]>;
+  /** {@link TracesReadRepo.groupCounts} of each group, in the order given. */
+  groupsCounts(projectId: string, groups: EntryGroupKey[], f: EntryFilter): Promise<GroupCounts[]>;
+  /** {@link TracesReadRepo.groupDetail} of each group, in the order given. */
+  groupsDetail(projectId: string, groups: EntryGroupKey[], f: EntryFilter, sparkline?: boolean): Promise<GroupDetail[]>;
+  /** {@link TracesReadRepo.traceSpansLite} of each trace (a trace without spans maps to []). */
+  tracesSpansLite(projectId: string, traceIds: string[]): Promise<Map<string, SpanLiteRow[]>>;
+  /** Service of each (trace, span) asked for, null when not received; in the order given. */
+  spanServices(projectId: string, spans: { trace_id: string; span_id: string }[]): Promise<(string | null)[]>;
+  /** Services of the children of each (trace, span) asked for; in the order given. */
+  childServicesOf(projectId: string, spans: { trace_id: string; span_id: string }[]): Promise<string[][]>;
+};
+
+/** The SQLite repository behind the asynchronous interface (each call still runs synchronously). */
+export function asyncTracesReader(repo: TracesReadRepo): TracesReader {
+  const out: Record<string, unknown> = {};
+  for (const [k, fn] of Object.entries(repo) as [string, (...a: unknown[]) => unknown][]) {
+    out[k] =
+      k === 'spanStream'
+        ? async function* (...a: unknown[]) {
+            yield* fn.apply(repo, a) as Generator<unknown>;
+          }
+        : async (...a: unknown[]) => fn.apply(repo, a);
+  }
+  const batch: Omit<TracesReader, keyof TracesReadRepo> = {
+    groupsLastSeen: async (pid, groups, f) => groups.map((g) => repo.groupLastSeen(pid, g, f)),
+    groupsCounts: async (pid, groups, f) => groups.map((g) => repo.groupCounts(pid, g, f)),
+    groupsDetail: async (pid, groups, f, sparkline = true) => groups.map((g) => repo.groupDetail(pid, g, f, sparkline)),
+    tracesSpansLite: async (pid, traceIds) => new Map(traceIds.map((t) => [t, repo.traceSpansLite(pid, t)])),
+    spanServices: async (pid, spans) => spans.map((sp) => repo.parentService(pid, sp.trace_id, sp.span_id)),
+    childServicesOf: async (pid, spans) => spans.map((sp) => repo.childServices(pid, sp.trace_id, sp.span_id)),
+  };
+  return { ...(out as Omit<TracesReader, keyof typeof batch>), ...batch } as TracesReader;
+}

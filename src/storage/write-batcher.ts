@@ -28,6 +28,14 @@ export interface BatchParticipant {
   begin(): void;
   jobEnd(ok: boolean): void;
   end(): void;
+  /**
+   * After the SQLite commit, for a participant that writes elsewhere (the ClickHouse span store):
+   * the batch's jobs are acknowledged only once this resolves; a rejection fails the jobs that had
+   * succeeded, with its error.
+   */
+  commit?(): Promise<void>;
+  /** The batch's transaction failed after `end()`: drop what `end()` kept for `commit()`. */
+  abort?(): void;
 }
 
 /**
@@ -65,6 +73,7 @@ export function batchTallies<T>(newTally: () => T, merge: (into: T, from: T) => 
 export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly BatchParticipant[] = []): WriteBatch {
   let queue: Job[] = [];
   let scheduled = false;
+  const remoteCommits = participants.filter((p) => p.commit);
   // Each job's savepoint by prepared statements: `db.transaction(job.fn)` per job built five wrapper
   // functions per call (better-sqlite3), several microseconds of a one-event job. Same semantics:
   // SAVEPOINT, the job, RELEASE; on a throw ROLLBACK TO + RELEASE (when SQLite has not already
@@ -111,14 +120,20 @@ export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly
       // SQLite rolls the whole transaction back on some errors (disk full, I/O error), so the commit
       // fails with "no transaction is active": the write that hit the error says why, for every job.
       const cause = results.find((r) => !r.ok) as { ok: false; error: unknown } | undefined;
+      for (const p of participants) p.abort?.();
       for (const job of jobs) job.reject(cause?.error ?? error);
       return;
     }
-    jobs.forEach((job, i) => {
-      const r = results[i]!;
-      if (r.ok) job.resolve(r.value);
-      else job.reject(r.error);
-    });
+    const settle = (failure?: unknown) =>
+      jobs.forEach((job, i) => {
+        const r = results[i]!;
+        if (!r.ok) job.reject(r.error);
+        else if (failure !== undefined) job.reject(failure);
+        else job.resolve(r.value);
+      });
+    const remote = remoteCommits.length ? remoteCommits.map((p) => p.commit!()) : null;
+    if (!remote) settle();
+    else Promise.all(remote).then(() => settle(), (e) => settle(e ?? new Error('remote commit failed')));
   };
 
   const batch = <T>(fn: () => T) =>

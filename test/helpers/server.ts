@@ -18,6 +18,7 @@ import { createSightline, type Sightline, type SightlineOptions } from '../../sr
 import type { AppConfig } from '../../src/core/config.js';
 import { bootstrapOrganization } from '../../src/core/bootstrap.js';
 import { hashSecret, newSecret } from '../../src/domain/identity/secrets.js';
+import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
 
 export interface TestServerOptions {
   /** Config overrides (rateLimit, bodyLimitBytes, ...). dbFile, port and host are set by the helper. */
@@ -58,11 +59,21 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const dir = mkdtempSync(join(tmpdir(), 'sightline-test-'));
   const dbFile = join(dir, 'test.db');
   const now = opts.now ?? Date.now;
+  // The ClickHouse test projects (vitest.config.ts) run chosen files with spans in ClickHouse:
+  // SIGHTLINE_TEST_CLICKHOUSE=server (a database of this server's own on the private
+  // clickhouse-server, dropped at close) or chdb (the in-process engine).
+  const chMode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
+  const chServer = chMode === 'server' ? process.env.SIGHTLINE_TEST_CLICKHOUSE_URL : undefined;
+  if (chMode === 'server' && !chServer) throw new Error('SIGHTLINE_TEST_CLICKHOUSE=server needs SIGHTLINE_TEST_CLICKHOUSE_URL (the global setup sets it)');
+  const chDatabase = chServer ? `t_${randomUUID().replace(/-/g, '')}` : null;
   const s = createSightline(
     // Tests send many bad credentials from one address: the failed-authentication throttle is off
     // unless a test configures it (test/security/throttle.test.ts).
-    { logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, ...opts.config, dbFile, port: 0, host: '127.0.0.1' },
-    { ...opts.options, now: opts.now },
+    {
+      logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, ...opts.config, dbFile, port: 0, host: '127.0.0.1',
+      ...(chServer ? { clickhouseUrl: `${chServer}/${chDatabase}` } : {}),
+    },
+    { ...opts.options, now: opts.now, ...(chMode === 'chdb' ? { clickhouse: createChdbEngine() } : {}) },
   );
   const main = bootstrapOrganization(s.services, { org: 'Test org', project: 'test', email: 'owner@test.local', now: now() });
   const other = bootstrapOrganization(s.services, { org: 'Other org', project: 'other', email: 'other@test.local', now: now() });
@@ -124,6 +135,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       if (closed) return;
       closed = true;
       await s.close();
+      if (chServer) await dropDatabase(chServer, chDatabase!);
       rmSync(dir, { recursive: true, force: true });
     },
   };

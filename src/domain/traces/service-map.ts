@@ -133,9 +133,9 @@ export interface MapFilter {
 
 export interface MapLookups {
   /** Service of a parent span that was not read with the sample (null when it was never received). */
-  parentService?(span: MapSpan): string | null;
+  parentService?(span: MapSpan): string | null | Promise<string | null>;
   /** Services of the child spans of a producer span (consumers) that were not read with the sample. */
-  childServices?(span: MapSpan): string[];
+  childServices?(span: MapSpan): string[] | Promise<string[]>;
 }
 
 export interface MapNode {
@@ -209,7 +209,7 @@ function pcts(durations: number[]): { p50: number | null; p95: number | null } {
 
 const isEntry = (s: MapSpan) => s.kind === SPAN_KIND.server || s.kind === SPAN_KIND.consumer || s.parent_span_id === null;
 
-export function buildServiceMap(input: ServiceMapInput): ServiceMap {
+export async function buildServiceMap(input: ServiceMapInput): Promise<ServiceMap> {
   const { filter } = input;
   const scale = input.sampleFraction >= 1 ? 1 : 1 / input.sampleFraction;
   const budget = input.lookupBudget ?? 400;
@@ -293,7 +293,7 @@ export function buildServiceMap(input: ServiceMapInput): ServiceMap {
 
   // Look the missing partners up, within a budget: each group (same service, or same producer and
   // destination) is resolved on evenly spread members, each standing in for group size / resolved.
-  const resolveGroups = (spans: MapSpan[], keyOf: (s: MapSpan) => string, share: number, each: (s: MapSpan, weight: number) => void) => {
+  const resolveGroups = async (spans: MapSpan[], keyOf: (s: MapSpan) => string, share: number, each: (s: MapSpan, weight: number) => Promise<void>) => {
     const groups = new Map<string, MapSpan[]>();
     for (const s of spans) {
       const k = keyOf(s);
@@ -303,20 +303,20 @@ export function buildServiceMap(input: ServiceMapInput): ServiceMap {
     }
     for (const g of groups.values()) {
       const k = Math.max(1, Math.min(g.length, Math.floor((share * g.length) / spans.length)));
-      for (let i = 0; i < k; i++) each(g[Math.floor((i * g.length) / k)]!, g.length / k);
+      for (let i = 0; i < k; i++) await each(g[Math.floor((i * g.length) / k)]!, g.length / k);
     }
   };
   const lookups = input.lookups;
   const half = Math.max(1, Math.floor(budget / 2));
   if (lookups?.parentService) {
-    resolveGroups(orphans, (s) => s.service_name, half, (s, w) => {
-      const svc = lookups.parentService!(s);
+    await resolveGroups(orphans, (s) => s.service_name, half, async (s, w) => {
+      const svc = await lookups.parentService!(s);
       if (svc !== null && svc !== s.service_name) addEdge(svc, s.service_name, s, w, true);
     });
   }
   if (lookups?.childServices) {
-    resolveGroups(producers, (s) => `${s.service_name}\u0000${peerTargetOf(attrsOf(s) ?? {})?.name ?? ''}`, half, (s, w) => {
-      if (!lookups.childServices!(s).some((svc) => svc !== s.service_name)) addPeerEdge(s, w);
+    await resolveGroups(producers, (s) => `${s.service_name}\u0000${peerTargetOf(attrsOf(s) ?? {})?.name ?? ''}`, half, async (s, w) => {
+      if (!(await lookups.childServices!(s)).some((svc) => svc !== s.service_name)) addPeerEdge(s, w);
     });
   } else {
     for (const s of producers) addPeerEdge(s);

@@ -19,7 +19,7 @@ const base = (spans: MapSpan[], over: Partial<ServiceMapInput> = {}): ServiceMap
 });
 
 describe('peerTargetOf', () => {
-  it('names a database by its system and address, then messaging, then the peer service or host', () => {
+  it('names a database by its system and address, then messaging, then the peer service or host', async () => {
     expect(peerTargetOf({ 'peer.service': 'stripe', 'server.address': 'api.stripe.com' })).toEqual({ name: 'stripe', kind: 'external' });
     expect(peerTargetOf({ 'db.system': 'postgresql', 'db.namespace': 'orders', 'server.address': 'db' })).toEqual({ name: 'postgresql@db', kind: 'database' });
     expect(peerTargetOf({ 'db.system': 'postgresql', 'peer.service': 'orders-db', 'server.address': '10.0.0.5' })).toEqual({ name: 'postgresql@orders-db', kind: 'database' });
@@ -33,14 +33,14 @@ describe('peerTargetOf', () => {
 });
 
 describe('buildServiceMap', () => {
-  it('links parent and child spans of different services and client spans nobody answered', () => {
+  it('links parent and child spans of different services and client spans nobody answered', async () => {
     const root = sp({ service_name: 'web', kind: 2 });
     const call = sp({ service_name: 'web', kind: 3, parent_span_id: root.span_id, attributes: { 'server.address': 'checkout.internal' } });
     const srv = sp({ service_name: 'checkout', kind: 2, parent_span_id: call.span_id, duration_ms: 40, status_code: 2 });
     const db = sp({ service_name: 'checkout', kind: 3, parent_span_id: srv.span_id, duration_ms: 4, attributes: JSON.stringify({ 'db.system': 'postgresql' }) });
     const pay = sp({ service_name: 'checkout', kind: 3, parent_span_id: srv.span_id, duration_ms: 150, attributes: { 'peer.service': 'stripe' } });
     const pub = sp({ service_name: 'checkout', kind: 4, parent_span_id: srv.span_id, attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': 'orders' } });
-    const map = buildServiceMap(
+    const map = await buildServiceMap(
       base([root, call, srv, db, pay, pub], {
         services: [
           { service_name: 'web', request_count: 1, error_count: 0 },
@@ -61,11 +61,11 @@ describe('buildServiceMap', () => {
     expect(map.nodes_truncated || map.edges_truncated).toBe(false);
   });
 
-  it('treats a peer that is an instrumented service as that service and looks up parents and consumers outside the sample', () => {
+  it('treats a peer that is an instrumented service as that service and looks up parents and consumers outside the sample', async () => {
     const cli = sp({ service_name: 'web', kind: 3, attributes: { 'peer.service': 'users' } });
     const orphan = sp({ service_name: 'billing', kind: 2, parent_span_id: 'not-read' });
     const prod = sp({ service_name: 'billing', kind: 4, attributes: { 'messaging.system': 'sqs' } });
-    const map = buildServiceMap(
+    const map = await buildServiceMap(
       base([cli, orphan, prod], {
         services: [
           { service_name: 'users', request_count: 3, error_count: 0 },
@@ -79,7 +79,7 @@ describe('buildServiceMap', () => {
     expect(map.nodes.find((n) => n.service_name === 'sqs')).toBeUndefined();
   });
 
-  it('scales sampled counts, filters spans, keeps a service\'s neighbourhood and flags truncation', () => {
+  it('scales sampled counts, filters spans, keeps a service\'s neighbourhood and flags truncation', async () => {
     const spans: MapSpan[] = [];
     for (let i = 0; i < 4; i++) {
       const root = sp({ service_name: 'a', kind: 2, trace_id: `t${i}` });
@@ -94,22 +94,22 @@ describe('buildServiceMap', () => {
       { service_name: 'b', request_count: b, error_count: 0 },
       { service_name: 'c', request_count: 8, error_count: 0 }, // its parentless client spans are roots
     ];
-    const sampled = buildServiceMap(base(spans, { services: exact(16), sampleFraction: 0.25 }));
+    const sampled = await buildServiceMap(base(spans, { services: exact(16), sampleFraction: 0.25 }));
     expect(sampled.edges.find((e) => e.target === 'b')!.call_count).toBe(16);
     expect(sampled.edges.find((e) => e.target === 'mysql')!.call_count).toBe(16); // a's 4 sampled entries stand for 16
     expect(sampled.edges.find((e) => e.target === 'redis')!.call_count).toBe(8); // 2 core spans of c's 2 sampled roots, c has 8
     // a caller without sampled entry spans scales by the sampled share of the window
     const lone = sp({ service_name: 'd', kind: 3, parent_span_id: 'elsewhere', attributes: { 'db.system': 'oracle' } });
-    expect(buildServiceMap(base([...spans, lone], { services: exact(16), sampleFraction: 0.25 })).edges.find((e) => e.target === 'oracle')!.call_count).toBe(4);
+    expect((await buildServiceMap(base([...spans, lone], { services: exact(16), sampleFraction: 0.25 }))).edges.find((e) => e.target === 'oracle')!.call_count).toBe(4);
     // calls judged by the callee's entry spans follow the callee's exact count (a ratio estimate)
-    expect(buildServiceMap(base(spans, { services: exact(20), sampleFraction: 0.25 })).edges.find((e) => e.target === 'b')!.call_count).toBe(20);
+    expect((await buildServiceMap(base(spans, { services: exact(20), sampleFraction: 0.25 }))).edges.find((e) => e.target === 'b')!.call_count).toBe(20);
 
-    const slow = buildServiceMap(base(spans, { services, filter: { minDurationMs: 150 } }));
+    const slow = await buildServiceMap(base(spans, { services, filter: { minDurationMs: 150 } }));
     expect(slow.edges.find((e) => e.target === 'b')!.call_count).toBe(2);
-    const failed = buildServiceMap(base(spans, { services, filter: { status: 'error' } }));
+    const failed = await buildServiceMap(base(spans, { services, filter: { status: 'error' } }));
     expect(failed.edges.map((e) => e.target)).toEqual(['b']);
 
-    const around = buildServiceMap(base(spans, { services, filter: { serviceName: 'b' } }));
+    const around = await buildServiceMap(base(spans, { services, filter: { serviceName: 'b' } }));
     expect(around.nodes.map((n) => n.service_name).sort()).toEqual(['a', 'b']);
     expect(around.edges).toHaveLength(1);
 
@@ -118,7 +118,7 @@ describe('buildServiceMap', () => {
       { service_name: 'b', request_count: 5, error_count: 0 },
       { service_name: 'c', request_count: 1, error_count: 0 },
     ];
-    const cut = buildServiceMap(base(spans, { services: busy, serviceLimit: 2, callLimit: 1 }));
+    const cut = await buildServiceMap(base(spans, { services: busy, serviceLimit: 2, callLimit: 1 }));
     expect(cut.nodes.map((n) => n.service_name)).toEqual(['a', 'b']);
     expect(cut.nodes).toHaveLength(2);
     expect(cut.nodes_truncated).toBe(true);
@@ -129,7 +129,7 @@ describe('buildServiceMap', () => {
 });
 
 describe('planSlices', () => {
-  it('covers the window once when the fraction is 1 and spreads sampled slices over it', () => {
+  it('covers the window once when the fraction is 1 and spreads sampled slices over it', async () => {
     expect(planSlices(0, 1000, 1)).toEqual([{ fromMs: 0, toMs: 1000 }]);
     const slices = planSlices(0, 24_000, 0.1, 24);
     expect(slices).toHaveLength(24);

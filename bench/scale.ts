@@ -1,0 +1,269 @@
+/**
+ * Issue 20: spans into ClickHouse, and trace reads over ClickHouse beside SQLite.
+ *
+ * A private clickhouse-server (Debian's 18.16, as the tests start it) on free ports; then:
+ * 1. **Store path** (in this process, no HTTP, no decoding): N spans through the span writer —
+ *    SQLite's (`createSqliteTelemetryWriter`, 512 spans per transaction) and ClickHouse's span store
+ *    (rows buffered and inserted as they accumulate, then flushed) — spans per second each.
+ * 2. **HTTP ingest**: OTLP/protobuf batches of 512 spans (traces of 8) posted with several
+ *    connections to 1, 2 and 3 Sightline processes (`bin/sightline.mjs start`) sharing one SQLite file
+ *    and one ClickHouse database, round-robin; spans/s acknowledged and p50/p99 acknowledgement.
+ *    Every process and ClickHouse share this machine's cores with the load generator.
+ * 3. **Reads at N spans**: the N spans seeded in (1), read over REST from a server on each backend:
+ *    traces.operations, traces.list (plain, status=error, service filter), traces.serviceMap,
+ *    traces.get; p95 of sequential calls after a warm-up.
+ *
+ *   npx tsx bench/scale.ts [--spans 1000000] [--seconds 8] [--procs 1,2,3] [--connections 8] [--runs 15] [--sqlite-max 2000000]
+ *
+ * SQLite is seeded and read only up to --sqlite-max spans (its seeding is the slow part at 10M).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import http from 'node:http';
+import { createSightline } from '../src/server.js';
+import { bootstrapOrganization } from '../src/core/bootstrap.js';
+import type { SpanRecord } from '../src/domain/telemetry-types.js';
+import { dropDatabase, startClickHouseServer } from '../test/support/clickhouse.js';
+import { otlpTraceBatch, rng, startBenchServer, type BenchServer } from './lib.js';
+
+const flag = (name: string, dflt: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1]! : dflt;
+};
+const N = Number(flag('spans', '1000000'));
+const SECONDS = Number(flag('seconds', '8'));
+const PROCS = flag('procs', '1,2,3').split(',').map(Number).filter((x) => x > 0);
+const CONNECTIONS = Number(flag('connections', '8'));
+const RUNS = Number(flag('runs', '15'));
+const SQLITE_MAX = Number(flag('sqlite-max', '2000000'));
+const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
+const DAY = 86_400_000;
+const SERVICES = ['web', 'checkout', 'payments', 'search', 'inventory', 'users'];
+const ROUTES = ['/orders/{id}', '/cart', '/checkout', '/users/{id}/profile', '/search', '/items/{id}', '/login', '/health'];
+
+/** Spans of one day ending at NOW: traces of 8 (an entry span, then children in other services), 2% failed. */
+function* spanBatches(n: number, batch = 4096): Generator<{ spans: SpanRecord[]; traceIds: string[]; errorTraceIds: string[] }> {
+  const r = rng(42);
+  const hex = (len: number) => {
+    let s = '';
+    while (s.length < len) s += Math.floor(r() * 0x100000000).toString(16).padStart(8, '0');
+    return s.slice(0, len);
+  };
+  const resources = new Map(SERVICES.map((svc) => [svc, { 'service.name': svc, 'service.version': '2.1.0', 'deployment.environment.name': 'production' }]));
+  const scope = { name: 'bench', version: '1', attributes: {} };
+  let made = 0;
+  while (made < n) {
+    const spans: SpanRecord[] = [];
+    const traceIds: string[] = [];
+    const errorTraceIds: string[] = [];
+    while (spans.length < batch && made + spans.length < n) {
+      const trace = hex(32);
+      const root = hex(16);
+      const t = NOW - DAY + ((made + spans.length) / n) * DAY;
+      const svc = SERVICES[Math.floor(r() * SERVICES.length)]!;
+      const route = ROUTES[Math.floor(r() * ROUTES.length)]!;
+      const failed = r() < 0.02;
+      traceIds.push(trace);
+      if (failed) errorTraceIds.push(trace);
+      const dur = 5 + r() * 400;
+      spans.push({
+        trace_id: trace, span_id: root, parent_span_id: null, trace_state: '', name: `GET ${route}`, kind: 2, start_ms: t, end_ms: t + dur,
+        status_code: failed ? 2 : 1, status_message: '', attributes: { 'http.request.method': 'GET', 'http.route': route, 'http.response.status_code': failed ? 500 : 200 },
+        events: [], links: [], resource: resources.get(svc)!, scope, service_name: svc,
+      });
+      for (let c = 1; c < 8; c++) {
+        const child = SERVICES[(SERVICES.indexOf(svc) + c) % SERVICES.length]!;
+        const cs = t + c;
+        spans.push({
+          trace_id: trace, span_id: hex(16), parent_span_id: root, trace_state: '', name: c % 2 ? `SELECT ${child}` : `call ${child}`, kind: c % 2 ? 3 : 1, start_ms: cs,
+          end_ms: cs + dur / 10, status_code: 0, status_message: '', attributes: c % 2 ? { 'db.system': 'postgresql', 'server.address': `${child}.db` } : { 'peer.service': child },
+          events: [], links: [], resource: resources.get(svc)!, scope, service_name: svc,
+        });
+      }
+    }
+    made += spans.length;
+    yield { spans, traceIds, errorTraceIds };
+  }
+}
+
+interface Seeded {
+  base: string;
+  admin: string;
+  project: string;
+  traceIds: string[];
+  errorTraceIds: string[];
+  seedSeconds: number;
+  cpuSeconds: number;
+  close(): Promise<void>;
+}
+
+/** A server on one backend with N spans written through its span writer (the store path). */
+async function seeded(n: number, clickhouseUrl: string | null): Promise<Seeded> {
+  const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scale-'));
+  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', rateLimit: { limit: 1e9, windowSeconds: 60 }, logLevel: 'warn', clickhouseUrl }, { now: () => NOW });
+  const boot = bootstrapOrganization(s.services, { org: 'Bench', project: 'bench', email: 'bench@example.com', now: NOW });
+  const traceIds: string[] = [];
+  const errorTraceIds: string[] = [];
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (const b of spanBatches(n)) {
+    if (traceIds.length < 5000) traceIds.push(...b.traceIds.slice(0, 50));
+    if (errorTraceIds.length < 2000) errorTraceIds.push(...b.errorTraceIds);
+    for (let i = 0; i < b.spans.length; i += 512) s.services.telemetry.insertSpans(boot.project_id, b.spans.slice(i, i + 512), 'otlp', NOW);
+    // ClickHouse: rows accumulate while an insert is in flight; bound what waits in memory.
+    if (s.services.clickhouse) await s.services.clickhouse.spans.flush();
+  }
+  const seedSeconds = (performance.now() - t0) / 1000;
+  const c = process.cpuUsage(cpu0);
+  const server = await s.listen();
+  const port = (server.address() as { port: number }).port;
+  return {
+    base: `http://127.0.0.1:${port}`,
+    admin: boot.admin_key,
+    project: boot.project_id,
+    traceIds,
+    errorTraceIds,
+    seedSeconds,
+    cpuSeconds: (c.user + c.system) / 1e6,
+    async close() {
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function p95Of(base: string, key: string, path: () => string): Promise<number> {
+  const call = async () => {
+    const r = await fetch(`${base}${path()}`, { headers: { 'x-service-key': key } });
+    await r.arrayBuffer();
+    if (r.status !== 200) throw new Error(`${path()}: HTTP ${r.status}`);
+  };
+  await call();
+  const t: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const a = performance.now();
+    await call();
+    t.push(performance.now() - a);
+  }
+  t.sort((a, b) => a - b);
+  return t[Math.min(t.length - 1, Math.ceil(t.length * 0.95) - 1)]!;
+}
+
+async function reads(sd: Seeded): Promise<Map<string, number>> {
+  const P = `/v1/projects/${sd.project}`;
+  const w = `from=${encodeURIComponent(new Date(NOW - DAY).toISOString())}&to=${encodeURIComponent(new Date(NOW).toISOString())}`;
+  let i = 0;
+  const ops: [string, () => string][] = [
+    ['traces.operations', () => `${P}/trace-operations?${w}`],
+    ['traces.list', () => `${P}/traces?${w}`],
+    ['traces.list status=error', () => `${P}/traces?${w}&status=error`],
+    ['traces.list service_name=payments', () => `${P}/traces?${w}&service_name=payments`],
+    ['traces.serviceMap', () => `${P}/services?${w}`],
+    ['traces.get', () => `${P}/traces/${sd.traceIds[i++ % sd.traceIds.length]}`],
+  ];
+  const out = new Map<string, number>();
+  for (const [label, path] of ops) out.set(label, await p95Of(sd.base, sd.admin, path));
+  return out;
+}
+
+/** OTLP batches posted to the processes round-robin for SECONDS; spans/s acknowledged. */
+async function ingest(servers: BenchServer[], key: string): Promise<{ rate: number; p50: number; p99: number; failures: number }> {
+  const bodies = Array.from({ length: 16 }, (_, i) => otlpTraceBatch(i, 8));
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS * servers.length });
+  const lat: number[] = [];
+  let ok = 0;
+  let failures = 0;
+  const end = performance.now() + SECONDS * 1000;
+  const t0 = performance.now();
+  const worker = async (wk: number) => {
+    let i = wk;
+    while (performance.now() < end) {
+      const body = bodies[i % bodies.length]!;
+      const port = servers[i % servers.length]!.port;
+      i++;
+      const a = performance.now();
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = http.request(
+          { host: '127.0.0.1', port, path: '/ingest/v1/traces', method: 'POST', agent, headers: { 'content-type': 'application/x-protobuf', 'x-service-key': key, 'content-length': body.length } },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+      lat.push(performance.now() - a);
+      if (status === 200) ok++;
+      else failures++;
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, (_, wk) => worker(wk)));
+  const seconds = (performance.now() - t0) / 1000;
+  agent.destroy();
+  lat.sort((a, b) => a - b);
+  return { rate: (ok * 512) / seconds, p50: lat[Math.floor(lat.length / 2)] ?? 0, p99: lat[Math.floor(lat.length * 0.99)] ?? 0, failures };
+}
+
+async function main() {
+  const ch = await startClickHouseServer();
+  console.error(`clickhouse-server ${ch.version} at ${ch.url}; load average ${loadavg()[0]!.toFixed(1)}`);
+  const rows: string[] = [];
+  try {
+    // 1 + 3: store path and reads, ClickHouse then SQLite.
+    const chDb = `bench_${Date.now()}`;
+    const chSeeded = await seeded(N, `${ch.url}/${chDb}`);
+    console.error(`ClickHouse: ${N.toLocaleString('en')} spans in ${chSeeded.seedSeconds.toFixed(1)} s (${chSeeded.cpuSeconds.toFixed(1)} CPU s in this process)`);
+    const chReads = await reads(chSeeded);
+    await chSeeded.close();
+    await dropDatabase(ch.url, chDb);
+    let sqSeeded: Seeded | null = null;
+    let sqReads: Map<string, number> | null = null;
+    if (N <= SQLITE_MAX) {
+      sqSeeded = await seeded(N, null);
+      console.error(`SQLite: ${N.toLocaleString('en')} spans in ${sqSeeded.seedSeconds.toFixed(1)} s`);
+      sqReads = await reads(sqSeeded);
+      await sqSeeded.close();
+    }
+
+    // 2: HTTP ingest with 1..3 processes on one SQLite file and one ClickHouse database.
+    const ingestRows: string[] = [];
+    for (const procs of PROCS) {
+      const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scale-http-'));
+      const db = `bench_http_${procs}_${Date.now()}`;
+      const env = { SIGHTLINE_CLICKHOUSE_URL: `${ch.url}/${db}` };
+      const servers: BenchServer[] = [await startBenchServer(join(dir, 'bench.db'), env)];
+      for (let i = 1; i < procs; i++) servers.push(await startBenchServer(join(dir, 'bench.db'), env));
+      const key = servers[0]!.keys!.ingest;
+      await ingest(servers, key); // warm-up: workers, statements, the ClickHouse tables
+      const r = await ingest(servers, key);
+      const stored = await (await fetch(`${ch.url}/?query=${encodeURIComponent(`SELECT count() FROM \`${db}\`.spans`)}`)).text();
+      ingestRows.push(`| ${procs} | ${Math.round(r.rate).toLocaleString('en')} | ${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} | ${r.failures} | ${Number(stored).toLocaleString('en')} |`);
+      for (const s of servers) s.child.kill('SIGTERM');
+      await Promise.all(servers.map((s) => new Promise((res) => (s.child.exitCode !== null ? res(null) : s.child.once('exit', res)))));
+      await dropDatabase(ch.url, db);
+      rmSync(dir, { recursive: true, force: true });
+    }
+
+    console.log(`\nbench/scale.ts — ${N.toLocaleString('en')} spans; clickhouse-server ${ch.version}; load average ${loadavg()[0]!.toFixed(1)} at the end\n`);
+    console.log('| store path (this process, no HTTP) | spans/s |');
+    console.log('|---|---:|');
+    console.log(`| ClickHouse span store | ${Math.round(N / chSeeded.seedSeconds).toLocaleString('en')} |`);
+    if (sqSeeded) console.log(`| SQLite span writer | ${Math.round(N / sqSeeded.seedSeconds).toLocaleString('en')} |`);
+    console.log(`\n| processes (OTLP over HTTP, ${CONNECTIONS} connections, ${SECONDS} s) | spans/s acknowledged | p50 / p99 ack ms | non-200 | spans in ClickHouse |`);
+    console.log('|---:|---:|---:|---:|---:|');
+    for (const r of ingestRows) console.log(r);
+    console.log(`\n| read p95 ms at ${N.toLocaleString('en')} spans (${RUNS} calls) | ClickHouse | SQLite |`);
+    console.log('|---|---:|---:|');
+    for (const [label, v] of chReads) rows.push(`| ${label} | ${v.toFixed(0)} | ${sqReads ? sqReads.get(label)!.toFixed(0) : '–'} |`);
+    for (const r of rows) console.log(r);
+  } finally {
+    await ch.stop();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

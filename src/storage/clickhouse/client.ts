@@ -1,0 +1,87 @@
+import { createClient } from '@clickhouse/client';
+
+/**
+ * What the ClickHouse repositories need of an engine: run a statement, read rows (JSONEachRow), and
+ * insert rows. Two implementations: the HTTP client (`@clickhouse/client`) for a server — the
+ * product's — and chdb (the ClickHouse engine in-process) for tests that prove the same SQL runs on a
+ * current release. The SQL must run on Debian's clickhouse-server 18.16 as well as current releases:
+ * no DateTime64, no TTL, no server-side query parameters (values are inlined with {@link lit}), no
+ * async inserts.
+ */
+export interface ChEngine {
+  /** A statement without a result (DDL, ALTER … DROP PARTITION). */
+  command(sql: string): Promise<void>;
+  /** Rows of a SELECT, parsed from JSONEachRow; 64-bit integers come back as numbers. */
+  query<T = Record<string, unknown>>(sql: string): Promise<T[]>;
+  /** Inserts rows (objects keyed by column) in one INSERT … FORMAT JSONEachRow. */
+  insert(table: string, rows: readonly object[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Settings sent with every query: plain numbers for 64-bit integers in JSON output. */
+export const CH_SETTINGS = { output_format_json_quote_64bit_integers: 0 } as const;
+
+/**
+ * A ClickHouse server over HTTP. `url` may carry user, password and the database as its path
+ * (`http://user:pass@host:8123/sightline`); the database is created when missing.
+ */
+export function createHttpEngine(url: string): ChEngine & { database: string } {
+  const u = new URL(url);
+  const database = decodeURIComponent(u.pathname.replace(/^\/+/, '')) || 'sightline';
+  const base = `${u.protocol}//${u.host}`;
+  const auth = { username: decodeURIComponent(u.username) || 'default', password: decodeURIComponent(u.password) };
+  const admin = createClient({ url: base, ...auth, clickhouse_settings: CH_SETTINGS });
+  const client = createClient({ url: base, ...auth, database, clickhouse_settings: CH_SETTINGS });
+  let ready: Promise<void> | null = null;
+  const ensureDb = () => (ready ??= admin.command({ query: `CREATE DATABASE IF NOT EXISTS ${ident(database)}` }).then(() => admin.close()));
+  return {
+    database,
+    async command(sql) {
+      await ensureDb();
+      await client.command({ query: sql });
+    },
+    async query<T>(sql: string) {
+      await ensureDb();
+      const rs = await client.query({ query: sql, format: 'JSONEachRow' });
+      return (await rs.json()) as T[];
+    },
+    async insert(table, rows) {
+      if (!rows.length) return;
+      await ensureDb();
+      await client.insert({ table, values: rows as object[], format: 'JSONEachRow' });
+    },
+    async close() {
+      await client.close();
+    },
+  };
+}
+
+/** An identifier (database, table or column name), back-quoted. */
+export function ident(name: string): string {
+  return '`' + name.replace(/\\/g, '\\\\').replace(/`/g, '\\`') + '`';
+}
+
+/**
+ * A value as a ClickHouse SQL literal: strings quoted with backslash escapes, finite numbers as
+ * written, booleans as 1/0, null as NULL, arrays as `[…]`. Anything else is refused: values are never
+ * interpolated into SQL any other way.
+ */
+export function lit(v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (typeof v === 'string') return `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\0/g, '\\0').replace(/\n/g, '\\n').replace(/\r/g, '\\r')}'`;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) throw new TypeError('lit: not a finite number');
+    return String(v);
+  }
+  if (typeof v === 'bigint') return v.toString();
+  if (typeof v === 'boolean') return v ? '1' : '0';
+  if (Array.isArray(v)) return `[${v.map(lit).join(', ')}]`;
+  throw new TypeError(`lit: cannot write a ${typeof v} as a literal`);
+}
+
+/** Tagged template: `sql\`SELECT … WHERE p = ${x}\`` inlines every value with {@link lit}. */
+export function sql(strings: TemplateStringsArray, ...values: unknown[]): string {
+  let out = strings[0]!;
+  for (let i = 0; i < values.length; i++) out += lit(values[i]) + strings[i + 1]!;
+  return out;
+}

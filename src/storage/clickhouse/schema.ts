@@ -1,0 +1,88 @@
+import type { ChEngine } from './client.js';
+
+/**
+ * The ClickHouse telemetry schema, versioned like the SQLite migrations: each entry's statements run
+ * once, in order, and its version is recorded in `sightline_migrations`. Every statement runs on
+ * clickhouse-server 18.16 (Debian's package) and on current releases (checked through chdb in the
+ * tests): times are epoch milliseconds (Float64, microsecond precision), partitions are days, and
+ * retention drops whole partitions (18.16 has no TTL).
+ */
+export interface ChMigration {
+  version: number;
+  name: string;
+  statements: string[];
+}
+
+const DAY = (col: string) => `toYYYYMMDD(toDateTime(toUInt32(intDiv(toUInt64(${col}), 1000))))`;
+
+export const CH_MIGRATIONS: ChMigration[] = [
+  {
+    version: 1,
+    name: 'spans',
+    statements: [
+      // One row per span. `parent_span_id` is '' for a root; attributes, events and links are JSON
+      // text as received. Ordered by project and start: the trace list, operation stats and the
+      // service map read time ranges of one project.
+      `CREATE TABLE IF NOT EXISTS spans (
+        project_id UInt32,
+        start_ms Float64,
+        trace_id String,
+        span_id String,
+        parent_span_id String,
+        trace_state String,
+        name String,
+        operation String,
+        kind UInt8,
+        is_entry UInt8,
+        service_name String,
+        environment String,
+        service_version String,
+        end_ms Float64,
+        duration_ms Float64,
+        status_code UInt8,
+        status_message String,
+        attributes String,
+        events String,
+        links String,
+        scope_name String,
+        scope_version String,
+        source String,
+        received_ms Float64
+      ) ENGINE = MergeTree PARTITION BY ${DAY('start_ms')} ORDER BY (project_id, start_ms)`,
+      // One row per trace per insert (as SQLite's trace_chunks): finds a trace's time range by the
+      // primary key, so a trace's spans are read from that range only.
+      `CREATE TABLE IF NOT EXISTS trace_chunks (
+        project_id UInt32,
+        trace_id String,
+        min_start_ms Float64,
+        max_start_ms Float64,
+        max_end_ms Float64,
+        span_count UInt32,
+        error_count UInt32
+      ) ENGINE = MergeTree PARTITION BY ${DAY('min_start_ms')} ORDER BY (project_id, trace_id)`,
+      // Distinct (service, operation) of entry spans, written when a process first sees one; read
+      // with DISTINCT (duplicates across processes are harmless).
+      `CREATE TABLE IF NOT EXISTS entry_operations (
+        project_id UInt32,
+        service_name String,
+        operation String,
+        first_ms Float64
+      ) ENGINE = MergeTree PARTITION BY tuple() ORDER BY (project_id, service_name, operation)`,
+    ],
+  },
+];
+
+/** Applies the migrations not yet recorded; safe to run from several processes (statements are idempotent). */
+export async function migrateClickHouse(engine: ChEngine): Promise<number> {
+  await engine.command(`CREATE TABLE IF NOT EXISTS sightline_migrations (version UInt32, name String, applied_ms Float64)
+    ENGINE = MergeTree PARTITION BY tuple() ORDER BY version`);
+  const done = new Set((await engine.query<{ version: number }>('SELECT version FROM sightline_migrations')).map((r) => Number(r.version)));
+  let applied = 0;
+  for (const m of CH_MIGRATIONS) {
+    if (done.has(m.version)) continue;
+    for (const s of m.statements) await engine.command(s);
+    await engine.insert('sightline_migrations', [{ version: m.version, name: m.name, applied_ms: Date.now() }]);
+    applied++;
+  }
+  return applied;
+}

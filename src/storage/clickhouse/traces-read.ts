@@ -1,0 +1,322 @@
+import type { MapSpan } from '../../domain/traces/service-map.js';
+import { SPARKLINE_BUCKETS } from '../../domain/traces/operation-stats.js';
+import type {
+  EntryFilter, EntryGroupKey, GroupCounts, GroupDetail, ListStream, SpanFullRow, SpanLiteRow, SpanWhere, StreamRow, TraceAggregate, TraceErrorGroupRow,
+  TracesReader,
+} from '../traces-read-repo.js';
+import { lit, type ChEngine } from './client.js';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+/** An attribute value as SQLite's CAST(… AS TEXT) of its JSON value gives it (traces.list `attributes`). */
+function textOf(v: unknown): string | null {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string') return v;
+  if (typeof v === 'boolean') return v ? '1' : '0';
+  if (typeof v === 'number') return String(v);
+  return JSON.stringify(v);
+}
+
+function matchesWhere(w: SpanWhere | undefined, environment: string, attributes: string): boolean {
+  if (!w) return true;
+  if (w.environment !== undefined && environment !== w.environment) return false;
+  if (w.attributes?.length) {
+    let a: Record<string, unknown>;
+    try {
+      a = JSON.parse(attributes) as Record<string, unknown>;
+    } catch {
+      return false;
+    }
+    for (const c of w.attributes) if (textOf(a[c.key.replace(/"/g, '')]) !== c.value) return false;
+  }
+  return true;
+}
+
+const LITE_COLS = 'span_id, parent_span_id, name, operation, kind, service_name, environment, start_ms, end_ms, duration_ms, status_code';
+const liteRow = (r: any): SpanLiteRow => ({
+  span_id: r.span_id,
+  parent_span_id: r.parent_span_id || null,
+  name: r.name,
+  operation: r.operation,
+  kind: Number(r.kind),
+  service_name: r.service_name,
+  environment: r.environment,
+  start_ms: Number(r.start_ms),
+  end_ms: Number(r.end_ms),
+  duration_ms: Number(r.duration_ms),
+  status_code: Number(r.status_code),
+});
+
+/**
+ * traces.* reads over the ClickHouse span tables (schema.ts): the same answers as the SQLite
+ * repository, shaped for ClickHouse (aggregates in one query per group, a trace's spans through its
+ * time range from `trace_chunks`). Error events still live in SQLite: `traceErrorGroups` is the
+ * SQLite repository's.
+ */
+export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader, 'traceErrorGroups'>): TracesReader {
+  const q = <T = any>(s: string) => engine.query<T>(s);
+
+  async function summary(projectId: string, traceId: string) {
+    const [r] = await q(`SELECT count() AS n, sum(span_count) AS span_count, sum(error_count) AS error_count, min(min_start_ms) AS started_ms,
+      max(max_end_ms) AS ended_ms, max(max_start_ms) AS last_start_ms FROM trace_chunks WHERE project_id = ${lit(Number(projectId))} AND trace_id = ${lit(traceId)}`);
+    const none = !r || Number(r.n) === 0;
+    return {
+      span_count: none ? 0 : Number(r.span_count),
+      error_count: none ? 0 : Number(r.error_count),
+      started_ms: none ? null : Number(r.started_ms),
+      ended_ms: none ? null : Number(r.ended_ms),
+      last_start_ms: none ? null : Number(r.last_start_ms),
+    };
+  }
+
+  /** Where-clause of one trace's spans (its time range from the chunks); null when the trace is unknown. */
+  async function traceWhere(projectId: string, traceId: string): Promise<string | null> {
+    const s = await summary(projectId, traceId);
+    if (s.started_ms === null) return null;
+    return `project_id = ${lit(Number(projectId))} AND start_ms >= ${lit(s.started_ms)} AND start_ms <= ${lit(s.last_start_ms!)} AND trace_id = ${lit(traceId)}`;
+  }
+
+  const key = (g: EntryGroupKey) => `${g.service_name}\u0000${g.operation}`;
+
+  /** One row per group that has matching entry spans: `n` (their count) and `cols`, keyed by {@link key}. */
+  async function grouped(projectId: string, groups: EntryGroupKey[], f: EntryFilter, cols: string): Promise<Map<string, any>> {
+    const out = new Map<string, any>();
+    if (!groups.length) return out;
+    let w = `project_id = ${lit(Number(projectId))} AND is_entry = 1 AND start_ms >= ${lit(f.fromMs)} AND start_ms < ${lit(f.toMs)}`;
+    w += ` AND (service_name, operation) IN (${groups.map((g) => `(${lit(g.service_name)}, ${lit(g.operation)})`).join(', ')})`;
+    if (f.environment !== undefined) w += ` AND environment = ${lit(f.environment)}`;
+    if (f.status === 'error') w += ' AND status_code = 2';
+    if (f.status === 'ok') w += ' AND status_code <> 2';
+    if (f.minDurationMs !== undefined) w += ` AND duration_ms >= ${lit(f.minDurationMs)}`;
+    for (const r of await q(`SELECT service_name, operation, count() AS n, ${cols} FROM spans WHERE ${w} GROUP BY service_name, operation`)) out.set(key(r), r);
+    return out;
+  }
+
+  /** Where-clause of the spans of several traces: each trace's id within its time range from the chunks; null when none is known. */
+  async function tracesWhere(projectId: string, traceIds: string[]): Promise<string | null> {
+    if (!traceIds.length) return null;
+    const pid = lit(Number(projectId));
+    const ranges = await q(`SELECT trace_id, min(min_start_ms) AS a, max(max_start_ms) AS b FROM trace_chunks WHERE project_id = ${pid}
+      AND trace_id IN (${traceIds.map(lit).join(', ')}) GROUP BY trace_id`);
+    if (!ranges.length) return null;
+    return `project_id = ${pid} AND (${ranges.map((r) => `(start_ms >= ${lit(Number(r.a))} AND start_ms <= ${lit(Number(r.b))} AND trace_id = ${lit(r.trace_id)})`).join(' OR ')})`;
+  }
+
+  /** Newest-first cursor over `[fromMs, toMs)` of the spans `where` selects, in growing batches. */
+  async function* newestFirst(where: string, fromMs: number, toMs: number, filter?: (r: any) => boolean): AsyncGenerator<StreamRow> {
+    let upper = toMs;
+    let inclusive = false;
+    let n = 64;
+    let atUpper = new Set<string>();
+    for (;;) {
+      const rows = await q(`SELECT start_ms, trace_id, span_id, environment, attributes FROM spans WHERE ${where} AND start_ms >= ${lit(fromMs)}
+        AND start_ms ${inclusive ? '<=' : '<'} ${lit(upper)} ORDER BY start_ms DESC LIMIT ${n}`);
+      let fresh = 0;
+      for (const r of rows) {
+        const start = Number(r.start_ms);
+        const key = `${r.trace_id}/${r.span_id}`;
+        if (inclusive && start === upper && atUpper.has(key)) continue;
+        fresh++;
+        if (start !== upper) {
+          upper = start;
+          atUpper = new Set();
+        }
+        atUpper.add(key);
+        inclusive = true;
+        if (!filter || filter(r)) yield { rowid: 0, start_ms: start, trace_id: r.trace_id };
+      }
+      if (rows.length < n) return;
+      n = fresh === 0 ? n * 4 : Math.min(n * 4, 4096);
+    }
+  }
+
+  const reader: TracesReader = {
+    async entryServices(projectId) {
+      const rows = await q<{ s: string }>(`SELECT DISTINCT service_name AS s FROM entry_operations WHERE project_id = ${lit(Number(projectId))} ORDER BY s`);
+      return rows.map((r) => r.s);
+    },
+
+    async entryGroups(projectId, opts = {}) {
+      let w = `project_id = ${lit(Number(projectId))}`;
+      if (opts.service !== undefined) w += ` AND service_name = ${lit(opts.service)}`;
+      if (opts.operation !== undefined) w += ` AND operation = ${lit(opts.operation)}`;
+      const max = opts.max ?? Infinity;
+      const limit = Number.isFinite(max) ? ` LIMIT ${max + 1}` : '';
+      const rows = await q<EntryGroupKey>(`SELECT DISTINCT service_name, operation FROM entry_operations WHERE ${w} ORDER BY service_name, operation${limit}`);
+      if (rows.length > max) return { groups: rows.slice(0, max), truncated: true };
+      return { groups: rows.map((r) => ({ service_name: r.service_name, operation: r.operation })), truncated: false };
+    },
+
+    async groupLastSeen(projectId, g, f) {
+      return (await reader.groupsLastSeen(projectId, [g], f))[0]!;
+    },
+
+    async groupCounts(projectId, g, f): Promise<GroupCounts> {
+      return (await reader.groupsCounts(projectId, [g], f))[0]!;
+    },
+
+    async groupDetail(projectId, g, f, sparkline = true): Promise<GroupDetail> {
+      return (await reader.groupsDetail(projectId, [g], f, sparkline))[0]!;
+    },
+
+    async groupSparkline(projectId, g, f) {
+      return (await reader.groupsDetail(projectId, [g], f, true))[0]!.buckets!;
+    },
+
+    async groupsLastSeen(projectId, groups, f) {
+      const rows = await grouped(projectId, groups, f, 'max(start_ms) AS last_ms');
+      return groups.map((g) => {
+        const r = rows.get(key(g));
+        return r ? Number(r.last_ms) : null;
+      });
+    },
+
+    async groupsCounts(projectId, groups, f) {
+      const rows = await grouped(projectId, groups, f, 'countIf(status_code = 2) AS errors');
+      return groups.map((g) => {
+        const r = rows.get(key(g));
+        return { count: r ? Number(r.n) : 0, errors: r ? Number(r.errors) : 0 };
+      });
+    },
+
+    async groupsDetail(projectId, groups, f, sparkline = true) {
+      const spark = sparkline ? `, groupArray(toInt64(floor((start_ms - ${lit(f.fromMs)}) * ${SPARKLINE_BUCKETS} / ${lit(f.toMs - f.fromMs)}))) AS b` : '';
+      const rows = await grouped(projectId, groups, f, `countIf(status_code = 2) AS errors, max(start_ms) AS last_ms, groupArray(duration_ms) AS d${spark}`);
+      return groups.map((g): GroupDetail => {
+        const r = rows.get(key(g));
+        const d = (r?.d ?? []) as number[];
+        const durations = new Float64Array(d.length);
+        // µs precision, rounded as SQLite's round() (half away from zero; durations are ≥ 0)
+        for (let i = 0; i < d.length; i++) durations[i] = Math.round(Number(d[i]) * 1000) / 1000;
+        let buckets: Uint32Array | null = null;
+        if (sparkline) {
+          buckets = new Uint32Array(SPARKLINE_BUCKETS);
+          for (const b of (r?.b ?? []) as number[]) buckets[Math.min(SPARKLINE_BUCKETS - 1, Math.max(0, Number(b)))]!++;
+        }
+        return { count: r ? Number(r.n) : 0, errors: r ? Number(r.errors) : 0, last_ms: r ? Number(r.last_ms) : null, durations, buckets };
+      });
+    },
+
+    async tracesSpansLite(projectId, traceIds) {
+      const out = new Map<string, SpanLiteRow[]>(traceIds.map((t) => [t, []]));
+      const w = await tracesWhere(projectId, [...out.keys()]);
+      if (!w) return out;
+      for (const r of await q(`SELECT trace_id, ${LITE_COLS} FROM spans WHERE ${w}`)) out.get(r.trace_id)?.push(liteRow(r));
+      return out;
+    },
+
+    async spanServices(projectId, spans) {
+      const w = await tracesWhere(projectId, [...new Set(spans.map((sp) => sp.trace_id))]);
+      if (!w) return spans.map(() => null);
+      const found = new Map<string, string>();
+      const pairs = spans.map((sp) => `(${lit(sp.trace_id)}, ${lit(sp.span_id)})`).join(', ');
+      for (const r of await q(`SELECT trace_id, span_id, any(service_name) AS s FROM spans WHERE ${w} AND (trace_id, span_id) IN (${pairs}) GROUP BY trace_id, span_id`)) {
+        found.set(`${r.trace_id}/${r.span_id}`, r.s);
+      }
+      return spans.map((sp) => found.get(`${sp.trace_id}/${sp.span_id}`) ?? null);
+    },
+
+    async childServicesOf(projectId, spans) {
+      const w = await tracesWhere(projectId, [...new Set(spans.map((sp) => sp.trace_id))]);
+      if (!w) return spans.map(() => []);
+      const found = new Map<string, string[]>();
+      const pairs = spans.map((sp) => `(${lit(sp.trace_id)}, ${lit(sp.span_id)})`).join(', ');
+      for (const r of await q(`SELECT trace_id, parent_span_id, groupUniqArray(service_name) AS s FROM spans WHERE ${w} AND (trace_id, parent_span_id) IN (${pairs})
+        GROUP BY trace_id, parent_span_id`)) {
+        found.set(`${r.trace_id}/${r.parent_span_id}`, r.s);
+      }
+      return spans.map((sp) => found.get(`${sp.trace_id}/${sp.span_id}`) ?? []);
+    },
+
+    async *spanStream(projectId: string, stream: ListStream, fromMs: number, toMs: number): AsyncGenerator<StreamRow> {
+      const pid = lit(Number(projectId));
+      if (stream.kind === 'errors') {
+        yield* newestFirst(`project_id = ${pid} AND status_code = 2`, fromMs, toMs);
+        return;
+      }
+      if (stream.kind === 'all') {
+        const where = stream.where;
+        let w = `project_id = ${pid}`;
+        if (where?.environment !== undefined) w += ` AND environment = ${lit(where.environment)}`;
+        yield* newestFirst(w, fromMs, toMs, where?.attributes?.length ? (r) => matchesWhere(where, r.environment, r.attributes) : undefined);
+        return;
+      }
+      if (!stream.groups.length) return;
+      let w = `project_id = ${pid} AND is_entry = 1 AND (service_name, operation) IN (${stream.groups.map((g) => `(${lit(g.service_name)}, ${lit(g.operation)})`).join(', ')})`;
+      if (stream.environment !== undefined) w += ` AND environment = ${lit(stream.environment)}`;
+      if (stream.minDurationMs !== undefined) w += ` AND duration_ms >= ${lit(stream.minDurationMs)}`;
+      yield* newestFirst(w, fromMs, toMs);
+    },
+
+    async traceSpansLite(projectId, traceId) {
+      const w = await traceWhere(projectId, traceId);
+      if (!w) return [];
+      return (await q(`SELECT ${LITE_COLS} FROM spans WHERE ${w}`)).map(liteRow);
+    },
+
+    async traceAggregate(projectId, traceId): Promise<TraceAggregate> {
+      const s = await summary(projectId, traceId);
+      return { span_count: s.span_count, error_count: s.error_count, started_ms: s.started_ms, ended_ms: s.ended_ms };
+    },
+
+    async traceSpansFull(projectId, traceId, limit): Promise<SpanFullRow[]> {
+      const w = await traceWhere(projectId, traceId);
+      if (!w) return [];
+      const rows = await q(`SELECT ${LITE_COLS}, service_version, status_message, attributes, events, links, scope_name, scope_version
+        FROM spans WHERE ${w} ORDER BY start_ms, received_ms, span_id LIMIT ${Math.max(0, Math.floor(limit))}`);
+      return rows.map((r) => ({
+        ...liteRow(r),
+        service_version: r.service_version,
+        status_message: r.status_message,
+        attributes: r.attributes ? JSON.parse(r.attributes) : {},
+        events: r.events ? JSON.parse(r.events) : [],
+        links: r.links ? JSON.parse(r.links) : [],
+        scope_name: r.scope_name,
+        scope_version: r.scope_version,
+      }));
+    },
+
+    traceErrorGroups(projectId, traceId): Promise<TraceErrorGroupRow[]> {
+      return sqlite.traceErrorGroups(projectId, traceId);
+    },
+
+    async mapSpans(projectId, fromMs, toMs, coreFromMs, coreToMs): Promise<MapSpan[]> {
+      const rows = await q(`SELECT trace_id, span_id, parent_span_id, service_name, kind, duration_ms, status_code, start_ms,
+        if(kind IN (3, 4), attributes, '') AS attributes FROM spans WHERE project_id = ${lit(Number(projectId))} AND start_ms >= ${lit(fromMs)} AND start_ms < ${lit(toMs)}`);
+      return rows.map((r) => {
+        const start = Number(r.start_ms);
+        const kind = Number(r.kind);
+        return {
+          trace_id: r.trace_id,
+          span_id: r.span_id,
+          parent_span_id: r.parent_span_id || null,
+          service_name: r.service_name,
+          kind,
+          duration_ms: Number(r.duration_ms),
+          status_code: Number(r.status_code),
+          core: start >= coreFromMs && start < coreToMs,
+          attributes: kind === 3 || kind === 4 ? r.attributes : null,
+        };
+      });
+    },
+
+    async estimateSpans(projectId, fromMs, toMs) {
+      const [r] = await q(`SELECT count() AS n FROM spans WHERE project_id = ${lit(Number(projectId))} AND start_ms >= ${lit(fromMs)} AND start_ms < ${lit(toMs)}`);
+      return { count: Number(r?.n ?? 0), exact: true };
+    },
+
+    async parentService(projectId, traceId, spanId) {
+      const w = await traceWhere(projectId, traceId);
+      if (!w) return null;
+      const [r] = await q<{ s: string }>(`SELECT service_name AS s FROM spans WHERE ${w} AND span_id = ${lit(spanId)} LIMIT 1`);
+      return r ? r.s : null;
+    },
+
+    async childServices(projectId, traceId, spanId) {
+      const w = await traceWhere(projectId, traceId);
+      if (!w) return [];
+      return (await q<{ s: string }>(`SELECT DISTINCT service_name AS s FROM spans WHERE ${w} AND parent_span_id = ${lit(spanId)}`)).map((r) => r.s);
+    },
+  };
+  return reader;
+}

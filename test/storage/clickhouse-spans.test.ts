@@ -1,0 +1,159 @@
+/**
+ * Issue 20: spans in ClickHouse. Runs in the `clickhouse-18` project (Debian's clickhouse-server
+ * 18.16) and the `clickhouse-chdb` project (ClickHouse 26 in-process), never on SQLite alone.
+ * - values reach SQL only as literals that round-trip exactly (no injection through a value);
+ * - a write batch inserts the spans of the jobs that succeeded, after the SQLite commit, and
+ *   acknowledges a job only once its spans are readable; a failing insert fails the jobs;
+ * - spans sent with the real OpenTelemetry exporter land in ClickHouse (not SQLite) and read back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SpanKind } from '@opentelemetry/api';
+import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { createHttpEngine, lit, type ChEngine } from '../../src/storage/clickhouse/client.js';
+import { migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
+import { createChSpanStore } from '../../src/storage/clickhouse/span-store.js';
+import { createWriteBatcher } from '../../src/storage/write-batcher.js';
+import { openDatabase, type Db } from '../../src/storage/db.js';
+import type { SpanRecord } from '../../src/domain/telemetry-types.js';
+import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+
+const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
+const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
+
+function newEngine(): ChEngine {
+  if (mode === 'server') return createHttpEngine(`${serverUrl}/u_${process.pid}_${Math.random().toString(36).slice(2)}`);
+  return createChdbEngine();
+}
+
+const span = (i: number, over: Partial<SpanRecord> = {}): SpanRecord => ({
+  trace_id: (i + 1).toString(16).padStart(32, '0'),
+  span_id: (i + 1).toString(16).padStart(16, '0'),
+  parent_span_id: null,
+  trace_state: '',
+  name: `GET /items/${i}`,
+  kind: 2,
+  start_ms: 1_767_225_600_000 + i,
+  end_ms: 1_767_225_600_000 + i + 5.25,
+  status_code: i % 3 === 0 ? 2 : 0,
+  status_message: '',
+  attributes: { 'http.request.method': 'GET', n: i },
+  events: [],
+  links: [],
+  resource: { 'service.name': 'api', 'deployment.environment.name': 'prod' },
+  scope: { name: 'test', version: '1', attributes: {} },
+  service_name: 'api',
+  ...over,
+});
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', () => {
+  let engine: ChEngine;
+  let db: Db;
+  let dir: string;
+  beforeAll(async () => {
+    engine = newEngine();
+    await migrateClickHouse(engine);
+    dir = mkdtempSync(join(tmpdir(), 'sightline-ch-unit-'));
+    db = openDatabase(join(dir, 't.db'));
+  });
+  afterAll(async () => {
+    if (mode === 'server') await dropDatabase(serverUrl!, (engine as ReturnType<typeof createHttpEngine>).database);
+    await engine.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('round-trips hostile strings and numbers as literals, and refuses what is not a value', async () => {
+    const values = ["'", '\\', "\\'", "'); DROP TABLE spans; --", 'line\nbreak\r\ttab', 'nul\0byte', 'ünïcødé ✓ 𝄞', '`back`', ''];
+    for (const v of values) {
+      const [r] = await engine.query<{ v: string }>(`SELECT ${lit(v)} AS v`);
+      expect(r!.v).toBe(v);
+    }
+    const [n] = await engine.query<{ a: number; b: number }>(`SELECT ${lit(1767225600000.125)} AS a, ${lit(-3)} AS b`);
+    expect(n).toEqual({ a: 1767225600000.125, b: -3 });
+    expect(() => lit(Number.NaN)).toThrow();
+    expect(() => lit({ a: 1 })).toThrow();
+    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM spans'))[0]!.n).toBe(0);
+  });
+
+  it('inserts the spans of the jobs that succeeded, after the commit, before acknowledging them', async () => {
+    const store = createChSpanStore(engine);
+    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const kept = batch(() => store.add('7', [span(1), span(2)], 'otlp', 1));
+    const failed = batch(() => {
+      store.add('7', [span(3)], 'otlp', 1);
+      throw new Error('this job fails after adding its span');
+    });
+    const alsoKept = batch(() => store.add('7', [span(4)], 'otlp', 1));
+    const failedCheck = expect(failed).rejects.toThrow('this job fails');
+    await expect(kept).resolves.toBe(2);
+    // acknowledged: readable now
+    const rows = await engine.query<{ span_id: string }>("SELECT span_id FROM spans WHERE project_id = 7 ORDER BY span_id");
+    expect(rows.map((r) => r.span_id)).toEqual([span(1).span_id, span(2).span_id, span(4).span_id]);
+    await failedCheck;
+    await expect(alsoKept).resolves.toBe(1);
+    const chunks = await engine.query<{ trace_id: string; span_count: number; error_count: number }>(
+      'SELECT trace_id, span_count, error_count FROM trace_chunks WHERE project_id = 7 ORDER BY trace_id',
+    );
+    expect(chunks).toEqual([
+      { trace_id: span(1).trace_id, span_count: 1, error_count: 0 },
+      { trace_id: span(2).trace_id, span_count: 1, error_count: 0 },
+      { trace_id: span(4).trace_id, span_count: 1, error_count: 0 },
+    ]);
+  });
+
+  it('fails every job of a batch whose insert fails, and acknowledges none', async () => {
+    const broken: ChEngine = { ...engine, insert: async () => Promise.reject(new Error('ClickHouse is down')), close: async () => {} };
+    const store = createChSpanStore(broken);
+    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const a = batch(() => store.add('8', [span(10)], 'otlp', 1));
+    const b = batch(() => store.add('8', [span(11)], 'otlp', 1));
+    await Promise.all([expect(a).rejects.toThrow('ClickHouse is down'), expect(b).rejects.toThrow('ClickHouse is down')]);
+    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM spans WHERE project_id = 8'))[0]!.n).toBe(0);
+  });
+
+  it('coalesces batches that wait behind an insert into one insert', async () => {
+    let inserts = 0;
+    const counting: ChEngine = { ...engine, insert: async (t, r) => (t === 'spans' && inserts++, engine.insert(t, r)), close: async () => {} };
+    const store = createChSpanStore(counting);
+    const batch = createWriteBatcher(db, 1, [store.participant]); // one job per batch: one commit each
+    const jobs = [];
+    for (let i = 0; i < 20; i++) jobs.push(batch(() => store.add('9', [span(100 + i)], 'otlp', 1)));
+    await Promise.all(jobs);
+    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM spans WHERE project_id = 9'))[0]!.n).toBe(20);
+    expect(inserts).toBeLessThan(20);
+  });
+});
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('spans from the OpenTelemetry exporter go to ClickHouse', () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer();
+  });
+  afterAll(() => t.close());
+
+  it('stores them in ClickHouse, none in SQLite, and traces.get reads them back', async () => {
+    const provider = new BasicTracerProvider({
+      resource: resourceFromAttributes({ 'service.name': 'shop' }),
+      spanProcessors: [new SimpleSpanProcessor(new OTLPTraceExporter({ url: `${t.url}/ingest/v1/traces`, headers: { 'x-service-key': t.keys.ingest } }))],
+    });
+    const tracer = provider.getTracer('t');
+    const root = tracer.startSpan('GET /cart', { kind: SpanKind.SERVER, attributes: { 'http.request.method': 'GET', 'http.route': '/cart' } });
+    root.end();
+    await provider.forceFlush();
+    const traceId = root.spanContext().traceId;
+    expect((t.s.db.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n).toBe(0);
+    const ch = t.s.services.clickhouse!;
+    const rows = await ch.engine.query<{ trace_id: string; operation: string }>('SELECT trace_id, operation FROM spans');
+    expect(rows).toEqual([{ trace_id: traceId, operation: 'GET /cart' }]);
+    const r = await api(t, 'GET', `/v1/projects/${t.projectId}/traces/${traceId}`, { key: t.keys.admin });
+    expect(r.status).toBe(200);
+    expect((r.body as { spans: { name: string }[] }).spans.map((s) => s.name)).toEqual(['GET /cart']);
+    await provider.shutdown();
+  });
+});
