@@ -107,13 +107,15 @@ async function seeded(n: number, clickhouseUrl: string | null): Promise<Seeded> 
   const errorTraceIds: string[] = [];
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
+  let batches = 0;
   for (const b of spanBatches(n)) {
     if (traceIds.length < 5000) traceIds.push(...b.traceIds.slice(0, 50));
     if (errorTraceIds.length < 2000) errorTraceIds.push(...b.errorTraceIds);
     for (let i = 0; i < b.spans.length; i += 512) s.services.telemetry.insertSpans(boot.project_id, b.spans.slice(i, i + 512), 'otlp', NOW);
-    // ClickHouse: rows accumulate while an insert is in flight; bound what waits in memory.
-    if (s.services.clickhouse) await s.services.clickhouse.spans.flush();
+    // ClickHouse: rows accumulate while an insert is in flight; bound what waits in memory (~64k spans).
+    if (s.services.clickhouse && ++batches % 16 === 0) await s.services.clickhouse.spans.flush();
   }
+  await s.services.clickhouse?.spans.flush();
   const seedSeconds = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(cpu0);
   const server = await s.listen();

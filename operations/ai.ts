@@ -179,8 +179,8 @@ export const session = defineOperation({
     const inSession = new Set(kept.map((r) => r.observation_id));
     const spanParents = new Map<string, string | null>();
     const traces = new Set(kept.filter((r) => r.parent_observation_id && !inSession.has(r.parent_observation_id) && r.trace_id).map((r) => r.trace_id));
-    for (const traceId of [...traces].slice(0, 50)) {
-      for (const sp of await ctx.services.tracesRead.traceSpansLite(ctx.project!.id, traceId)) spanParents.set(sp.span_id, sp.parent_span_id);
+    for (const spans of (await ctx.services.tracesRead.tracesSpansLite(ctx.project!.id, [...traces].slice(0, 50))).values()) {
+      for (const sp of spans) spanParents.set(sp.span_id, sp.parent_span_id);
     }
     const tree = sessionTree(kept, spanParents);
     const start = Math.min(...kept.map((r) => r.started_ms));

@@ -230,9 +230,10 @@ export const summary = defineOperation({
     // Slowest operations: entry-span p95 per (service, operation), as traces.operations computes it.
     const traces = ctx.services.tracesRead;
     const entryFilter = { fromMs: w.fromMs, toMs: w.toMs, environment: input.environment };
-    const details = [];
-    for (const g of (await traces.entryGroups(pid, { service: input.service_name, max: MAX_OPERATION_GROUPS })).groups) details.push({ g, d: await traces.groupDetail(pid, g, entryFilter, false) });
-    const slowest = details
+    const { groups } = await traces.entryGroups(pid, { service: input.service_name, max: MAX_OPERATION_GROUPS });
+    const groupDetails = await traces.groupsDetail(pid, groups, entryFilter, false);
+    const slowest = groups
+      .map((g, i) => ({ g, d: groupDetails[i]! }))
       .filter((x) => x.d.count > 0)
       .map(({ g, d }) => ({ service_name: g.service_name, operation: g.operation, trace_count: d.count, error_count: d.errors, p50: selectPercentile(d.durations, 0.5), p95: selectPercentile(d.durations, 0.95) }))
       .sort((a, b) => (b.p95 ?? -1) - (a.p95 ?? -1) || (a.operation < b.operation ? -1 : 1))

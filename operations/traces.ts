@@ -16,7 +16,7 @@ import {
 import { isEntrySpan, orderSpans, spanKindName, SPAN_KIND_NAMES, spanStatusName, spanTree, summarizeTrace } from '../src/domain/traces/trace-summary.js';
 import { TracePager } from '../src/domain/traces/trace-pager.js';
 import { buildServiceMap, planSlices, type MapSpan } from '../src/domain/traces/service-map.js';
-import type { EntryFilter, ListStream, SpanLiteRow } from '../src/storage/traces-read-repo.js';
+import type { EntryFilter, ListStream, SpanLiteRow, StreamRow } from '../src/storage/traces-read-repo.js';
 import { logRowOut, logRowSchema } from './logs.js';
 
 // ---- shared parameters ----------------------------------------------------------------------
@@ -206,21 +206,46 @@ export const list = defineOperation({
     const pager = new TracePager<{ trace_id: string; started_ms: number; row: TraceRow }>(byDuration ? DURATION_SORT_SCAN : input.offset + input.limit + 1);
     let accepted = 0;
     let scanTruncated = false;
-    for await (const span of repo.spanStream(pid, stream, w.fromMs, w.toMs)) {
-      if (pager.complete(span.start_ms)) {
-        scanTruncated = byDuration;
-        break;
+    // New traces are loaded in batches (one round trip each on ClickHouse), then judged in stream
+    // order. The page is final at the same trace as one at a time would find it: `complete` only
+    // grows with what was accepted, and rows between first sightings do not change it.
+    const need = byDuration ? DURATION_SORT_SCAN : input.offset + input.limit + 1;
+    const it = repo.spanStream(pid, stream, w.fromMs, w.toMs)[Symbol.asyncIterator]();
+    let exhausted = false;
+    let stopped = false;
+    while (!exhausted && !stopped) {
+      const want = Math.max(8, Math.min(64, need - accepted));
+      const fresh: StreamRow[] = [];
+      while (fresh.length < want) {
+        const n = await it.next();
+        if (n.done) {
+          exhausted = true;
+          break;
+        }
+        if (pager.complete(n.value.start_ms)) {
+          stopped = true;
+          break;
+        }
+        if (pager.firstSight(n.value.trace_id)) fresh.push(n.value);
       }
-      if (!pager.firstSight(span.trace_id)) continue;
-      const spans = await repo.traceSpansLite(pid, span.trace_id);
-      const t = traceRow(span.trace_id, spans);
-      if (!t || t.started_ms < w.fromMs || t.started_ms >= w.toMs) continue;
-      if (input.status !== undefined && t.row.status !== input.status) continue;
-      if (postEntryCheck && !entryMatches(spans)) continue;
-      if (!envMatches(spans)) continue;
-      pager.accept({ trace_id: span.trace_id, started_ms: t.started_ms, row: t.row });
-      accepted++;
+      const loaded = await repo.tracesSpansLite(pid, fresh.map((f) => f.trace_id));
+      for (const span of fresh) {
+        if (pager.complete(span.start_ms)) {
+          stopped = true;
+          break;
+        }
+        const spans = loaded.get(span.trace_id) ?? [];
+        const t = traceRow(span.trace_id, spans);
+        if (!t || t.started_ms < w.fromMs || t.started_ms >= w.toMs) continue;
+        if (input.status !== undefined && t.row.status !== input.status) continue;
+        if (postEntryCheck && !entryMatches(spans)) continue;
+        if (!envMatches(spans)) continue;
+        pager.accept({ trace_id: span.trace_id, started_ms: t.started_ms, row: t.row });
+        accepted++;
+      }
     }
+    if (!exhausted) await it.return?.();
+    if (stopped) scanTruncated = byDuration;
     let page: { rows: { row: TraceRow }[]; hasMore: boolean };
     if (byDuration) {
       const all = pager.page(0, DURATION_SORT_SCAN).rows.slice(0, DURATION_SORT_SCAN);
@@ -300,29 +325,25 @@ export const operations = defineOperation({
     const needs = sortNeeds(input.sort);
     // Read only what the sort needs for every group; the full detail only for the rows returned.
     const matched: OperationGroup[] = [];
-    for (const g of groups) {
-      if (needs === 'last') {
-        const last = await repo.groupLastSeen(pid, g, f);
-        if (last !== null) matched.push({ ...g, last_ms: last });
-      } else if (needs === 'counts') {
-        const c = await repo.groupCounts(pid, g, f);
-        if (c.count > 0) matched.push({ ...g, last_ms: NaN, count: c.count, errors: c.errors }); // last_ms: read with the detail
-      } else {
-        // Every group's durations (for p95); sparklines only for the rows returned.
-        const d = await repo.groupDetail(pid, g, f, false);
-        if (d.count > 0) matched.push({ ...g, last_ms: d.last_ms!, count: d.count, errors: d.errors, durations: d.durations });
-      }
+    if (needs === 'last') {
+      const last = await repo.groupsLastSeen(pid, groups, f);
+      groups.forEach((g, i) => last[i] !== null && matched.push({ ...g, last_ms: last[i]! }));
+    } else if (needs === 'counts') {
+      const c = await repo.groupsCounts(pid, groups, f);
+      groups.forEach((g, i) => c[i]!.count > 0 && matched.push({ ...g, last_ms: NaN, count: c[i]!.count, errors: c[i]!.errors })); // last_ms: read with the detail
+    } else {
+      // Every group's durations (for p95); sparklines only for the rows returned.
+      const d = await repo.groupsDetail(pid, groups, f, false);
+      groups.forEach((g, i) => d[i]!.count > 0 && matched.push({ ...g, last_ms: d[i]!.last_ms!, count: d[i]!.count, errors: d[i]!.errors, durations: d[i]!.durations }));
     }
     matched.sort(compareGroups(input.sort));
-    const top: OperationGroup[] = [];
-    for (const g of matched.slice(0, input.limit)) {
-      if (g.durations) {
-        top.push({ ...g, buckets: await repo.groupSparkline(pid, g, f) });
-        continue;
-      }
-      const d = await repo.groupDetail(pid, g, f);
-      top.push({ ...g, last_ms: d.last_ms ?? g.last_ms, count: d.count, errors: d.errors, durations: d.durations, buckets: d.buckets ?? undefined });
-    }
+    const shown = matched.slice(0, input.limit);
+    const details = await repo.groupsDetail(pid, shown, f, true);
+    const top = shown.map((g, i): OperationGroup => {
+      const d = details[i]!;
+      if (g.durations) return { ...g, buckets: d.buckets! };
+      return { ...g, last_ms: d.last_ms ?? g.last_ms, count: d.count, errors: d.errors, durations: d.durations, buckets: d.buckets ?? undefined };
+    });
     return {
       data: top.map((g) => {
         const { last_ms, ...row } = operationRow(g);
@@ -608,8 +629,10 @@ export const serviceMap = defineOperation({
 
     // Exact entry-span counts per service.
     const counts = new Map<string, { request_count: number; error_count: number }>();
-    for (const g of (await repo.entryGroups(pid)).groups) {
-      const c = await repo.groupCounts(pid, g, f);
+    const { groups } = await repo.entryGroups(pid);
+    const groupCounts = await repo.groupsCounts(pid, groups, f);
+    for (const [i, g] of groups.entries()) {
+      const c = groupCounts[i]!;
       const cur = counts.get(g.service_name) ?? { request_count: 0, error_count: 0 };
       cur.request_count += c.count;
       cur.error_count += c.errors;
@@ -640,8 +663,8 @@ export const serviceMap = defineOperation({
       serviceLimit: input.service_limit,
       callLimit: input.call_limit,
       lookups: {
-        parentService: (sp) => repo.parentService(pid, sp.trace_id, sp.parent_span_id!),
-        childServices: (sp) => repo.childServices(pid, sp.trace_id, sp.span_id),
+        parentServices: (sps) => repo.spanServices(pid, sps.map((sp) => ({ trace_id: sp.trace_id, span_id: sp.parent_span_id! }))),
+        childServices: (sps) => repo.childServicesOf(pid, sps.map((sp) => ({ trace_id: sp.trace_id, span_id: sp.span_id }))),
       },
     });
     return { ...map, sampled: sampleFraction < 1, sample_fraction: Math.round(sampleFraction * 10_000) / 10_000, ...windowOut(w) };

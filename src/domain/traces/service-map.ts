@@ -132,10 +132,10 @@ export interface MapFilter {
 }
 
 export interface MapLookups {
-  /** Service of a parent span that was not read with the sample (null when it was never received). */
-  parentService?(span: MapSpan): string | null | Promise<string | null>;
-  /** Services of the child spans of a producer span (consumers) that were not read with the sample. */
-  childServices?(span: MapSpan): string[] | Promise<string[]>;
+  /** Service of the parent span of each span, whose parent was not read with the sample (null when it was never received); in order. */
+  parentServices?(spans: MapSpan[]): Promise<(string | null)[]>;
+  /** Services of the child spans of each producer span (consumers) that were not read with the sample; in order. */
+  childServices?(spans: MapSpan[]): Promise<string[][]>;
 }
 
 export interface MapNode {
@@ -293,7 +293,8 @@ export async function buildServiceMap(input: ServiceMapInput): Promise<ServiceMa
 
   // Look the missing partners up, within a budget: each group (same service, or same producer and
   // destination) is resolved on evenly spread members, each standing in for group size / resolved.
-  const resolveGroups = async (spans: MapSpan[], keyOf: (s: MapSpan) => string, share: number, each: (s: MapSpan, weight: number) => Promise<void>) => {
+  /** Evenly spread members of each group, each standing in for group size / resolved (in group order). */
+  const pickFromGroups = (spans: MapSpan[], keyOf: (s: MapSpan) => string, share: number): { s: MapSpan; w: number }[] => {
     const groups = new Map<string, MapSpan[]>();
     for (const s of spans) {
       const k = keyOf(s);
@@ -301,22 +302,28 @@ export async function buildServiceMap(input: ServiceMapInput): Promise<ServiceMa
       if (!g) groups.set(k, (g = []));
       g.push(s);
     }
+    const picked: { s: MapSpan; w: number }[] = [];
     for (const g of groups.values()) {
       const k = Math.max(1, Math.min(g.length, Math.floor((share * g.length) / spans.length)));
-      for (let i = 0; i < k; i++) await each(g[Math.floor((i * g.length) / k)]!, g.length / k);
+      for (let i = 0; i < k; i++) picked.push({ s: g[Math.floor((i * g.length) / k)]!, w: g.length / k });
     }
+    return picked;
   };
   const lookups = input.lookups;
   const half = Math.max(1, Math.floor(budget / 2));
-  if (lookups?.parentService) {
-    await resolveGroups(orphans, (s) => s.service_name, half, async (s, w) => {
-      const svc = await lookups.parentService!(s);
+  if (lookups?.parentServices) {
+    const picked = pickFromGroups(orphans, (s) => s.service_name, half);
+    const services = picked.length ? await lookups.parentServices(picked.map((p) => p.s)) : [];
+    picked.forEach(({ s, w }, i) => {
+      const svc = services[i] ?? null;
       if (svc !== null && svc !== s.service_name) addEdge(svc, s.service_name, s, w, true);
     });
   }
   if (lookups?.childServices) {
-    await resolveGroups(producers, (s) => `${s.service_name}\u0000${peerTargetOf(attrsOf(s) ?? {})?.name ?? ''}`, half, async (s, w) => {
-      if (!(await lookups.childServices!(s)).some((svc) => svc !== s.service_name)) addPeerEdge(s, w);
+    const picked = pickFromGroups(producers, (s) => `${s.service_name}\u0000${peerTargetOf(attrsOf(s) ?? {})?.name ?? ''}`, half);
+    const children = picked.length ? await lookups.childServices(picked.map((p) => p.s)) : [];
+    picked.forEach(({ s, w }, i) => {
+      if (!(children[i] ?? []).some((svc) => svc !== s.service_name)) addPeerEdge(s, w);
     });
   } else {
     for (const s of producers) addPeerEdge(s);

@@ -71,7 +71,7 @@ describe('buildServiceMap', () => {
           { service_name: 'users', request_count: 3, error_count: 0 },
           { service_name: 'billing', request_count: 1, error_count: 0 },
         ],
-        lookups: { parentService: () => 'gateway', childServices: () => ['mailer'] },
+        lookups: { parentServices: async (sps) => sps.map(() => 'gateway'), childServices: async (sps) => sps.map(() => ['mailer']) },
       }),
     );
     expect(map.edges.map((e) => `${e.source}->${e.target}`).sort()).toEqual(['gateway->billing', 'web->users']);
