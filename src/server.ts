@@ -6,6 +6,7 @@ import { pino, type Logger } from 'pino';
 import { loadConfig, type AppConfig } from './core/config.js';
 import { createCore, type Core } from './core/invoke.js';
 import type { ChEngine } from './storage/clickhouse/client.js';
+import { expireClickHouseSpans } from './storage/clickhouse/retention.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { requestId } from './http/middleware/request-id.js';
@@ -133,7 +134,11 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   });
   metrics.gauge('sightline_write_queue_depth', 'Ingest writes waiting for the next group commit.', () => services.writeBatch.depth());
   services.serverStatus = async () => serverStatus(s);
-  const retention = createRetentionRunner({ repo: services.retention, targets: EXPIRY_TARGETS, config: config.retention, now: core.now, log, metrics });
+  const ch = services.clickhouse;
+  const retention = createRetentionRunner({
+    repo: services.retention, targets: EXPIRY_TARGETS, config: config.retention, now: core.now, log, metrics,
+    external: ch ? [{ kind: 'spans', expire: (cutoffs) => expireClickHouseSpans(ch.engine, cutoffs) }] : [],
+  });
 
   // Behind N trusted proxies the client address is the N-th X-Forwarded-For entry from the right
   // (Koa keeps the last maxIpsCount entries and takes the first of them).

@@ -150,6 +150,11 @@ export function createRetentionRunner(deps: {
   metrics?: SelfMetrics;
   /** Timing of batches (tests inject it); default: performance.now, event-loop utilization, setTimeout. */
   pacing?: Pacing;
+  /**
+   * Telemetry kept outside SQLite (spans in ClickHouse): given each project's cutoff for the kind,
+   * expires what is older and returns how many rows went. Run after the SQLite targets.
+   */
+  external?: { kind: RetentionKind; expire(cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> }[];
 }): RetentionRunner {
   const { repo, targets, config, now } = deps;
   const pacing: Pacing = deps.pacing ?? { clock: () => performance.now(), busy: loopBusy(), pause: sleep };
@@ -185,6 +190,13 @@ export function createRetentionRunner(deps: {
         await paced((limit) => repo.expireBatch(target, projectId, cutoff, limit), { maxUnits: config.batchRows, minUnits: 16, targetMs: batchMs, share, floor: floor(), stopped: () => stopped, onStep: (n) => add(report.expired, target.kind, n, 'retention') }, pacing);
         if (stopped) return finish(report, startedAt);
       }
+    }
+
+    // 1b. Retention periods of telemetry kept elsewhere (ClickHouse).
+    for (const ext of deps.external ?? []) {
+      const cutoffs = repo.projects().map((projectId) => ({ projectId, cutoffMs: startedAt - effectiveRetention(ext.kind, repo.settings(projectId)[ext.kind], config.maxDays).days * DAY_MS }));
+      add(report.expired, ext.kind, await ext.expire(cutoffs), 'retention');
+      if (stopped) return finish(report, startedAt);
     }
 
     // 2. Disk budget: the oldest telemetry of any kind and project first.

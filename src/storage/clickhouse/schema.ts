@@ -50,7 +50,8 @@ export const CH_MIGRATIONS: ChMigration[] = [
         received_ms Float64
       ) ENGINE = MergeTree PARTITION BY ${DAY('start_ms')} ORDER BY (project_id, start_ms)`,
       // One row per trace per insert (as SQLite's trace_chunks): finds a trace's time range by the
-      // primary key, so a trace's spans are read from that range only.
+      // primary key, so a trace's spans are read from that range only. Partitioned by the day of its
+      // latest span start: a chunk goes only once every span it names is past the cutoff.
       `CREATE TABLE IF NOT EXISTS trace_chunks (
         project_id UInt32,
         trace_id String,
@@ -59,15 +60,16 @@ export const CH_MIGRATIONS: ChMigration[] = [
         max_end_ms Float64,
         span_count UInt32,
         error_count UInt32
-      ) ENGINE = MergeTree PARTITION BY ${DAY('min_start_ms')} ORDER BY (project_id, trace_id)`,
-      // Distinct (service, operation) of entry spans, written when a process first sees one; read
-      // with DISTINCT (duplicates across processes are harmless).
+      ) ENGINE = MergeTree PARTITION BY ${DAY('max_start_ms')} ORDER BY (project_id, trace_id)`,
+      // Distinct (service, operation) of entry spans per day, written when a process first sees one
+      // on that day; read with DISTINCT (duplicates across processes are harmless). Expires with the
+      // spans, so the groups listed are those with retained spans (to the day).
       `CREATE TABLE IF NOT EXISTS entry_operations (
         project_id UInt32,
         service_name String,
         operation String,
-        first_ms Float64
-      ) ENGINE = MergeTree PARTITION BY tuple() ORDER BY (project_id, service_name, operation)`,
+        day UInt32
+      ) ENGINE = MergeTree PARTITION BY day ORDER BY (project_id, service_name, operation, day)`,
     ],
   },
 ];

@@ -44,7 +44,7 @@ interface ChunkRow {
 interface Rows {
   spans: ChSpanRow[];
   chunks: ChunkRow[];
-  ops: { project_id: number; service_name: string; operation: string; first_ms: number }[];
+  ops: { project_id: number; service_name: string; operation: string; day: number }[];
 }
 const empty = (): Rows => ({ spans: [], chunks: [], ops: [] });
 const append = (into: Rows, from: Rows) => {
@@ -85,6 +85,13 @@ export function spanRow(projectId: number, sp: SpanRecord, source: string, recei
   };
 }
 
+/** The UTC day of an epoch-ms time as YYYYMMDD (ClickHouse's toYYYYMMDD of the partition key). */
+export function utcDay(ms: number): number {
+  const d = new Date(Math.max(0, Math.floor(ms)));
+  return d.getUTCFullYear() * 10000 + (d.getUTCMonth() + 1) * 100 + d.getUTCDate();
+}
+const opKey = (pid: number, service: string, operation: string, day: number) => `${pid}\u0000${service}\u0000${operation}\u0000${day}`;
+
 /**
  * Spans bound for ClickHouse. Inside a write batch (src/storage/write-batcher.ts) a job's rows are
  * kept only when its savepoint is released, and the batch's rows are inserted after the SQLite
@@ -117,7 +124,7 @@ export function createChSpanStore(engine: ChEngine) {
           await engine.insert('entry_operations', rows.ops);
           for (const x of w) x.resolve();
         } catch (e) {
-          for (const r of rows.ops) seenOps.delete(`${r.project_id}\u0000${r.service_name}\u0000${r.operation}`);
+          for (const r of rows.ops) seenOps.delete(opKey(r.project_id, r.service_name, r.operation, r.day));
           for (const x of w) x.reject(e);
         }
       }
@@ -153,10 +160,12 @@ export function createChSpanStore(engine: ChEngine) {
       if (r.start_ms > c.max_start_ms) c.max_start_ms = r.start_ms;
       if (r.end_ms > c.max_end_ms) c.max_end_ms = r.end_ms;
       if (r.is_entry) {
-        const k = `${pid}\u0000${r.service_name}\u0000${r.operation}`;
+        const day = utcDay(r.start_ms);
+        const k = opKey(pid, r.service_name, r.operation, day);
         if (!seenOps.has(k)) {
+          if (seenOps.size > 200_000) seenOps.clear(); // a re-insert is a harmless duplicate
           seenOps.add(k);
-          rows.ops.push({ project_id: pid, service_name: r.service_name, operation: r.operation, first_ms: r.start_ms });
+          rows.ops.push({ project_id: pid, service_name: r.service_name, operation: r.operation, day });
         }
       }
     }
@@ -173,7 +182,7 @@ export function createChSpanStore(engine: ChEngine) {
     },
     jobEnd(ok) {
       if (ok) append(batch, job);
-      else for (const r of job.ops) seenOps.delete(`${r.project_id}\u0000${r.service_name}\u0000${r.operation}`);
+      else for (const r of job.ops) seenOps.delete(opKey(r.project_id, r.service_name, r.operation, r.day));
       job = empty();
     },
     end() {
@@ -182,7 +191,7 @@ export function createChSpanStore(engine: ChEngine) {
       batch = empty();
     },
     abort() {
-      for (const r of sealed.ops) seenOps.delete(`${r.project_id}\u0000${r.service_name}\u0000${r.operation}`);
+      for (const r of sealed.ops) seenOps.delete(opKey(r.project_id, r.service_name, r.operation, r.day));
       sealed = empty();
     },
     commit() {

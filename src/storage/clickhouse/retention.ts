@@ -1,0 +1,59 @@
+import { lit, type ChEngine } from './client.js';
+
+const DAY_MS = 86_400_000;
+
+/** Tables of spans in ClickHouse, with the column their day partition and their expiry follow. */
+const SPAN_TABLES = [
+  { table: 'spans', time: 'start_ms', day: false },
+  { table: 'trace_chunks', time: 'max_start_ms', day: false },
+  { table: 'entry_operations', time: 'day', day: true },
+] as const;
+
+const dayNumber = (ms: number) => {
+  const d = new Date(ms);
+  return d.getUTCFullYear() * 10000 + (d.getUTCMonth() + 1) * 100 + d.getUTCDate();
+};
+const dayStart = (ms: number) => Math.floor(ms / DAY_MS) * DAY_MS;
+/** Start of the day after a YYYYMMDD partition. */
+const partitionEnd = (p: number) => Date.UTC(Math.floor(p / 10000), (Math.floor(p / 100) % 100) - 1, p % 100) + DAY_MS;
+
+/**
+ * Expiry of the spans kept in ClickHouse, run by the retention pass (src/core/retention.ts) with each
+ * project's cutoff. Cutoffs are whole UTC days (a span is kept at most a day past its retention, as
+ * with ClickHouse's own day-partition TTLs; 18.16 has no TTL). Days every project's retention has
+ * passed are dropped as partitions (no rewrite); a project whose retention is shorter than the
+ * longest has its older rows deleted by a mutation (`ALTER TABLE … DELETE`, applied in the
+ * background), at most once per day of data. Returns the spans expired.
+ */
+export async function expireClickHouseSpans(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  if (!cutoffs.length) return 0;
+  const days = cutoffs.map((c) => ({ pid: Number(c.projectId), cut: dayStart(c.cutoffMs) }));
+  const global = Math.min(...days.map((d) => d.cut));
+  let expired = 0;
+  for (const t of SPAN_TABLES) {
+    const parts = await engine.query<{ p: string; rows: number }>(
+      `SELECT partition AS p, sum(rows) AS rows FROM system.parts WHERE database = currentDatabase() AND table = ${lit(t.table)} AND active GROUP BY partition`,
+    );
+    for (const part of parts) {
+      const p = Number(part.p);
+      if (!Number.isInteger(p) || partitionEnd(p) > global) continue;
+      await engine.command(`ALTER TABLE ${t.table} DROP PARTITION ${p}`);
+      if (t.table === 'spans') expired += Number(part.rows);
+    }
+    for (const d of days) {
+      if (d.cut <= global) continue;
+      const cond = `project_id = ${lit(d.pid)} AND ${t.time} < ${lit(t.day ? dayNumber(d.cut) : d.cut)}`;
+      const [c] = await engine.query<{ n: number }>(`SELECT count() AS n FROM ${t.table} WHERE ${cond}`);
+      if (!c || !Number(c.n)) continue;
+      await engine.command(`ALTER TABLE ${t.table} DELETE WHERE ${cond}`);
+      if (t.table === 'spans') expired += Number(c.n);
+    }
+  }
+  return expired;
+}
+
+/** Whether mutations (background deletes) are still running; tests wait for them. */
+export async function clickHouseMutationsPending(engine: ChEngine): Promise<boolean> {
+  const [r] = await engine.query<{ n: number }>('SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND is_done = 0');
+  return Number(r?.n ?? 0) > 0;
+}
