@@ -1,9 +1,11 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { groupFromRow, type ErrorGroupRow } from './errors-repo.js';
 import { createTraceSpans, SPAN_NAME_SQL } from './trace-spans.js';
 import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
+import { HOUR_MS } from './migrations/046-error-group-hours.js';
 
 /**
  * The read and workflow side of error groups (the write side, grouping at ingest, is errors-repo.ts):
@@ -402,6 +404,26 @@ export function createErrorGroupsRepo(db: Db) {
     return r && r.short_id.toUpperCase() === shortId.toUpperCase() ? r : undefined;
   }
 
+  const windowStmts = new Map<string, Statement>();
+  /** The window-count read for a group with `n - 1` merged duplicates, with whole hours from the tallies or all from events. */
+  function windowStmt(n: number, hours: boolean): Statement {
+    const k = `${n}:${hours}`;
+    let st = windowStmts.get(k);
+    if (!st) {
+      const ids = Array(n).fill('?').join(', ');
+      const raw = (hi: '<' | '<=') => `SELECT 1 AS n, ${USER_KEY} AS k FROM error_events WHERE project_id = ? AND group_id IN (${ids}) AND timestamp_ms >= ? AND timestamp_ms ${hi} ?`;
+      st = db.prepare(
+        hours
+          ? `SELECT COALESCE(SUM(n), 0) AS events, COUNT(DISTINCT k) AS users FROM (
+               SELECT n, NULLIF(user_key, '') AS k FROM error_group_hour_users WHERE group_id IN (${ids}) AND hour >= ? AND hour < ?
+               UNION ALL ${raw('<')} UNION ALL ${raw('<=')})`
+          : `SELECT COUNT(*) AS events, COUNT(DISTINCT k) AS users FROM (${raw('<=')})`,
+      );
+      windowStmts.set(k, st);
+    }
+    return st;
+  }
+
   function listWhere(f: GroupListFilter, skip?: 'service' | 'environment' | 'level'): { sql: string; args: unknown[] } {
     const where = ['g.project_id = ?', 'g.merged_into IS NULL'];
     const args: unknown[] = [];
@@ -508,19 +530,24 @@ export function createErrorGroupsRepo(db: Db) {
 
     /**
      * Events and distinct users of each group's history (with its merged duplicates) in [fromMs, toMs]
-     * (event time): an index range per group, reading only the window.
+     * (event time). The window's whole hours come from the per-(group, hour, user key) tallies
+     * (migration 046), the partial hours at its two edges from the events themselves; distinct users
+     * are the distinct keys of both, so the count stays exact.
      */
     windowCounts(projectId: string, groupIds: readonly string[], fromMs?: number, toMs?: number): Map<string, { events: number; users: number }> {
       const pid = Number(projectId);
+      const from = fromMs ?? MIN_MS;
+      const to = toMs ?? MAX_MS;
+      // Whole hours [hStart, hEnd): every event time in them is inside [from, to] (times may be fractional).
+      const hStart = Math.ceil(from / HOUR_MS) * HOUR_MS;
+      const hEnd = Math.floor(to / HOUR_MS) * HOUR_MS;
       const out = new Map<string, { events: number; users: number }>();
       for (const id of groupIds) {
         const ids = eventGroupIds(projectId, id);
-        const r = db
-          .prepare(
-            `SELECT COUNT(*) AS events, COUNT(DISTINCT ${USER_KEY}) AS users FROM error_events
-             WHERE project_id = ? AND group_id IN (${inList(ids)}) AND timestamp_ms >= ? AND timestamp_ms <= ?`,
-          )
-          .get(pid, ...ids, fromMs ?? MIN_MS, toMs ?? MAX_MS) as { events: number; users: number };
+        const r =
+          hEnd > hStart
+            ? (windowStmt(ids.length, true).get(...ids, hStart, hEnd, pid, ...ids, from, hStart, pid, ...ids, hEnd, to) as { events: number; users: number })
+            : (windowStmt(ids.length, false).get(pid, ...ids, from, to) as { events: number; users: number });
         out.set(id, r);
       }
       return out;

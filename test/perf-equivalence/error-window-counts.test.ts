@@ -1,0 +1,145 @@
+/**
+ * The window counts of errors.list / errors.get (`window_event_count`, `window_user_count`) read the
+ * window's whole hours from the per-(group, hour, user key) tallies kept at ingest (migration 046)
+ * and only its edge hours from events. On randomized data they equal a straightforward count over
+ * the events — through write batches (a rolled-back job included), merges and unmerges (events stay
+ * on the group they counted on), expiry in small batches with the cutoff inside an hour, and windows
+ * whose edges fall inside hours, on hour boundaries, or are left open.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/storage/db.js';
+import { createErrorsIngestRepo, type KeyedErrorEvent } from '../../src/storage/errors-repo.js';
+import { createErrorGroupsRepo } from '../../src/storage/error-groups-repo.js';
+import { createWriteBatcher } from '../../src/storage/write-batcher.js';
+import { createRetentionRepo, EXPIRY_TARGETS } from '../../src/storage/retention-repo.js';
+import { userKeySql } from '../../src/domain/errors/users.js';
+import { ERROR_GROUP_HOURS_BACKFILL } from '../../src/storage/migrations/046-error-group-hours.js';
+import type { ErrorEventRecord } from '../../src/domain/telemetry-types.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'sightline-window-counts-'));
+const db = openDatabase(join(dir, 'w.db'));
+afterAll(() => {
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+db.prepare("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'Org', 0)").run();
+db.prepare("INSERT INTO projects (id, org_id, name, slug, created_at) VALUES (1, 'o', 'web', 'web', 0)").run();
+
+const HOUR = 3_600_000;
+const T0 = Date.UTC(2026, 0, 1, 0);
+let seed = 7;
+const rnd = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+const int = (n: number) => Math.floor(rnd() * n);
+const USERS: (Record<string, unknown> | null)[] = [
+  null, null, null, { ip_address: '{{auto}}' },
+  ...Array.from({ length: 8 }, (_, i) => ({ id: `u${i}` })),
+  { id: 42 }, { id: '42' }, { email: 'a@x.io' }, { username: 'bo' }, { ip_address: '10.0.0.1' }, { id: '', email: 'c@x.io' },
+];
+const FPS = ['fa', 'fb', 'fc', 'fd'];
+let nEvents = 0;
+
+function event(): KeyedErrorEvent {
+  const fp = FPS[int(FPS.length)]!;
+  // Eight hours; a third of the times fractional (the column is REAL).
+  const ts = T0 + int(8 * HOUR) + (rnd() < 0.3 ? 0.25 : 0);
+  const e: ErrorEventRecord = {
+    event_id: `e${nEvents++}`, timestamp_ms: ts, received_ms: ts + 10, source: 'sentry', platform: 'node', level: 'error', message: fp, exceptions: [],
+    fingerprint: null, environment: 'production', release: '', service_name: 'api', server_name: '', transaction: '', tags: {},
+    user: USERS[int(USERS.length)] ?? null, trace_id: null, span_id: null, payload: {},
+  } as ErrorEventRecord;
+  return { event: e, key: { fingerprint: fp, method: 'message', type: 'Error', title: fp, culprit: '' } as never };
+}
+
+const ingest = createErrorsIngestRepo(db);
+const groups = createErrorGroupsRepo(db);
+const batch = createWriteBatcher(db, 512, [ingest.batchParticipant]);
+const retention = createRetentionRepo(db);
+const errorTarget = EXPIRY_TARGETS.find((t) => t.table === 'error_events')!;
+
+async function ingestSome(n: number) {
+  // Half alone (one transaction per call), half in write batches with a job that rolls back.
+  const alone = Array.from({ length: Math.floor(n / 2) }, event);
+  for (let i = 0; i < alone.length; i += 5) ingest.ingest('1', 'web', alone.slice(i, i + 5), T0);
+  const jobs: Promise<unknown>[] = [];
+  for (let i = 0; i < n - alone.length; i += 3) {
+    const items = Array.from({ length: 3 }, event);
+    jobs.push(batch(() => ingest.ingest('1', 'web', items, T0)));
+  }
+  const doomed = [event(), event()];
+  jobs.push(batch(() => {
+    ingest.ingest('1', 'web', doomed, T0);
+    throw new Error('rolled back');
+  }).catch(() => undefined));
+  await Promise.all(jobs);
+}
+
+const gid = (fp: string) => db.prepare('SELECT id FROM error_groups WHERE fingerprint = ?').pluck().get(fp) as string;
+
+/** The straightforward answer: every event of the group and its active duplicates in the window. */
+function reference(groupId: string, fromMs?: number, toMs?: number) {
+  const ids = [groupId, ...(db.prepare('SELECT id FROM error_groups WHERE merged_into = ?').pluck().all(groupId) as string[])];
+  return db
+    .prepare(`SELECT COUNT(*) AS events, COUNT(DISTINCT ${userKeySql('user_json')}) AS users FROM error_events
+      WHERE project_id = 1 AND group_id IN (${ids.map(() => '?').join(', ')}) AND timestamp_ms >= ? AND timestamp_ms <= ?`)
+    .get(...ids, fromMs ?? -8.64e15, toMs ?? 8.64e15);
+}
+
+function windows(): [number | undefined, number | undefined][] {
+  const out: [number | undefined, number | undefined][] = [
+    [undefined, undefined], [T0, undefined], [undefined, T0 + 3 * HOUR], [T0, T0 + 8 * HOUR], [T0 + HOUR, T0 + 2 * HOUR],
+    [T0 + HOUR, T0 + 3 * HOUR - 1], [T0 + HOUR + 1, T0 + 3 * HOUR], [T0 + 0.25, T0 + 5 * HOUR + 0.25], [T0 + 2 * HOUR + 10, T0 + 2 * HOUR + 500_000],
+  ];
+  for (let i = 0; i < 25; i++) {
+    const a = T0 - HOUR + int(10 * HOUR) + (rnd() < 0.3 ? 0.25 : 0);
+    const b = a + int(6 * HOUR);
+    out.push([a, b]);
+  }
+  return out;
+}
+
+function checkAll() {
+  for (const fp of FPS) {
+    const id = gid(fp);
+    if (!id) continue;
+    for (const [from, to] of windows()) {
+      expect({ fp, from, to, ...groups.windowCounts('1', [id], from, to).get(id) }).toEqual({ fp, from, to, ...(reference(id, from, to) as object) });
+    }
+  }
+  // The tallies are what rebuilding them from the stored events gives (rows at 0 are gone).
+  const rows = () => db.prepare('SELECT group_id, hour, user_key, n FROM error_group_hour_users ORDER BY 1, 2, 3').all();
+  const kept = rows();
+  db.exec('SAVEPOINT rebuild; DELETE FROM error_group_hour_users;' + ERROR_GROUP_HOURS_BACKFILL);
+  const rebuilt = rows();
+  db.exec('ROLLBACK TO rebuild; RELEASE rebuild');
+  expect(kept).toEqual(rebuilt);
+}
+
+describe('error group window counts from hourly tallies', () => {
+  it('equal a count over the events after ingest, merge, unmerge and expiry', async () => {
+    await ingestSome(600);
+    expect(groups.windowCounts('1', [gid('fa')], T0, T0 + 8 * HOUR).get(gid('fa'))!.events).toBeGreaterThan(50);
+    checkAll();
+
+    // Merge: fb and fc into fa; their new events count on fa (fingerprint group kept).
+    expect(groups.merge('1', gid('fa'), [gid('fb'), gid('fc')], T0).ok).toBe(true);
+    await ingestSome(300);
+    checkAll();
+
+    // Unmerge fc: the events it had stay its own, those counted on fa while merged stay fa's.
+    expect(groups.unmerge('1', gid('fc'), T0).ok).toBe(true);
+    await ingestSome(200);
+    checkAll();
+
+    // Expiry in small batches, the cutoff inside an hour.
+    const cutoff = T0 + 2 * HOUR + 1_234_567.5;
+    while (retention.expireBatch(errorTarget, '1', cutoff, 17) > 0);
+    expect(db.prepare('SELECT COUNT(*) FROM error_events WHERE timestamp_ms < ?').pluck().get(cutoff)).toBe(0);
+    checkAll();
+    while (retention.expireBatch(errorTarget, '1', T0 + 5 * HOUR, 50) > 0);
+    await ingestSome(100);
+    checkAll();
+  });
+});
