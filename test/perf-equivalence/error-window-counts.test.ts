@@ -4,7 +4,8 @@
  * and only its edge hours from events. On randomized data they equal a straightforward count over
  * the events — through write batches (a rolled-back job included), merges and unmerges (events stay
  * on the group they counted on), expiry in small batches with the cutoff inside an hour, and windows
- * whose edges fall inside hours, on hour boundaries, or are left open.
+ * whose edges fall inside hours, on hour boundaries, or are left open. The latest event of a group's
+ * history (errors.get) is the newest by event time, then received time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,9 +45,10 @@ let nEvents = 0;
 function event(): KeyedErrorEvent {
   const fp = FPS[int(FPS.length)]!;
   // Eight hours; a third of the times fractional (the column is REAL).
-  const ts = T0 + int(8 * HOUR) + (rnd() < 0.3 ? 0.25 : 0);
+  // Some events share the latest time (ties broken by received time).
+  const ts = rnd() < 0.05 ? T0 + 8 * HOUR - 1 : T0 + int(8 * HOUR) + (rnd() < 0.3 ? 0.25 : 0);
   const e: ErrorEventRecord = {
-    event_id: `e${nEvents++}`, timestamp_ms: ts, received_ms: ts + 10, source: 'sentry', platform: 'node', level: 'error', message: fp, exceptions: [],
+    event_id: `e${nEvents++}`, timestamp_ms: ts, received_ms: Math.floor(ts) + int(1000), source: 'sentry', platform: 'node', level: 'error', message: fp, exceptions: [],
     fingerprint: null, environment: 'production', release: '', service_name: 'api', server_name: '', transaction: '', tags: {},
     user: USERS[int(USERS.length)] ?? null, trace_id: null, span_id: null, payload: {},
   } as ErrorEventRecord;
@@ -107,6 +109,13 @@ function checkAll() {
     for (const [from, to] of windows()) {
       expect({ fp, from, to, ...groups.windowCounts('1', [id], from, to).get(id) }).toEqual({ fp, from, to, ...(reference(id, from, to) as object) });
     }
+    // The latest event of the group's history (read by one seek per group id): the newest by event time, then received time.
+    const ids = [id, ...(db.prepare('SELECT id FROM error_groups WHERE merged_into = ?').pluck().all(id) as string[])];
+    const newest = db
+      .prepare(`SELECT timestamp_ms, received_ms FROM error_events WHERE group_id IN (${ids.map(() => '?').join(', ')}) ORDER BY timestamp_ms DESC, received_ms DESC LIMIT 1`)
+      .get(...ids) as { timestamp_ms: number; received_ms: number } | undefined;
+    const latest = groups.latestEvent('1', id);
+    expect(latest ? { timestamp_ms: latest.timestamp_ms, received_ms: latest.received_ms } : undefined).toEqual(newest);
   }
   // The tallies are what rebuilding them from the stored events gives (rows at 0 are gone).
   const rows = () => db.prepare('SELECT group_id, hour, user_key, n FROM error_group_hour_users ORDER BY 1, 2, 3').all();

@@ -15,6 +15,10 @@ import { userKeySql } from '../../domain/errors/users.js';
  * expiry of error events takes their counts off and drops rows left at 0
  * (src/storage/retention-repo.ts). Events never move between groups (merge and unmerge change
  * `merged_into` only), so the rows never need moving either.
+ *
+ * `error_events_group_traces`: errors.listRelatedTraces groups a group's events of the window by
+ * trace id; with only `error_events_group` every event of the window was read from the table (~0.4 s
+ * for a group of 80k events). This partial index holds the events with a trace id and covers the read.
  */
 export const HOUR_MS = 3_600_000;
 
@@ -41,5 +45,6 @@ CREATE TABLE error_group_hour_users (
   PRIMARY KEY (group_id, hour, user_key)
 ) WITHOUT ROWID;
 ${ERROR_GROUP_HOURS_BACKFILL}
+CREATE INDEX error_events_group_traces ON error_events(project_id, group_id, timestamp_ms, trace_id) WHERE trace_id IS NOT NULL;
 `,
 };
