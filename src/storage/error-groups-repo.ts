@@ -845,8 +845,12 @@ export function createErrorGroupsRepo(db: Db) {
 
     // ---- events -----------------------------------------------------------------------------
 
-    /** Events matching compiled query terms within an optional window, newest first. */
-    searchEvents(projectId: string, o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number; limit: number; offset: number }): { rows: ErrorEventRow[]; total: number } {
+    /**
+     * Events matching compiled query terms within an optional window, newest first. Matches are
+     * counted up to SEARCH_TOTAL_CAP (or the end of the page, when further): an exact count read
+     * every event of the window, ~1 s at 1M events; `capped` says there are more.
+     */
+    searchEvents(projectId: string, o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number; limit: number; offset: number }): { rows: ErrorEventRow[]; total: number; capped: boolean } {
       const c = compileEventTerms(o.terms);
       const where = ['project_id = ?', ...c.sql];
       const args: unknown[] = [Number(projectId), ...c.args];
@@ -859,12 +863,18 @@ export function createErrorGroupsRepo(db: Db) {
         args.push(o.toMs);
       }
       const w = where.join(' AND ');
-      const total = (db.prepare(`SELECT COUNT(*) AS n FROM error_events WHERE ${w}`).get(...args) as { n: number }).n;
+      const cap = Math.max(SEARCH_TOTAL_CAP, o.offset + o.limit);
+      const n = (db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM error_events WHERE ${w} LIMIT ?)`).get(...args, cap + 1) as { n: number }).n;
+      // Few matches (all counted): they are read by the index that found them and sorted (`+timestamp_ms`
+      // keeps the planner from walking the time index for the order, which reads every event of the
+      // window when a selective term such as user.id matches few or none). Many: the time index,
+      // newest first, stops at the page.
+      const order = n <= cap ? '+timestamp_ms DESC, event_id' : 'timestamp_ms DESC, event_id';
       const rows = db
-        .prepare(`SELECT ${EVENT_COLUMNS} FROM error_events WHERE ${w} ORDER BY timestamp_ms DESC, event_id LIMIT ? OFFSET ?`)
+        .prepare(`SELECT ${EVENT_COLUMNS} FROM error_events WHERE ${w} ORDER BY ${order} LIMIT ? OFFSET ?`)
         .all(...args, o.limit, o.offset)
         .map(eventFromRow);
-      return { rows, total };
+      return { rows, total: Math.min(n, cap), capped: n > cap };
     },
 
     /**
@@ -912,6 +922,9 @@ export function createErrorGroupsRepo(db: Db) {
 }
 
 export type ErrorGroupsRepo = ReturnType<typeof createErrorGroupsRepo>;
+
+/** events.search counts matches up to this many (or to the end of the requested page, when further). */
+export const SEARCH_TOTAL_CAP = 1000;
 
 /** events.latency leaves out events received more than this long after they happened. */
 export const LATENCY_MAX_AGE_MS = 3_600_000;

@@ -19,6 +19,7 @@ import { createRetentionRepo, EXPIRY_TARGETS } from '../../src/storage/retention
 import { userKeySql } from '../../src/domain/errors/users.js';
 import { ERROR_GROUP_HOURS_BACKFILL } from '../../src/storage/migrations/046-error-group-hours.js';
 import type { ErrorEventRecord } from '../../src/domain/telemetry-types.js';
+import { parseEventQuery } from '../../src/domain/errors/event-query.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sightline-window-counts-'));
 const db = openDatabase(join(dir, 'w.db'));
@@ -150,5 +151,36 @@ describe('error group window counts from hourly tallies', () => {
     while (retention.expireBatch(errorTarget, '1', T0 + 5 * HOUR, 50) > 0);
     await ingestSome(100);
     checkAll();
+  });
+});
+
+describe('events.search pages and capped totals', () => {
+  /** The straightforward answer: every match of the window, newest first, counted exactly. */
+  function all(where: string, args: unknown[]) {
+    return db.prepare(`SELECT event_id FROM error_events WHERE project_id = 1 AND (${where}) ORDER BY timestamp_ms DESC, event_id`).pluck().all(...args) as string[];
+  }
+
+  it('return the newest-first page of every match and count up to 1,000, saying when more match', async () => {
+    // Enough events for a broad query to pass the cap; a few users are rare (selective through the user.id index).
+    await ingestSome(1400);
+    const cases: [string, string, unknown[]][] = [
+      ['', '1', []],
+      ['user.id:u3', "COALESCE(CAST(json_extract(user_json, '$.id') AS TEXT), '') = 'u3' COLLATE NOCASE", []],
+      ['user.id:U3', "COALESCE(CAST(json_extract(user_json, '$.id') AS TEXT), '') = 'u3' COLLATE NOCASE", []],
+      ['user.id:42', "COALESCE(CAST(json_extract(user_json, '$.id') AS TEXT), '') = '42'", []],
+      ['user.id:nobody', '0', []],
+      ['fa', "instr(lower(message), 'fa') > 0", []],
+      ['-fa user.id:u1', "NOT instr(lower(message), 'fa') > 0 AND COALESCE(CAST(json_extract(user_json, '$.id') AS TEXT), '') = 'u1'", []],
+    ];
+    for (const [q, where, args] of cases) {
+      const every = all(where, args);
+      for (const [limit, offset] of [[50, 0], [7, 3], [100, 950], [100, 1000], [20, 5000]] as const) {
+        const r = groups.searchEvents('1', { terms: parseEventQuery(q, T0).terms, limit, offset });
+        expect({ q, limit, offset, ids: r.rows.map((e) => e.event_id) }).toEqual({ q, limit, offset, ids: every.slice(offset, offset + limit) });
+        const cap = Math.max(1000, offset + limit);
+        expect({ q, limit, offset, total: r.total, capped: r.capped }).toEqual({ q, limit, offset, total: Math.min(every.length, cap), capped: every.length > cap });
+      }
+    }
+    expect(all('1', []).length).toBeGreaterThan(1000);
   });
 });
