@@ -184,3 +184,21 @@ describe('events.search pages and capped totals', () => {
     expect(all('1', []).length).toBeGreaterThan(1000);
   });
 });
+
+describe('events.latency in one pass', () => {
+  it('gives the count, nearest-rank percentiles, max and average an SQL aggregate and sort give', async () => {
+    await ingestSome(500);
+    const LAT = 'MAX(0, received_ms - timestamp_ms)';
+    for (const [from, to, service] of [[T0 - HOUR, T0 + 9 * HOUR, undefined], [T0 + HOUR + 0.5, T0 + 3 * HOUR - 7, undefined], [T0, T0 + 8 * HOUR, 'api'], [T0, T0 + 8 * HOUR, 'none']] as const) {
+      const where = `project_id = 1 AND received_ms >= ? AND received_ms <= ? AND received_ms - timestamp_ms <= 3600000${service ? ' AND service_name = ?' : ''}`;
+      const args = [from, to, ...(service ? [service] : [])];
+      const expected = (db.prepare(`SELECT source, COUNT(*) AS count, MAX(${LAT}) AS max_ms, AVG(${LAT}) AS avg_ms FROM error_events WHERE ${where} GROUP BY source ORDER BY source`).all(...args) as {
+        source: string; count: number; max_ms: number; avg_ms: number;
+      }[]).map((r) => {
+        const at = (p: number) => db.prepare(`SELECT ${LAT} FROM error_events WHERE ${where} AND source = ? ORDER BY 1 LIMIT 1 OFFSET ?`).pluck().get(...args, r.source, Math.min(r.count, Math.max(1, Math.ceil((p / 100) * r.count))) - 1);
+        return { ...r, p50_ms: at(50), p95_ms: at(95), p99_ms: at(99), avg_ms: Math.round(r.avg_ms * 1000) / 1000 };
+      });
+      expect(groups.latency('1', { fromMs: from, toMs: to, service })).toEqual(expected);
+    }
+  });
+});
