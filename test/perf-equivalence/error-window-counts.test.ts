@@ -49,8 +49,8 @@ function event(): KeyedErrorEvent {
   // Some events share the latest time (ties broken by received time).
   const ts = rnd() < 0.05 ? T0 + 8 * HOUR - 1 : T0 + int(8 * HOUR) + (rnd() < 0.3 ? 0.25 : 0);
   const e: ErrorEventRecord = {
-    event_id: `e${nEvents++}`, timestamp_ms: ts, received_ms: Math.floor(ts) + int(1000), source: 'sentry', platform: 'node', level: 'error', message: fp, exceptions: [],
-    fingerprint: null, environment: 'production', release: '', service_name: 'api', server_name: '', transaction: '', tags: {},
+    event_id: `e${nEvents++}`, timestamp_ms: ts, received_ms: Math.floor(ts) + int(1000), source: 'sentry', platform: 'node', level: ['error', 'error', 'warning', 'fatal'][int(4)]!, message: fp, exceptions: [],
+    fingerprint: null, environment: 'production', release: '', service_name: ['api', 'API', 'web'][int(3)]!, server_name: '', transaction: '', tags: {},
     user: USERS[int(USERS.length)] ?? null, trace_id: null, span_id: null, payload: {},
   } as ErrorEventRecord;
   return { event: e, key: { fingerprint: fp, method: 'message', type: 'Error', title: fp, culprit: '' } as never };
@@ -169,6 +169,10 @@ describe('events.search pages and capped totals', () => {
       ['user.id:U3', "COALESCE(CAST(json_extract(user_json, '$.id') AS TEXT), '') = 'u3' COLLATE NOCASE", []],
       ['user.id:42', "COALESCE(CAST(json_extract(user_json, '$.id') AS TEXT), '') = '42'", []],
       ['user.id:nobody', '0', []],
+      ['level:FATAL', "level = 'fatal'", []],
+      ['level:warning service:api', "level = 'warning' AND lower(service_name) = 'api'", []],
+      ['level:debug', '0', []],
+      ['service:web', "service_name = 'web'", []],
       ['fa', "instr(lower(message), 'fa') > 0", []],
       ['-fa user.id:u1', "NOT instr(lower(message), 'fa') > 0 AND COALESCE(CAST(json_extract(user_json, '$.id') AS TEXT), '') = 'u1'", []],
     ];

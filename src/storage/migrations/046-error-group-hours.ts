@@ -23,6 +23,9 @@ import { userFieldSql, userKeySql } from '../../domain/errors/users.js';
  * `error_events_user_id`: events.search `user.id:…` (the events of one customer) compares the
  * expression the query compiles to (src/storage/error-groups-repo.ts, EXACT_COLUMN: keep the two
  * identical, collation included), so the matches are an index range instead of every event of the window.
+ * `error_events_level`: `level:…` (with `service:…` read from the index too), for the same reason —
+ * a rare level (fatal) or one that matches nothing read the whole window. events.search counts matches
+ * only up to a cap, so broad terms stop early on the time index; these two serve the selective ones.
  */
 export const HOUR_MS = 3_600_000;
 
@@ -50,6 +53,7 @@ CREATE TABLE error_group_hour_users (
 ) WITHOUT ROWID;
 ${ERROR_GROUP_HOURS_BACKFILL}
 CREATE INDEX error_events_group_traces ON error_events(project_id, group_id, timestamp_ms, trace_id) WHERE trace_id IS NOT NULL;
+CREATE INDEX error_events_level ON error_events(project_id, level COLLATE NOCASE, timestamp_ms, service_name COLLATE NOCASE);
 CREATE INDEX error_events_user_id ON error_events(project_id, ${userFieldSql('user_json', 'id')} COLLATE NOCASE, timestamp_ms);
 `,
 };
