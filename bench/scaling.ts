@@ -24,6 +24,7 @@ import type { Attributes, LogRecordOut, SpanRecord } from '../src/domain/telemet
 import { DAY, FROM, NOW, ROUTES, SERVICES, int, pick, points, rand, resources, scope } from './seed-data.js';
 import { userFieldSql, userKeySql } from '../src/domain/errors/users.js';
 import { shortId } from '../src/storage/errors-repo.js';
+import { ERROR_GROUP_HOURS_BACKFILL } from '../src/storage/migrations/046-error-group-hours.js';
 
 const { values: opts } = parseArgs({ options: { sizes: { type: 'string' }, runs: { type: 'string' }, skip: { type: 'string' }, only: { type: 'string' } } });
 /** Operation label prefixes to leave out / to run alone (e.g. `--skip metrics,observability` while another change owns them). */
@@ -161,6 +162,8 @@ function seedErrors(db: ReturnType<typeof createSightline>['db'], pid: number, n
     db.exec('COMMIT');
   }
   db.transaction(() => {
+    // The per-(group, hour, user key) tallies ingest keeps, as migration 046 backfills them.
+    db.exec(ERROR_GROUP_HOURS_BACKFILL);
     // The group rollups, as migration 034 backfills them from events.
     for (const [kind, col] of [['environment', 'environment'], ['service', 'service_name'], ['release', 'release']] as const)
       db.prepare(`INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen)
@@ -242,6 +245,56 @@ async function timeOp(base: string, key: string, path: () => string): Promise<{ 
   return { p95: t[Math.min(t.length - 1, Math.ceil(t.length * 0.95) - 1)]!, status };
 }
 
+/**
+ * Same-run comparison of the window counts of an errors.list page (the 50 groups of the default
+ * sort): the read from the hourly tallies (what the server does) against counting every event of
+ * the window (what it did before migration 046), alternated on the same file, over the bench's
+ * hour-aligned 24 h window and over a window with both edges inside an hour.
+ */
+function compareWindowCounts(s: ReturnType<typeof createSightline>, project: string, n: number) {
+  const db = s.db;
+  const repo = s.services.errorGroups;
+  const pid = Number(project);
+  const ids = db.prepare('SELECT id FROM error_groups WHERE project_id = ? AND merged_into IS NULL ORDER BY last_seen DESC, id LIMIT 50').pluck().all(pid) as string[];
+  const old = (from: number, to: number) => {
+    const st = db.prepare(`SELECT COUNT(*) AS events, COUNT(DISTINCT ${userKeySql('user_json')}) AS users FROM error_events WHERE project_id = ? AND group_id IN (?) AND timestamp_ms >= ? AND timestamp_ms <= ?`);
+    const out = new Map<string, unknown>();
+    for (const id of ids) {
+      db.prepare('SELECT id FROM error_groups WHERE project_id = ? AND merged_into = ?').all(pid, id); // the duplicates look-up the read did
+      out.set(id, st.get(pid, id, from, to));
+    }
+    return out;
+  };
+  const windows: [string, number, number][] = [
+    ['24 h, whole hours', FROM, NOW],
+    ['24 h, edges inside hours', FROM + 17 * 60_000 + 3_000, NOW - 23 * 60_000],
+  ];
+  for (const [label, from, to] of windows) {
+    const a = old(from, to);
+    const b = repo.windowCounts(project, ids, from, to);
+    for (const id of ids) if (JSON.stringify(a.get(id)) !== JSON.stringify(b.get(id))) console.error(`window counts differ for ${id}: ${JSON.stringify(a.get(id))} vs ${JSON.stringify(b.get(id))}`);
+    const t = { old: [] as number[], oldCpu: [] as number[], neu: [] as number[], neuCpu: [] as number[] };
+    for (let i = 0; i < RUNS; i++) {
+      for (const which of i % 2 ? (['neu', 'old'] as const) : (['old', 'neu'] as const)) {
+        const c0 = process.cpuUsage();
+        const t0 = performance.now();
+        if (which === 'old') old(from, to);
+        else repo.windowCounts(project, ids, from, to);
+        t[which].push(performance.now() - t0);
+        const c = process.cpuUsage(c0);
+        t[which === 'old' ? 'oldCpu' : 'neuCpu'].push((c.user + c.system) / 1000);
+      }
+    }
+    const p95 = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.min(xs.length - 1, Math.ceil(xs.length * 0.95) - 1)]!;
+    const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+    console.error(
+      `  window counts of a 50-group page at ${n.toLocaleString('en')} events (${label}), ${RUNS} alternated runs: ` +
+        `every event p95 ${p95(t.old).toFixed(1)} ms (CPU median ${med(t.oldCpu).toFixed(1)} ms), hourly tallies p95 ${p95(t.neu).toFixed(1)} ms (CPU median ${med(t.neuCpu).toFixed(1)} ms); ` +
+        `ratio ${(p95(t.old) / p95(t.neu)).toFixed(1)}×; load average ${loadavg()[0]!.toFixed(1)}`,
+    );
+  }
+}
+
 async function measure(n: number): Promise<{ seedSeconds: number; p95: Map<string, number> }> {
   const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scaling-'));
   const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', rateLimit: { limit: 1e9, windowSeconds: 60 } }, { now: () => NOW });
@@ -301,6 +354,7 @@ async function measure(n: number): Promise<{ seedSeconds: number; p95: Map<strin
       p95.set(label, r.p95);
     }
     server.close();
+    if (!ONLY.length || ONLY.some((x) => 'errors.list'.startsWith(x) || x.startsWith('errors.list'))) compareWindowCounts(s, seeded.project, n);
     return { seedSeconds: seeded.seedSeconds, p95 };
   } finally {
     await s.close();

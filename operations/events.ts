@@ -91,6 +91,7 @@ export const search = defineOperation({
     'user.id, user.email, user.username (the user the SDK sent with the event: Sentry `user`, or the OTel `enduser.id`/`user.id` attribute).',
     'Example: `level:error service:checkout -environment:staging "connection reset" tags.http.status_code:>=500`; the events of one customer: `user.email:ana@example.com`.',
     '`from`/`to` bound event time; without `from` and without a timestamp term the search covers the 30 days before `to` (or now); with them, no window limit (pages bound the work). Offset pagination.',
+    '`total` counts matches up to 1,000 (or to the end of the requested page): `total_capped` true means more match.',
   ].join(' '),
   method: 'GET',
   path: '/v1/projects/{project_id}/events/search',
@@ -107,7 +108,13 @@ export const search = defineOperation({
     to: isoDateTime.optional().describe('Events at or before this time.'),
     ...offsetPagination(50, 100),
   }),
-  output: z.object({ data: z.array(eventRowSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }),
+  output: z.object({
+    data: z.array(eventRowSchema),
+    total: z.number().int().describe('Matching events, counted up to 1,000 (or to the end of the requested page, when further); see `total_capped`.'),
+    total_capped: z.boolean().describe('True when more events match than `total`: counting stopped there (a next page exists).'),
+    limit: z.number().int(),
+    offset: z.number().int(),
+  }),
   errors: [
     { status: 400, code: 'invalid_query', when: 'the query does not parse: unterminated quote, unknown field, comparison on a text field, bad time' },
     { status: 400, code: 'invalid_parameter', when: 'bad or reversed window; limit out of 1–100' },
@@ -132,6 +139,7 @@ export const search = defineOperation({
     return {
       data: r.rows.map((e) => ({ ...eventSummaryOut(e), group_id: e.group_id, user: eventUserOut(e.user) })),
       total: r.total,
+      total_capped: r.capped,
       limit: input.limit,
       offset: input.offset,
     };

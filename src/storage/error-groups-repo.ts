@@ -1,9 +1,11 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { groupFromRow, type ErrorGroupRow } from './errors-repo.js';
 import { createTraceSpans, SPAN_NAME_SQL } from './trace-spans.js';
 import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
+import { HOUR_MS } from './migrations/046-error-group-hours.js';
 
 /**
  * The read and workflow side of error groups (the write side, grouping at ingest, is errors-repo.ts):
@@ -380,6 +382,7 @@ export function createErrorGroupsRepo(db: Db) {
       "SELECT * FROM triage_runs WHERE project_id = ? AND group_id = ? AND cycle = ? AND status <> 'failed' ORDER BY (status = 'completed') DESC, created_at DESC, rowid DESC LIMIT 1",
     ),
     event: db.prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND event_id = ?`),
+    latestTime: db.prepare('SELECT MAX(timestamp_ms) FROM error_events WHERE project_id = ? AND group_id = ?').pluck(),
   };
   const traceSpans = createTraceSpans(db);
 
@@ -400,6 +403,26 @@ export function createErrorGroupsRepo(db: Db) {
     if (!Number.isSafeInteger(seq)) return undefined;
     const r = bySeq.get(userId, Number(projectId), seq) as { short_id: string } | undefined;
     return r && r.short_id.toUpperCase() === shortId.toUpperCase() ? r : undefined;
+  }
+
+  const windowStmts = new Map<string, Statement>();
+  /** The window-count read for a group with `n - 1` merged duplicates, with whole hours from the tallies or all from events. */
+  function windowStmt(n: number, hours: boolean): Statement {
+    const k = `${n}:${hours}`;
+    let st = windowStmts.get(k);
+    if (!st) {
+      const ids = Array(n).fill('?').join(', ');
+      const raw = (hi: '<' | '<=') => `SELECT 1 AS n, ${USER_KEY} AS k FROM error_events WHERE project_id = ? AND group_id IN (${ids}) AND timestamp_ms >= ? AND timestamp_ms ${hi} ?`;
+      st = db.prepare(
+        hours
+          ? `SELECT COALESCE(SUM(n), 0) AS events, COUNT(DISTINCT k) AS users FROM (
+               SELECT n, NULLIF(user_key, '') AS k FROM error_group_hour_users WHERE group_id IN (${ids}) AND hour >= ? AND hour < ?
+               UNION ALL ${raw('<')} UNION ALL ${raw('<=')})`
+          : `SELECT COUNT(*) AS events, COUNT(DISTINCT k) AS users FROM (${raw('<=')})`,
+      );
+      windowStmts.set(k, st);
+    }
+    return st;
   }
 
   function listWhere(f: GroupListFilter, skip?: 'service' | 'environment' | 'level'): { sql: string; args: unknown[] } {
@@ -508,19 +531,24 @@ export function createErrorGroupsRepo(db: Db) {
 
     /**
      * Events and distinct users of each group's history (with its merged duplicates) in [fromMs, toMs]
-     * (event time): an index range per group, reading only the window.
+     * (event time). The window's whole hours come from the per-(group, hour, user key) tallies
+     * (migration 046), the partial hours at its two edges from the events themselves; distinct users
+     * are the distinct keys of both, so the count stays exact.
      */
     windowCounts(projectId: string, groupIds: readonly string[], fromMs?: number, toMs?: number): Map<string, { events: number; users: number }> {
       const pid = Number(projectId);
+      const from = fromMs ?? MIN_MS;
+      const to = toMs ?? MAX_MS;
+      // Whole hours [hStart, hEnd): every event time in them is inside [from, to] (times may be fractional).
+      const hStart = Math.ceil(from / HOUR_MS) * HOUR_MS;
+      const hEnd = Math.floor(to / HOUR_MS) * HOUR_MS;
       const out = new Map<string, { events: number; users: number }>();
       for (const id of groupIds) {
         const ids = eventGroupIds(projectId, id);
-        const r = db
-          .prepare(
-            `SELECT COUNT(*) AS events, COUNT(DISTINCT ${USER_KEY}) AS users FROM error_events
-             WHERE project_id = ? AND group_id IN (${inList(ids)}) AND timestamp_ms >= ? AND timestamp_ms <= ?`,
-          )
-          .get(pid, ...ids, fromMs ?? MIN_MS, toMs ?? MAX_MS) as { events: number; users: number };
+        const r =
+          hEnd > hStart
+            ? (windowStmt(ids.length, true).get(...ids, hStart, hEnd, pid, ...ids, from, hStart, pid, ...ids, hEnd, to) as { events: number; users: number })
+            : (windowStmt(ids.length, false).get(pid, ...ids, from, to) as { events: number; users: number });
         out.set(id, r);
       }
       return out;
@@ -672,9 +700,18 @@ export function createErrorGroupsRepo(db: Db) {
     /** The newest event of the group's history, with its stored payload. */
     latestEvent(projectId: string, groupId: string): ErrorEventFull | undefined {
       const ids = eventGroupIds(projectId, groupId);
+      const pid = Number(projectId);
+      // The latest event time per group id is one index seek; ordering by (time, received) in one
+      // query sorted every event of the group (~0.3 s for a group of 80k events).
+      let latest: number | null = null;
+      for (const id of ids) {
+        const t = s.latestTime.get(pid, id) as number | null;
+        if (t !== null && (latest === null || t > latest)) latest = t;
+      }
+      if (latest === null) return undefined;
       const r = db
-        .prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND group_id IN (${inList(ids)}) ORDER BY timestamp_ms DESC, received_ms DESC LIMIT 1`)
-        .get(Number(projectId), ...ids) as any;
+        .prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND group_id IN (${inList(ids)}) AND timestamp_ms = ? ORDER BY received_ms DESC LIMIT 1`)
+        .get(pid, ...ids, latest) as any;
       return r ? { ...eventFromRow(r), payload: safeJson(r.payload, null) } : undefined;
     },
 
@@ -808,8 +845,12 @@ export function createErrorGroupsRepo(db: Db) {
 
     // ---- events -----------------------------------------------------------------------------
 
-    /** Events matching compiled query terms within an optional window, newest first. */
-    searchEvents(projectId: string, o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number; limit: number; offset: number }): { rows: ErrorEventRow[]; total: number } {
+    /**
+     * Events matching compiled query terms within an optional window, newest first. Matches are
+     * counted up to SEARCH_TOTAL_CAP (or the end of the page, when further): an exact count read
+     * every event of the window, ~1 s at 1M events; `capped` says there are more.
+     */
+    searchEvents(projectId: string, o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number; limit: number; offset: number }): { rows: ErrorEventRow[]; total: number; capped: boolean } {
       const c = compileEventTerms(o.terms);
       const where = ['project_id = ?', ...c.sql];
       const args: unknown[] = [Number(projectId), ...c.args];
@@ -822,12 +863,18 @@ export function createErrorGroupsRepo(db: Db) {
         args.push(o.toMs);
       }
       const w = where.join(' AND ');
-      const total = (db.prepare(`SELECT COUNT(*) AS n FROM error_events WHERE ${w}`).get(...args) as { n: number }).n;
+      const cap = Math.max(SEARCH_TOTAL_CAP, o.offset + o.limit);
+      const n = (db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM error_events WHERE ${w} LIMIT ?)`).get(...args, cap + 1) as { n: number }).n;
+      // Few matches (all counted): they are read by the index that found them and sorted (`+timestamp_ms`
+      // keeps the planner from walking the time index for the order, which reads every event of the
+      // window when a selective term such as user.id matches few or none). Many: the time index,
+      // newest first, stops at the page.
+      const order = n <= cap ? '+timestamp_ms DESC, event_id' : 'timestamp_ms DESC, event_id';
       const rows = db
-        .prepare(`SELECT ${EVENT_COLUMNS} FROM error_events WHERE ${w} ORDER BY timestamp_ms DESC, event_id LIMIT ? OFFSET ?`)
+        .prepare(`SELECT ${EVENT_COLUMNS} FROM error_events WHERE ${w} ORDER BY ${order} LIMIT ? OFFSET ?`)
         .all(...args, o.limit, o.offset)
         .map(eventFromRow);
-      return { rows, total };
+      return { rows, total: Math.min(n, cap), capped: n > cap };
     },
 
     /**
@@ -849,32 +896,43 @@ export function createErrorGroupsRepo(db: Db) {
       }
       const w = where.join(' AND ');
       const LAT = 'MAX(0, received_ms - timestamp_ms)';
-      const sources = db
-        .prepare(`SELECT source, COUNT(*) AS count, MAX(${LAT}) AS max_ms, AVG(${LAT}) AS avg_ms FROM error_events WHERE ${w} GROUP BY source ORDER BY source`)
-        .all(...args) as { source: string; count: number; max_ms: number; avg_ms: number }[];
-      // The window's latencies read once (error_events_received covers the read), sorted per source
-      // here: one index range instead of a scan and a sort per percentile.
-      const values = new Map(sources.map((x) => [x.source, { a: new Float64Array(x.count), n: 0 }]));
-      for (const [source, v] of db.prepare(`SELECT source, ${LAT} AS v FROM error_events WHERE ${w}`).raw().iterate(...args) as Iterable<[string, number]>) {
-        const b = values.get(source);
-        if (b && b.n < b.a.length) b.a[b.n++] = v;
-      }
-      for (const b of values.values()) b.a.sort();
-      const at = (source: string, n: number, p: number) => values.get(source)!.a[nearestRankIndex(n, p)]!;
-      return sources.map((x) => ({
-        source: x.source,
-        count: x.count,
-        p50_ms: at(x.source, x.count, 50),
-        p95_ms: at(x.source, x.count, 95),
-        p99_ms: at(x.source, x.count, 99),
-        max_ms: x.max_ms,
-        avg_ms: Math.round(x.avg_ms * 1000) / 1000,
-      }));
+      // error_events_received covers these reads (one index range each). Per source, its latencies
+      // come back as plain numbers (pluck: a third of the cost of two-column rows) and are counted,
+      // summed and sorted here; an aggregate query beside it read the range once more.
+      const sources = (db.prepare(`SELECT DISTINCT source FROM error_events WHERE ${w}`).pluck().all(...args) as string[]).sort();
+      const values = db.prepare(`SELECT ${LAT} FROM error_events WHERE ${w} AND source = ?`).pluck();
+      return sources.map((source) => {
+        const v = values.all(...args, source) as number[];
+        let max = -Infinity;
+        let sum = 0;
+        let comp = 0;
+        for (const x of v) {
+          if (x > max) max = x;
+          // Kahan–Babuška–Neumaier summation, as SQLite's AVG sums.
+          const t = sum + x;
+          comp += Math.abs(sum) >= Math.abs(x) ? sum - t + x : x - t + sum;
+          sum = t;
+        }
+        const a = Float64Array.from(v).sort();
+        const n = a.length;
+        return {
+          source,
+          count: n,
+          p50_ms: a[nearestRankIndex(n, 50)]!,
+          p95_ms: a[nearestRankIndex(n, 95)]!,
+          p99_ms: a[nearestRankIndex(n, 99)]!,
+          max_ms: max,
+          avg_ms: Math.round(((sum + comp) / n) * 1000) / 1000,
+        };
+      });
     },
   };
 }
 
 export type ErrorGroupsRepo = ReturnType<typeof createErrorGroupsRepo>;
+
+/** events.search counts matches up to this many (or to the end of the requested page, when further). */
+export const SEARCH_TOTAL_CAP = 1000;
 
 /** events.latency leaves out events received more than this long after they happened. */
 export const LATENCY_MAX_AGE_MS = 3_600_000;

@@ -4,6 +4,7 @@ import { batchTallies } from './write-batcher.js';
 import type { ErrorEventRecord } from '../domain/telemetry-types.js';
 import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
+import { hourOf } from './migrations/046-error-group-hours.js';
 
 export interface ErrorGroupRow {
   id: string;
@@ -78,6 +79,9 @@ export function createErrorsIngestRepo(db: Db) {
       ON CONFLICT (group_id, kind, value) DO UPDATE SET event_count = event_count + excluded.event_count, first_seen = MIN(first_seen, excluded.first_seen),
       last_seen = MAX(last_seen, excluded.last_seen)`),
     user: db.prepare('INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen) VALUES (?, ?, ?, ?)'),
+    // Per (group, hour, user key) event counts behind the window counts (migration 046).
+    hour: db.prepare(`INSERT INTO error_group_hour_users (group_id, hour, user_key, n) VALUES (?, ?, ?, ?)
+      ON CONFLICT (group_id, hour, user_key) DO UPDATE SET n = n + excluded.n`),
     exists: db.prepare('SELECT 1 FROM error_groups WHERE project_id = ? AND id = ?'),
     groupOfEvent: db.prepare('SELECT group_id FROM error_events WHERE project_id = ? AND event_id = ?'),
   };
@@ -102,6 +106,7 @@ export function createErrorsIngestRepo(db: Db) {
       });
     }
     for (const d of t.dims.values()) s.dim.run(d.group, d.kind, d.value, d.n, d.min, d.max);
+    for (const h of t.hours.values()) s.hour.run(h.group, h.hour, h.key, h.n);
   };
 
   const ingestRows = (projectId: string, projectSlug: string, items: KeyedErrorEvent[], now: number, t: Tally): ErrorsIngestOutcome => {
@@ -202,11 +207,13 @@ interface GroupTally {
 
 interface DimTally { group: string; kind: string; value: string; n: number; min: number; max: number }
 interface UserTally { group: string; key: string; id: string | null; ts: number }
+interface HourTally { group: string; hour: number; key: string; n: number }
 
 interface Tally {
   groups: Map<string, GroupTally>;
   dims: Map<string, DimTally>;
   users: Map<string, UserTally>;
+  hours: Map<string, HourTally>;
   add(group: string, e: ErrorEventRecord, now: number): void;
   merge(o: Tally): void;
 }
@@ -219,6 +226,13 @@ function newTally(): Tally {
   const groups = new Map<string, GroupTally>();
   const dims = new Map<string, DimTally>();
   const users = new Map<string, UserTally>();
+  const hours = new Map<string, HourTally>();
+  const hourUser = (group: string, hour: number, key: string, n: number) => {
+    const k = `${group}\u0000${hour}\u0000${key}`;
+    const h = hours.get(k);
+    if (h) h.n += n;
+    else hours.set(k, { group, hour, key, n });
+  };
   const dim = (group: string, kind: string, value: string, n: number, min: number, max: number) => {
     const k = `${group}\u0000${kind}\u0000${value}`;
     const d = dims.get(k);
@@ -247,6 +261,7 @@ function newTally(): Tally {
     groups,
     dims,
     users,
+    hours,
     add(group: string, e: ErrorEventRecord, now: number) {
       const ts = e.timestamp_ms;
       const rank = LEVEL_RANK[e.level] ?? 3;
@@ -257,6 +272,7 @@ function newTally(): Tally {
       if (e.service_name) dim(group, 'service', e.service_name, 1, ts, ts);
       if (e.release) dim(group, 'release', e.release, 1, ts, ts);
       const key = e.user ? userKeyOf(e.user) : null;
+      hourUser(group, hourOf(ts), key ?? '', 1);
       if (key !== null) {
         const k = `${group}\u0000${key}`;
         if (!users.has(k)) users.set(k, { group, key, id: userField(e.user, 'id') || null, ts });
@@ -266,6 +282,7 @@ function newTally(): Tally {
       for (const g of o.groups.values()) mergeGroup(g);
       for (const d of o.dims.values()) dim(d.group, d.kind, d.value, d.n, d.min, d.max);
       for (const [k, u] of o.users) if (!users.has(k)) users.set(k, u);
+      for (const h of o.hours.values()) hourUser(h.group, h.hour, h.key, h.n);
     },
   };
 }

@@ -4,6 +4,16 @@ import { HOUR_MS, ROLLUP_LEVELS } from './metric-rollups.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
 import { rowDimsIdSql } from './log-dims.js';
 import { HTTP_METHOD_KS_SQL } from './attr-keysets.js';
+import { HOUR_SQL } from './migrations/046-error-group-hours.js';
+import { userKeyOf, userKeySql } from '../domain/errors/users.js';
+
+const safeParse = (s: string): unknown => {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return null;
+  }
+};
 
 /**
  * Where each kind of telemetry lives, for expiry: the table, its per-project time column (indexed
@@ -87,6 +97,38 @@ const logsExpiry = (db: Db) => {
   };
 };
 
+/**
+ * What goes with expiring error events: their counts in the per-(group, hour, user key) tallies
+ * behind the window counts of errors.list / errors.get (migration 046), taken off per batch; rows
+ * left at 0 are deleted, so a user whose events of that hour have all expired is no longer counted.
+ */
+const errorEventsExpiry = (db: Db) => {
+  // Ingest keys users in JavaScript (userKeyOf), the migration's backfill in SQL: the two agree but
+  // for exotic values (a number's text form), so a count the first key does not find is taken off the second's.
+  const of = db.prepare(`SELECT group_id, ${HOUR_SQL('timestamp_ms')}, user_json, COALESCE(${userKeySql('user_json')}, '') FROM error_events WHERE project_id = ? AND event_id = ?`).raw();
+  const take = db.prepare('UPDATE error_group_hour_users SET n = n - ? WHERE group_id = ? AND hour = ? AND user_key = ?');
+  const empty = db.prepare('DELETE FROM error_group_hour_users WHERE group_id = ? AND hour = ? AND user_key = ? AND n <= 0');
+  return {
+    run(keys: unknown[][]) {
+      const tally = new Map<string, [string, number, string, string, number]>();
+      for (const k of keys) {
+        const r = of.get(k[0], k[1]) as [string, number, string | null, string] | undefined;
+        if (!r) continue;
+        const key = (r[2] ? userKeyOf(safeParse(r[2])) : null) ?? '';
+        const id = `${r[0]}\u0000${r[1]}\u0000${key}\u0000${r[3]}`;
+        const t = tally.get(id);
+        if (t) t[4]++;
+        else tally.set(id, [r[0], r[1], key, r[3], 1]);
+      }
+      for (const [g, h, u, sqlKey, n] of tally.values()) {
+        if (take.run(n, g, h, u).changes === 0 && sqlKey !== u) take.run(n, g, h, sqlKey);
+        empty.run(g, h, u);
+        if (sqlKey !== u) empty.run(g, h, sqlKey);
+      }
+    },
+  };
+};
+
 export const EXPIRY_TARGETS: ExpiryTarget[] = [
   { kind: 'spans', table: 'spans', time: 'start_ms', unitMs: 1, key: ['rowid'] },
   // A trace chunk goes once its latest span start is past the cutoff (its spans are gone by then).
@@ -102,7 +144,7 @@ export const EXPIRY_TARGETS: ExpiryTarget[] = [
     { kind: 'metric_rollups', table: l.nc, time: 'minute', unitMs: 1, alignMs: HOUR_MS, key: ['project_id', 'metric_name', 'minute', 'type', 'service_name', 'environment'] },
     { kind: 'metric_rollups', table: l.cum, time: 'minute', unitMs: 1, alignMs: HOUR_MS, key: ['project_id', 'metric_name', 'minute', 'series_key'] },
   ]),
-  { kind: 'error_events', table: 'error_events', time: 'timestamp_ms', unitMs: 1, key: ['project_id', 'event_id'] },
+  { kind: 'error_events', table: 'error_events', time: 'timestamp_ms', unitMs: 1, key: ['project_id', 'event_id'], before: errorEventsExpiry },
   { kind: 'replays', table: 'replay_recordings', time: 'received_ms', unitMs: 1, key: ['project_id', 'replay_id', 'segment_id'] },
   { kind: 'replays', table: 'replays', time: 'ended_ms', unitMs: 1, key: ['project_id', 'replay_id'] },
   { kind: 'sessions', table: 'sessions', time: 'started_ms', unitMs: 1, key: ['project_id', 'session_id'] },

@@ -54,7 +54,7 @@ describe('events.search', () => {
   it('returns events of the last 30 days newest first for an empty query, with the row fields', async () => {
     const body = await search('');
     expect(body.data.map((e) => name(e.event_id))).toEqual(['reset', 'timeout', 'warning', 'reset2', 'fatal']);
-    expect(body).toMatchObject({ total: 5, limit: 50, offset: 0 });
+    expect(body).toMatchObject({ total: 5, total_capped: false, limit: 50, offset: 0 });
     expect(body.data[0]).toEqual({
       event_id: ev.reset,
       group_id: checkoutGroup,
