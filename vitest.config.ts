@@ -9,6 +9,7 @@ import { chdbMissing, clickHouseServerMissing } from './test/support/clickhouse.
 const CLICKHOUSE_FILES = [
   'test/operations/traces.*.test.ts',
   'test/queries/traces.test.ts',
+  'test/operations/errors.traces-commits.test.ts',
   'test/storage/clickhouse-*.test.ts',
 ];
 

@@ -617,19 +617,21 @@ export const listRelatedTraces = defineOperation({
     offset: z.number().int(),
   }),
   errors: [notFound, { status: 400, code: 'invalid_parameter', when: 'bad or reversed window; limit out of 1–100' }],
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = window(input.from, input.to);
     const g = requireGroup(ctx, input.error_group_id);
     const r = ctx.services.errorGroups.relatedTraces(ctx.project!.id, g.id, { ...w, limit: input.limit, offset: input.offset });
+    const spans = await ctx.services.tracesRead.traceSummaries(ctx.project!.id, r.rows.map((t) => t.trace_id));
+    const none = { span_count: 0, error_count: 0, started_ms: null, ended_ms: null, root_span_name: null, root_service_name: null };
     return {
-      data: r.rows.map((t) => ({
+      data: r.rows.map((e) => ({ ...e, ...(spans.get(e.trace_id) ?? none) })).map((t) => ({
         trace_id: t.trace_id,
         event_count: t.event_count,
         first_event_at: toIso(t.first_event_ms)!,
         last_event_at: toIso(t.last_event_ms)!,
         root_span_name: t.root_span_name,
         service_name: t.root_service_name,
-        duration_ms: t.duration_ms === null ? null : Math.round(t.duration_ms * 1000) / 1000,
+        duration_ms: t.started_ms !== null && t.ended_ms !== null ? Math.round((t.ended_ms - t.started_ms) * 1000) / 1000 : null,
         span_count: t.span_count,
         error_count: t.error_count,
         started_at: t.started_ms === null ? null : toIso(Math.floor(t.started_ms)),

@@ -1,7 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { groupFromRow, type ErrorGroupRow } from './errors-repo.js';
-import { createTraceSpans, SPAN_NAME_SQL } from './trace-spans.js';
 import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
@@ -115,12 +114,6 @@ export interface RelatedTrace {
   event_count: number;
   first_event_ms: number;
   last_event_ms: number;
-  span_count: number;
-  error_count: number;
-  root_span_name: string | null;
-  root_service_name: string | null;
-  started_ms: number | null;
-  duration_ms: number | null;
 }
 
 export interface LinkedReplay {
@@ -384,7 +377,6 @@ export function createErrorGroupsRepo(db: Db) {
     event: db.prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND event_id = ?`),
     latestTime: db.prepare('SELECT MAX(timestamp_ms) FROM error_events WHERE project_id = ? AND group_id = ?').pluck(),
   };
-  const traceSpans = createTraceSpans(db);
 
   /** The group plus its active merged duplicates: the group ids whose events make up its history. */
   function eventGroupIds(projectId: string, groupId: string): string[] {
@@ -729,7 +721,7 @@ export function createErrorGroupsRepo(db: Db) {
       return r.t;
     },
 
-    /** Distinct trace ids of the group's events in the window, newest first, with a span summary when spans exist. */
+    /** Distinct trace ids of the group's events in the window, newest first (their spans: TracesReader.traceSummaries). */
     relatedTraces(projectId: string, groupId: string, o: { fromMs?: number; toMs?: number; limit: number; offset: number }): { rows: RelatedTrace[]; total: number } {
       const ids = eventGroupIds(projectId, groupId);
       const pid = Number(projectId);
@@ -742,27 +734,7 @@ export function createErrorGroupsRepo(db: Db) {
            GROUP BY trace_id ORDER BY last_event_ms DESC, trace_id LIMIT ? OFFSET ?`,
         )
         .all(...args, o.limit, o.offset) as { trace_id: string; event_count: number; first_event_ms: number; last_event_ms: number }[];
-      const rows = traces.map((t) => {
-        const sum = traceSpans.summary(projectId, t.trace_id);
-        const root = sum.span_count
-          ? traceSpans.rows<{ name: string; service_name: string }>(
-              projectId,
-              t.trace_id,
-              { cols: `${SPAN_NAME_SQL} AS name, s.service_name`, tail: "ORDER BY (s.parent_span_id IS NULL OR s.parent_span_id = '') DESC, s.start_ms ASC, s.rowid LIMIT 1", check: { kind: 'count' } },
-              sum,
-            )[0]
-          : undefined;
-        return {
-          ...t,
-          span_count: sum.span_count,
-          error_count: sum.error_count ?? 0,
-          root_span_name: root?.name ?? null,
-          root_service_name: root?.service_name ?? null,
-          started_ms: sum.started_ms,
-          duration_ms: sum.started_ms !== null && sum.ended_ms !== null ? sum.ended_ms - sum.started_ms : null,
-        };
-      });
-      return { rows, total };
+      return { rows: traces, total };
     },
 
     /**

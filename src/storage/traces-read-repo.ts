@@ -90,6 +90,12 @@ export interface TraceAggregate {
   ended_ms: number | null;
 }
 
+/** A trace's aggregate and its root span's name and service (null without spans). */
+export interface TraceSummary extends TraceAggregate {
+  root_span_name: string | null;
+  root_service_name: string | null;
+}
+
 /** A span of a newest-first candidate stream (trace list). */
 export interface StreamRow {
   rowid: number;
@@ -439,6 +445,27 @@ export function createTracesReadRepo(db: Db) {
       return traces.rows<SpanLiteRow>(projectId, traceId, { cols: LITE, check: { kind: 'length', expect: sum.span_count } }, sum);
     },
 
+    /** Span count, errors, times and root span (the first parentless span, else the earliest) of a trace. */
+    traceSummary(projectId: string, traceId: string): TraceSummary {
+      const sum = traces.summary(projectId, traceId);
+      const root = sum.span_count
+        ? traces.rows<{ name: string; service_name: string }>(
+            projectId,
+            traceId,
+            { cols: `${SPAN_NAME_SQL} AS name, s.service_name`, tail: "ORDER BY (s.parent_span_id IS NULL OR s.parent_span_id = '') DESC, s.start_ms ASC, s.rowid LIMIT 1", check: { kind: 'count' } },
+            sum,
+          )[0]
+        : undefined;
+      return {
+        span_count: sum.span_count,
+        error_count: sum.error_count ?? 0,
+        started_ms: sum.started_ms,
+        ended_ms: sum.ended_ms,
+        root_span_name: root?.name ?? null,
+        root_service_name: root?.service_name ?? null,
+      };
+    },
+
     traceAggregate(projectId: string, traceId: string): TraceAggregate {
       const sum = traces.summary(projectId, traceId);
       return { span_count: sum.span_count, error_count: sum.error_count, started_ms: sum.started_ms, ended_ms: sum.ended_ms };
@@ -567,6 +594,8 @@ export type TracesReader = {
   groupsDetail(projectId: string, groups: EntryGroupKey[], f: EntryFilter, sparkline?: boolean): Promise<GroupDetail[]>;
   /** {@link TracesReadRepo.traceSpansLite} of each trace (a trace without spans maps to []). */
   tracesSpansLite(projectId: string, traceIds: string[]): Promise<Map<string, SpanLiteRow[]>>;
+  /** {@link TracesReadRepo.traceSummary} of each trace. */
+  traceSummaries(projectId: string, traceIds: string[]): Promise<Map<string, TraceSummary>>;
   /** Service of each (trace, span) asked for, null when not received; in the order given. */
   spanServices(projectId: string, spans: { trace_id: string; span_id: string }[]): Promise<(string | null)[]>;
   /** Services of the children of each (trace, span) asked for; in the order given. */
@@ -589,6 +618,7 @@ export function asyncTracesReader(repo: TracesReadRepo): TracesReader {
     groupsCounts: async (pid, groups, f) => groups.map((g) => repo.groupCounts(pid, g, f)),
     groupsDetail: async (pid, groups, f, sparkline = true) => groups.map((g) => repo.groupDetail(pid, g, f, sparkline)),
     tracesSpansLite: async (pid, traceIds) => new Map(traceIds.map((t) => [t, repo.traceSpansLite(pid, t)])),
+    traceSummaries: async (pid, traceIds) => new Map(traceIds.map((t) => [t, repo.traceSummary(pid, t)])),
     spanServices: async (pid, spans) => spans.map((sp) => repo.parentService(pid, sp.trace_id, sp.span_id)),
     childServicesOf: async (pid, spans) => spans.map((sp) => repo.childServices(pid, sp.trace_id, sp.span_id)),
   };

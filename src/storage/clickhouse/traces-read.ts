@@ -1,7 +1,7 @@
 import type { MapSpan } from '../../domain/traces/service-map.js';
 import { SPARKLINE_BUCKETS } from '../../domain/traces/operation-stats.js';
 import type {
-  EntryFilter, EntryGroupKey, GroupCounts, GroupDetail, ListStream, SpanFullRow, SpanLiteRow, SpanWhere, StreamRow, TraceAggregate, TraceErrorGroupRow,
+  EntryFilter, EntryGroupKey, GroupCounts, GroupDetail, ListStream, SpanFullRow, SpanLiteRow, SpanWhere, StreamRow, TraceAggregate, TraceErrorGroupRow, TraceSummary,
   TracesReader,
 } from '../traces-read-repo.js';
 import { lit, type ChEngine } from './client.js';
@@ -252,6 +252,33 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
       const w = await traceWhere(projectId, traceId);
       if (!w) return [];
       return (await q(`SELECT ${LITE_COLS} FROM spans WHERE ${w}`)).map(liteRow);
+    },
+
+    async traceSummary(projectId, traceId) {
+      return (await reader.traceSummaries(projectId, [traceId])).get(traceId)!;
+    },
+
+    async traceSummaries(projectId, traceIds) {
+      const out = new Map<string, TraceSummary>();
+      const none = (): TraceSummary => ({ span_count: 0, error_count: 0, started_ms: null, ended_ms: null, root_span_name: null, root_service_name: null });
+      for (const t of traceIds) out.set(t, none());
+      if (!traceIds.length) return out;
+      const pid = lit(Number(projectId));
+      const sums = await q(`SELECT trace_id, sum(span_count) AS span_count, sum(error_count) AS error_count, min(min_start_ms) AS a, max(max_start_ms) AS b,
+        max(max_end_ms) AS e FROM trace_chunks WHERE project_id = ${pid} AND trace_id IN (${traceIds.map(lit).join(', ')}) GROUP BY trace_id`);
+      if (!sums.length) return out;
+      for (const r of sums) {
+        out.set(r.trace_id, { span_count: Number(r.span_count), error_count: Number(r.error_count), started_ms: Number(r.a), ended_ms: Number(r.e), root_span_name: null, root_service_name: null });
+      }
+      const ranges = sums.map((r) => `(start_ms >= ${lit(Number(r.a))} AND start_ms <= ${lit(Number(r.b))} AND trace_id = ${lit(r.trace_id)})`).join(' OR ');
+      // The root: the first parentless span, else the earliest span (as SQLite orders them).
+      for (const r of await q(`SELECT trace_id, argMin(tuple(name, service_name), tuple(parent_span_id != '', start_ms)) AS root FROM spans
+        WHERE project_id = ${pid} AND (${ranges}) GROUP BY trace_id`)) {
+        const t = out.get(r.trace_id)!;
+        t.root_span_name = r.root[0];
+        t.root_service_name = r.root[1];
+      }
+      return out;
     },
 
     async traceAggregate(projectId, traceId): Promise<TraceAggregate> {
