@@ -17,6 +17,7 @@ export const LIFECYCLE: readonly LifecycleCommand[] = [
   { name: 'completion', summary: 'print a shell completion script: completion bash|zsh|fish' },
   { name: 'backup', summary: 'copy the live database to a file, consistent, without stopping: backup <file>' },
   { name: 'restore', summary: 'replace the database with a backup (the server must be stopped): restore <file>' },
+  { name: 'migrate', summary: 'copy the SQLite database\'s spans into ClickHouse (SIGHTLINE_CLICKHOUSE_URL or --url): migrate --to-clickhouse' },
   { name: 'connector run', summary: 'run a remote-access connector in your network: connector run --server <url> --state <file> --profiles <file> [--enroll <code>]' },
   { name: 'releases gate', summary: 'CI release gate: wait for the health verdict, print it as JSON, exit 3 on regressed' },
 ];
@@ -123,6 +124,51 @@ async function restore(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * `sightline migrate --to-clickhouse`: copies the spans of SIGHTLINE_DB into ClickHouse. Stop the
+ * server first (spans written to SQLite during the copy would be missed), then start it with
+ * SIGHTLINE_CLICKHOUSE_URL set. PostgreSQL (`--to-postgres`) is not built yet.
+ */
+async function migrate(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { 'to-clickhouse': { type: 'boolean' }, 'to-postgres': { type: 'boolean' }, url: { type: 'string' }, json: { type: 'boolean' } }, strict: true });
+  if (values['to-postgres']) {
+    process.stderr.write('sightline: migrate --to-postgres: control data in PostgreSQL is not built yet (issue 20); only --to-clickhouse (spans) works\n');
+    return 2;
+  }
+  const config = loadConfig(process.env);
+  const url = values.url ?? config.clickhouseUrl;
+  if (!values['to-clickhouse'] || !url) {
+    process.stderr.write('sightline: usage: sightline migrate --to-clickhouse [--url http://host:8123/db] [--json]   (from SIGHTLINE_DB; the URL defaults to SIGHTLINE_CLICKHOUSE_URL)\n');
+    return 2;
+  }
+  const { openDatabase } = await import('../storage/db.js');
+  const { createHttpEngine } = await import('../storage/clickhouse/client.js');
+  const { copySpansToClickHouse, CopyRefusedError } = await import('../storage/clickhouse/migrate.js');
+  const { runningServer } = await import('../storage/backup.js');
+  const pid = runningServer(config.dbFile);
+  if (pid !== null) {
+    process.stderr.write(`sightline: migrate refused: a server (pid ${pid}) is running on ${config.dbFile}; stop it first\n`);
+    return 1;
+  }
+  const db = openDatabase(config.dbFile);
+  const engine = createHttpEngine(url);
+  try {
+    const r = await copySpansToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} spans copied`) });
+    if (values.json) process.stdout.write(JSON.stringify({ source: config.dbFile, target: url.replace(/\/\/[^@/]*@/, '//'), ...r }) + '\n');
+    else process.stdout.write(`\ncopied ${r.spans} spans of ${r.projects} projects from ${config.dbFile} to ClickHouse in ${r.ms} ms; start the server with SIGHTLINE_CLICKHOUSE_URL set\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof CopyRefusedError) {
+      process.stderr.write(`sightline: migrate refused: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    db.close();
+    await engine.close();
+  }
+}
+
 async function completion(argv: string[]): Promise<number> {
   const [{ completionScript, SHELLS }, { catalogue }] = await Promise.all([import('./completion.js'), import('../../operations/index.js')]);
   const shell = argv[0];
@@ -154,6 +200,8 @@ export async function main(argv: string[]): Promise<number> {
         return await backup(rest);
       case 'restore':
         return await restore(rest);
+      case 'migrate':
+        return await migrate(rest);
       case 'connector':
         return await (await import('../remote-connector/cli.js')).connectorCommand(rest);
       case 'releases':

@@ -445,6 +445,21 @@ export function createTracesReadRepo(db: Db) {
       return traces.rows<SpanLiteRow>(projectId, traceId, { cols: LITE, check: { kind: 'length', expect: sum.span_count } }, sum);
     },
 
+    /**
+     * Every span of every project after `afterRowid`, in rowid order, all fields decoded (for
+     * `sightline migrate --to-clickhouse`). `rowid` continues the scan.
+     */
+    spansAfter(afterRowid: number, limit: number): (SpanFullRow & { rowid: number; project_id: number; trace_id: string; trace_state: string; source: string; received_ms: number })[] {
+      const rows = stmt(`SELECT s.rowid AS rowid, s.project_id, ${idTextSql('s.trace_id')} AS trace_id, s.trace_state, s.source, s.received_ms, ${FULL}
+        FROM spans s WHERE s.rowid > ? ORDER BY s.rowid LIMIT ?`).all(afterRowid, limit) as any[];
+      return rows.map(({ attr_keys, ...r }) => ({
+        ...r,
+        attributes: json(decode(attr_keys, r.attributes)) ?? {},
+        events: json(r.events) ?? [],
+        links: json(r.links) ?? [],
+      }));
+    },
+
     /** Span count, errors, times and root span (the first parentless span, else the earliest) of a trace. */
     traceSummary(projectId: string, traceId: string): TraceSummary {
       const sum = traces.summary(projectId, traceId);
@@ -580,7 +595,7 @@ export type TracesReadRepo = ReturnType<typeof createTracesReadRepo>;
  * a loop over the single reads on SQLite, where a seek is cheap).
  */
 export type TracesReader = {
-  [K in keyof TracesReadRepo]: TracesReadRepo[K] extends (...a: infer A) => Generator<infer Y>
+  [K in Exclude<keyof TracesReadRepo, 'spansAfter'>]: TracesReadRepo[K] extends (...a: infer A) => Generator<infer Y>
     ? (...a: A) => AsyncIterable<Y>
     : TracesReadRepo[K] extends (...a: infer A) => infer R
       ? (...a: A) => Promise<R>
@@ -613,7 +628,7 @@ export function asyncTracesReader(repo: TracesReadRepo): TracesReader {
           }
         : async (...a: unknown[]) => fn.apply(repo, a);
   }
-  const batch: Omit<TracesReader, keyof TracesReadRepo> = {
+  const batch: Omit<TracesReader, Exclude<keyof TracesReadRepo, 'spansAfter'>> = {
     groupsLastSeen: async (pid, groups, f) => groups.map((g) => repo.groupLastSeen(pid, g, f)),
     groupsCounts: async (pid, groups, f) => groups.map((g) => repo.groupCounts(pid, g, f)),
     groupsDetail: async (pid, groups, f, sparkline = true) => groups.map((g) => repo.groupDetail(pid, g, f, sparkline)),

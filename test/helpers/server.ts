@@ -25,8 +25,10 @@ export interface TestServerOptions {
   config?: Partial<AppConfig>;
   /** Injectable clock, passed to createSightline (quota windows, rate limits, key expiry use it). */
   now?: () => number;
-  /** Other createSightline options (operations, logger). */
+  /** Other createSightline options (operations, logger, a ClickHouse engine). */
   options?: Omit<SightlineOptions, 'now'>;
+  /** false: spans stay in SQLite even in the ClickHouse test projects. */
+  clickhouse?: false;
 }
 
 export interface TestServer {
@@ -62,7 +64,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   // The ClickHouse test projects (vitest.config.ts) run chosen files with spans in ClickHouse:
   // SIGHTLINE_TEST_CLICKHOUSE=server (a database of this server's own on the private
   // clickhouse-server, dropped at close) or chdb (the in-process engine).
-  const chMode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
+  const chMode = opts.clickhouse === false || opts.options?.clickhouse ? undefined : process.env.SIGHTLINE_TEST_CLICKHOUSE;
   const chServer = chMode === 'server' ? process.env.SIGHTLINE_TEST_CLICKHOUSE_URL : undefined;
   if (chMode === 'server' && !chServer) throw new Error('SIGHTLINE_TEST_CLICKHOUSE=server needs SIGHTLINE_TEST_CLICKHOUSE_URL (the global setup sets it)');
   const chDatabase = chServer ? `t_${randomUUID().replace(/-/g, '')}` : null;

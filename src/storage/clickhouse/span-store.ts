@@ -144,15 +144,21 @@ export function createChSpanStore(engine: ChEngine) {
 
   function add(projectId: string, spans: SpanRecord[], source: string, receivedMs: number): number {
     const pid = Number(projectId);
+    return addRows(spans.map((sp) => spanRow(pid, sp, source, receivedMs)));
+  }
+
+  /** Rows already mapped (a copy from SQLite); their chunks and entry operations are derived here. */
+  function addRows(spanRows: ChSpanRow[]): number {
     const rows = inBatch ? job : empty();
     const traces = new Map<string, ChunkRow>();
-    for (const sp of spans) {
-      const r = spanRow(pid, sp, source, receivedMs);
+    for (const r of spanRows) {
+      const pid = r.project_id;
       rows.spans.push(r);
-      let c = traces.get(sp.trace_id);
+      const tk = `${pid}/${r.trace_id}`;
+      let c = traces.get(tk);
       if (!c) {
-        c = { project_id: pid, trace_id: sp.trace_id, min_start_ms: r.start_ms, max_start_ms: r.start_ms, max_end_ms: r.end_ms, span_count: 0, error_count: 0 };
-        traces.set(sp.trace_id, c);
+        c = { project_id: pid, trace_id: r.trace_id, min_start_ms: r.start_ms, max_start_ms: r.start_ms, max_end_ms: r.end_ms, span_count: 0, error_count: 0 };
+        traces.set(tk, c);
       }
       c.span_count++;
       if (r.status_code === 2) c.error_count++;
@@ -171,7 +177,7 @@ export function createChSpanStore(engine: ChEngine) {
     }
     for (const c of traces.values()) rows.chunks.push(c);
     if (!inBatch) void enqueue(rows).catch(() => {});
-    return spans.length;
+    return spanRows.length;
   }
 
   const participant: BatchParticipant = {
@@ -203,6 +209,7 @@ export function createChSpanStore(engine: ChEngine) {
 
   return {
     add,
+    addRows,
     participant,
     /** Resolves when every row added so far (also outside a batch) is in ClickHouse. */
     async flush(): Promise<void> {

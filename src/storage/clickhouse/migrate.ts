@@ -1,0 +1,71 @@
+import type { Db } from '../db.js';
+import { createTracesReadRepo } from '../traces-read-repo.js';
+import type { ChEngine } from './client.js';
+import { migrateClickHouse } from './schema.js';
+import { createChSpanStore, type ChSpanRow } from './span-store.js';
+
+export interface CopyReport {
+  spans: number;
+  projects: number;
+  ms: number;
+}
+
+export class CopyRefusedError extends Error {}
+
+/**
+ * `sightline migrate --to-clickhouse`: copies every span of the SQLite database into ClickHouse (all
+ * fields, as the span store writes them, with their trace chunks and entry operations), in rowid
+ * order, `batch` spans per insert. Refuses when ClickHouse already holds spans (a second copy would
+ * duplicate them). The SQLite rows stay; retention removes them in time.
+ */
+export async function copySpansToClickHouse(db: Db, engine: ChEngine, opts: { batch?: number; onProgress?: (copied: number) => void } = {}): Promise<CopyReport> {
+  const t0 = Date.now();
+  await migrateClickHouse(engine);
+  const [held] = await engine.query<{ n: number }>('SELECT count() AS n FROM spans');
+  if (Number(held?.n ?? 0) > 0) throw new CopyRefusedError(`ClickHouse already holds ${Number(held!.n)} spans; copying again would duplicate them`);
+  const repo = createTracesReadRepo(db);
+  const store = createChSpanStore(engine);
+  const batch = opts.batch ?? 20_000;
+  const projects = new Set<number>();
+  let after = 0;
+  let copied = 0;
+  for (;;) {
+    const rows = repo.spansAfter(after, batch);
+    if (!rows.length) break;
+    const out: ChSpanRow[] = rows.map((r) => {
+      projects.add(r.project_id);
+      return {
+        project_id: r.project_id,
+        start_ms: r.start_ms,
+        trace_id: r.trace_id,
+        span_id: r.span_id,
+        parent_span_id: r.parent_span_id ?? '',
+        trace_state: r.trace_state ?? '',
+        name: r.name,
+        operation: r.operation,
+        kind: r.kind,
+        is_entry: r.kind === 2 || r.kind === 5 || !r.parent_span_id ? 1 : 0,
+        service_name: r.service_name,
+        environment: r.environment,
+        service_version: r.service_version ?? '',
+        end_ms: r.end_ms,
+        duration_ms: r.duration_ms,
+        status_code: r.status_code,
+        status_message: r.status_message ?? '',
+        attributes: JSON.stringify(r.attributes),
+        events: r.events.length ? JSON.stringify(r.events) : '',
+        links: r.links.length ? JSON.stringify(r.links) : '',
+        scope_name: r.scope_name ?? '',
+        scope_version: r.scope_version ?? '',
+        source: r.source,
+        received_ms: r.received_ms,
+      };
+    });
+    store.addRows(out);
+    await store.flush();
+    copied += rows.length;
+    after = rows[rows.length - 1]!.rowid;
+    opts.onProgress?.(copied);
+  }
+  return { spans: copied, projects: projects.size, ms: Date.now() - t0 };
+}

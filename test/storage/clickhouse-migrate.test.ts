@@ -1,0 +1,96 @@
+/**
+ * Issue 20, item 5: `sightline migrate --to-clickhouse` copies a SQLite database's spans into
+ * ClickHouse; a server reading them there answers the trace reads exactly as the SQLite server did.
+ * Runs in the ClickHouse test projects (18.16 and chdb).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SpanKind, SpanStatusCode, trace, ROOT_CONTEXT } from '@opentelemetry/api';
+import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
+import { copySpansToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
+import { main } from '../../src/cli/main.js';
+import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+
+const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
+const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
+const NOW = Date.parse('2026-03-02T10:00:00.000Z');
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse', () => {
+  let sqlite: TestServer;
+  let copy: TestServer;
+  let engine: ChEngine;
+  const database = `mig_${process.pid}_${Date.now()}`;
+  const traceIds: string[] = [];
+
+  beforeAll(async () => {
+    sqlite = await startTestServer({ now: () => NOW, clickhouse: false });
+    const exporter = new OTLPTraceExporter({ url: `${sqlite.url}/ingest/v1/traces`, headers: { 'x-service-key': sqlite.keys.ingest } });
+    const provider = (service: string) =>
+      new BasicTracerProvider({ resource: resourceFromAttributes({ 'service.name': service, 'deployment.environment.name': 'prod', 'service.version': '3.1' }), spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const web = provider('web').getTracer('web');
+    for (let i = 0; i < 6; i++) {
+      const at = NOW - (i + 1) * 60_000;
+      const root = web.startSpan(i % 2 ? 'GET /cart' : 'POST /orders/:id', { kind: SpanKind.SERVER, startTime: at, attributes: { 'http.request.method': i % 2 ? 'GET' : 'POST', 'http.route': i % 2 ? '/cart' : '/orders/:id', n: i } });
+      const ctx = trace.setSpan(ROOT_CONTEXT, root);
+      const db = web.startSpan('SELECT orders', { kind: SpanKind.CLIENT, startTime: at + 5, attributes: { 'db.system': 'postgresql', 'server.address': 'pg' } }, ctx);
+      db.addEvent('retry', { attempt: 2 }, at + 7);
+      if (i === 3) db.setStatus({ code: SpanStatusCode.ERROR, message: 'deadlock' });
+      db.end(at + 20 + i);
+      root.end(at + 40 + i * 3);
+      traceIds.push(root.spanContext().traceId);
+    }
+    await exporter.forceFlush();
+    engine = mode === 'server' ? createHttpEngine(`${serverUrl}/${database}`) : createChdbEngine();
+  });
+  afterAll(async () => {
+    await sqlite?.close();
+    await copy?.close();
+    if (mode === 'server') await dropDatabase(serverUrl!, database);
+  });
+
+  it('copies every span, and the copy answers the trace reads as SQLite does', async () => {
+    const r = await copySpansToClickHouse(sqlite.s.db, engine, { batch: 5 });
+    expect(r.spans).toBe(12);
+    expect(r.projects).toBe(1);
+    copy = await startTestServer({ now: () => NOW, options: { clickhouse: engine } });
+    expect(copy.projectId).toBe(sqlite.projectId);
+    const w = `from=${new Date(NOW - 3600_000).toISOString()}&to=${new Date(NOW).toISOString()}`;
+    const paths = [
+      `/traces?${w}`,
+      `/traces?${w}&sort=duration`,
+      `/traces?${w}&status=error`,
+      `/trace-operations?${w}`,
+      `/services?${w}`,
+      ...traceIds.map((t) => `/traces/${t}`),
+    ];
+    for (const p of paths) {
+      const a = await api(sqlite, 'GET', `/v1/projects/${sqlite.projectId}${p}`, { key: sqlite.keys.admin });
+      const b = await api(copy, 'GET', `/v1/projects/${copy.projectId}${p}`, { key: copy.keys.admin });
+      expect(a.status, p).toBe(200);
+      expect(b.body, p).toEqual(a.body);
+    }
+    await expect(copySpansToClickHouse(sqlite.s.db, engine)).rejects.toThrow(CopyRefusedError);
+  });
+
+  it.skipIf(mode !== 'server')('runs from the command line against SIGHTLINE_DB', async () => {
+    const target = `${database}_cli`;
+    const saved = process.env.SIGHTLINE_DB;
+    process.env.SIGHTLINE_DB = sqlite.dbFile;
+    const out: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string) => (out.push(String(chunk)), true)) as typeof process.stdout.write;
+    try {
+      expect(await main(['migrate', '--to-clickhouse', '--url', `${serverUrl}/${target}`, '--json'])).toBe(0);
+      expect(await main(['migrate', '--to-clickhouse', '--url', `${serverUrl}/${target}`, '--json'])).toBe(1); // refused: already copied
+      expect(await main(['migrate', '--to-postgres'])).toBe(2);
+    } finally {
+      process.stdout.write = write;
+      process.env.SIGHTLINE_DB = saved;
+      await dropDatabase(serverUrl!, target);
+    }
+    expect(JSON.parse(out.join('').trim().split('\n')[0]!)).toMatchObject({ spans: 12, projects: 1 });
+  });
+});
