@@ -10,7 +10,7 @@ import { formatNumber, timelineFromContributions, UnsupportedTemporalityError, t
 import { truncateValue } from '../src/domain/logs/patterns.js';
 import type { MetricType, Temporality } from '../src/domain/telemetry-types.js';
 import { LOG_LEVELS } from '../src/storage/logs-read-repo.js';
-import { roundMs, selectPercentile } from '../src/domain/traces/operation-stats.js';
+import { roundMs } from '../src/domain/traces/operation-stats.js';
 
 /** Error groups, operations and deployments listed per summary section. */
 const SECTION = 5;
@@ -235,7 +235,7 @@ export const summary = defineOperation({
     const slowest = groups
       .map((g, i) => ({ g, d: groupDetails[i]! }))
       .filter((x) => x.d.count > 0)
-      .map(({ g, d }) => ({ service_name: g.service_name, operation: g.operation, trace_count: d.count, error_count: d.errors, p50: selectPercentile(d.durations, 0.5), p95: selectPercentile(d.durations, 0.95) }))
+      .map(({ g, d }) => ({ service_name: g.service_name, operation: g.operation, trace_count: d.count, error_count: d.errors, p50: d.p50, p95: d.p95 }))
       .sort((a, b) => (b.p95 ?? -1) - (a.p95 ?? -1) || (a.operation < b.operation ? -1 : 1))
       .slice(0, SECTION)
       .map(({ p50, p95, ...r }) => ({ ...r, p50_ms: p50 === null ? null : roundMs(p50), p95_ms: p95 === null ? null : roundMs(p95) }));

@@ -334,7 +334,7 @@ export const operations = defineOperation({
     } else {
       // Every group's durations (for p95); sparklines only for the rows returned.
       const d = await repo.groupsDetail(pid, groups, f, false);
-      groups.forEach((g, i) => d[i]!.count > 0 && matched.push({ ...g, last_ms: d[i]!.last_ms!, count: d[i]!.count, errors: d[i]!.errors, durations: d[i]!.durations }));
+      groups.forEach((g, i) => d[i]!.count > 0 && matched.push({ ...g, last_ms: d[i]!.last_ms!, count: d[i]!.count, errors: d[i]!.errors, durations: d[i]!.durations, p50: d[i]!.p50, p95: d[i]!.p95 }));
     }
     matched.sort(compareGroups(input.sort));
     const shown = matched.slice(0, input.limit);
@@ -342,7 +342,7 @@ export const operations = defineOperation({
     const top = shown.map((g, i): OperationGroup => {
       const d = details[i]!;
       if (g.durations) return { ...g, buckets: d.buckets! };
-      return { ...g, last_ms: d.last_ms ?? g.last_ms, count: d.count, errors: d.errors, durations: d.durations, buckets: d.buckets ?? undefined };
+      return { ...g, last_ms: d.last_ms ?? g.last_ms, count: d.count, errors: d.errors, durations: d.durations, p50: d.p50, p95: d.p95, buckets: d.buckets ?? undefined };
     });
     return {
       data: top.map((g) => {

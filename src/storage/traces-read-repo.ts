@@ -2,7 +2,7 @@ import type { Db } from './db.js';
 import type { Statement } from 'better-sqlite3';
 import type { Attributes } from '../domain/telemetry-types.js';
 import type { MapSpan } from '../domain/traces/service-map.js';
-import { SPARKLINE_BUCKETS } from '../domain/traces/operation-stats.js';
+import { SPARKLINE_BUCKETS, selectPercentile } from '../domain/traces/operation-stats.js';
 import { createTraceSpans } from './trace-spans.js';
 import { attrValueAtSql, createAttrDecoder, createKeyPositions, scopeNameSql, scopeVersionSql, type KeyPositions } from './attr-keysets.js';
 import { idEqSql, idTextSql } from './compact-ids.js';
@@ -52,8 +52,14 @@ export interface GroupCounts {
 export interface GroupDetail extends GroupCounts {
   /** Latest start in the window; null when the group has no matching span. */
   last_ms: number | null;
-  /** Durations in ms (µs precision), in no particular order. */
+  /**
+   * Durations in ms (µs precision), in no particular order; may be empty when the store computed the
+   * percentiles itself (ClickHouse): read `p50`/`p95`.
+   */
   durations: Float64Array;
+  /** Median and 95th percentile of the durations (linear interpolation between closest ranks); null when none. */
+  p50: number | null;
+  p95: number | null;
   /** Entry spans per sparkline bucket (60 equal slices of the window); null when not asked for. */
   buckets: Uint32Array | null;
 }
@@ -386,7 +392,9 @@ export function createTracesReadRepo(db: Db) {
         ${groupRange}${entryClauses(f)}`,
       ).get(entryArgs(projectId, g, f)) as { count: number; errors: number; last_ms: number | null; d: string | null; b?: string | null };
       const durations = parseIntList(r.d, 1000);
-      return { count: r.count, errors: r.errors, last_ms: r.last_ms ?? null, durations, buckets: r.b === undefined ? null : bucketsOf(r.b) };
+      const p50 = selectPercentile(durations, 0.5);
+      const p95 = selectPercentile(durations, 0.95);
+      return { count: r.count, errors: r.errors, last_ms: r.last_ms ?? null, durations, p50, p95, buckets: r.b === undefined ? null : bucketsOf(r.b) };
     },
 
     /** Sparkline buckets of the group's matching entry spans. */

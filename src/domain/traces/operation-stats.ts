@@ -17,8 +17,10 @@ export interface OperationGroup {
   errors?: number;
   /** Entry-span durations in ms, in any order (percentile selection reorders them). */
   durations?: Float64Array;
-  /** Cached 95th percentile of `durations` (set while sorting by p95). */
+  /** 95th percentile of `durations` (from the store, or cached while sorting by p95). */
   p95?: number | null;
+  /** Median of `durations`, when the store computed it. */
+  p50?: number | null;
   /** Entry spans per sparkline bucket. */
   buckets?: ArrayLike<number>;
 }
@@ -118,7 +120,7 @@ export function operationRow(g: OperationGroup): OperationRow {
   const n = g.count ?? 0;
   const errors = g.errors ?? 0;
   const d = g.durations ?? new Float64Array(0);
-  const p50 = selectPercentile(d, 0.5);
+  const p50 = g.p50 !== undefined ? g.p50 : selectPercentile(d, 0.5);
   const p95 = g.p95 !== undefined ? g.p95 : selectPercentile(d, 0.95);
   const spark = new Array<number>(SPARKLINE_BUCKETS).fill(0);
   if (g.buckets) for (let i = 0; i < SPARKLINE_BUCKETS; i++) spark[i] = g.buckets[i] ?? 0;

@@ -79,17 +79,24 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
   const key = (g: EntryGroupKey) => `${g.service_name}\u0000${g.operation}`;
 
   /** One row per group that has matching entry spans: `n` (their count) and `cols`, keyed by {@link key}. */
-  async function grouped(projectId: string, groups: EntryGroupKey[], f: EntryFilter, cols: string): Promise<Map<string, any>> {
+  async function grouped(projectId: string, groups: EntryGroupKey[], f: EntryFilter, cols: string, outer?: string): Promise<Map<string, any>> {
     const out = new Map<string, any>();
     if (!groups.length) return out;
+    const w = groupsWhere(projectId, groups, f);
+    const inner = `SELECT service_name, operation, count() AS n, ${cols} FROM spans WHERE ${w} GROUP BY service_name, operation`;
+    for (const r of await q(outer ? `SELECT service_name, operation, n, ${outer} FROM (${inner})` : inner)) out.set(key(r), r);
+    return out;
+  }
+
+  /** Entry spans of these groups matching the filter. */
+  function groupsWhere(projectId: string, groups: EntryGroupKey[], f: EntryFilter): string {
     let w = `project_id = ${lit(Number(projectId))} AND is_entry = 1 AND start_ms >= ${lit(f.fromMs)} AND start_ms < ${lit(f.toMs)}`;
     w += ` AND (service_name, operation) IN (${groups.map((g) => `(${lit(g.service_name)}, ${lit(g.operation)})`).join(', ')})`;
     if (f.environment !== undefined) w += ` AND environment = ${lit(f.environment)}`;
     if (f.status === 'error') w += ' AND status_code = 2';
     if (f.status === 'ok') w += ' AND status_code <> 2';
     if (f.minDurationMs !== undefined) w += ` AND duration_ms >= ${lit(f.minDurationMs)}`;
-    for (const r of await q(`SELECT service_name, operation, count() AS n, ${cols} FROM spans WHERE ${w} GROUP BY service_name, operation`)) out.set(key(r), r);
-    return out;
+    return w;
   }
 
   /** Where-clause of the spans of several traces: each trace's id within its time range from the chunks; null when none is known. */
@@ -102,14 +109,21 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     return `project_id = ${pid} AND (${ranges.map((r) => `(start_ms >= ${lit(Number(r.a))} AND start_ms <= ${lit(Number(r.b))} AND trace_id = ${lit(r.trace_id)})`).join(' OR ')})`;
   }
 
-  /** Newest-first cursor over `[fromMs, toMs)` of the spans `where` selects, in growing batches. */
-  async function* newestFirst(where: string, fromMs: number, toMs: number, filter?: (r: any) => boolean): AsyncGenerator<StreamRow> {
+  /**
+   * Newest-first cursor over `[fromMs, toMs)` of the spans `where` selects, in growing batches. Each
+   * query reads a time slice ending at the cursor (growing ×4 while slices come back short): on the
+   * (project, start) key a recent slice reads few granules, where ORDER BY … DESC LIMIT over the
+   * whole window would read it all.
+   */
+  async function* newestFirst(where: string, fromMs: number, toMs: number, filter?: (r: any) => boolean, cols = 'start_ms, trace_id, span_id'): AsyncGenerator<StreamRow> {
     let upper = toMs;
     let inclusive = false;
     let n = 64;
+    let slice = Math.max(1000, (toMs - fromMs) / 256);
     let atUpper = new Set<string>();
     for (;;) {
-      const rows = await q(`SELECT start_ms, trace_id, span_id, environment, attributes FROM spans WHERE ${where} AND start_ms >= ${lit(fromMs)}
+      const lower = Math.max(fromMs, upper - slice);
+      const rows = await q(`SELECT ${cols} FROM spans WHERE ${where} AND start_ms >= ${lit(lower)}
         AND start_ms ${inclusive ? '<=' : '<'} ${lit(upper)} ORDER BY start_ms DESC LIMIT ${n}`);
       let fresh = 0;
       for (const r of rows) {
@@ -125,7 +139,15 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
         inclusive = true;
         if (!filter || filter(r)) yield { rowid: 0, start_ms: start, trace_id: r.trace_id };
       }
-      if (rows.length < n) return;
+      if (rows.length < n) {
+        // The slice is read to its start: go on below it, with a wider slice.
+        if (lower <= fromMs) return;
+        upper = lower;
+        inclusive = false;
+        atUpper = new Set();
+        slice *= 4;
+        continue;
+      }
       n = fresh === 0 ? n * 4 : Math.min(n * 4, 4096);
     }
   }
@@ -180,20 +202,48 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     },
 
     async groupsDetail(projectId, groups, f, sparkline = true) {
-      const spark = sparkline ? `, groupArray(toInt64(floor((start_ms - ${lit(f.fromMs)}) * ${SPARKLINE_BUCKETS} / ${lit(f.toMs - f.fromMs)}))) AS b` : '';
-      const rows = await grouped(projectId, groups, f, `countIf(status_code = 2) AS errors, max(start_ms) AS last_ms, groupArray(duration_ms) AS d${spark}`);
+      // Sparklines: spans per (group, bucket), at most 60 rows a group. (Counting the buckets inside
+      // the detail query needs a lambda over an aggregate's column, which 18.16 does not resolve.)
+      const spark = new Map<string, Uint32Array>();
+      if (sparkline && groups.length) {
+        for (const r of await q(`SELECT service_name, operation, toInt64(floor((start_ms - ${lit(f.fromMs)}) * ${SPARKLINE_BUCKETS} / ${lit(f.toMs - f.fromMs)})) AS bk, count() AS c
+          FROM spans WHERE ${groupsWhere(projectId, groups, f)} GROUP BY service_name, operation, bk`)) {
+          let a = spark.get(key(r));
+          if (!a) spark.set(key(r), (a = new Uint32Array(SPARKLINE_BUCKETS)));
+          a[Math.min(SPARKLINE_BUCKETS - 1, Math.max(0, Number(r.bk)))]! += Number(r.c);
+        }
+      }
+      const ranks = (q: number, name: string) =>
+        `s[toUInt64(floor((length(s) - 1) * ${q})) + 1] AS lo${name}, s[least(toUInt64(floor((length(s) - 1) * ${q})) + 2, length(s))] AS hi${name}`;
+      const rows = await grouped(
+        projectId,
+        groups,
+        f,
+        'countIf(status_code = 2) AS errors, max(start_ms) AS last_ms, arraySort(groupArray(duration_ms)) AS s',
+        `errors, last_ms, ${ranks(0.5, '50')}, ${ranks(0.95, '95')}`,
+      );
+      const us = (v: unknown) => Math.round(Number(v) * 1000) / 1000;
+      const pct = (n: number, q: number, lo: unknown, hi: unknown): number | null => {
+        if (n === 0) return null;
+        const h = (n - 1) * q;
+        const l = Math.floor(h);
+        const vLo = us(lo);
+        if (l + 1 >= n || h === l) return vLo;
+        return vLo + (h - l) * (us(hi) - vLo);
+      };
       return groups.map((g): GroupDetail => {
         const r = rows.get(key(g));
-        const d = (r?.d ?? []) as number[];
-        const durations = new Float64Array(d.length);
-        // µs precision, rounded as SQLite's round() (half away from zero; durations are ≥ 0)
-        for (let i = 0; i < d.length; i++) durations[i] = Math.round(Number(d[i]) * 1000) / 1000;
-        let buckets: Uint32Array | null = null;
-        if (sparkline) {
-          buckets = new Uint32Array(SPARKLINE_BUCKETS);
-          for (const b of (r?.b ?? []) as number[]) buckets[Math.min(SPARKLINE_BUCKETS - 1, Math.max(0, Number(b)))]!++;
-        }
-        return { count: r ? Number(r.n) : 0, errors: r ? Number(r.errors) : 0, last_ms: r ? Number(r.last_ms) : null, durations, buckets };
+        const n = r ? Number(r.n) : 0;
+        const buckets = sparkline ? (spark.get(key(g)) ?? new Uint32Array(SPARKLINE_BUCKETS)) : null;
+        return {
+          count: n,
+          errors: r ? Number(r.errors) : 0,
+          last_ms: r ? Number(r.last_ms) : null,
+          durations: new Float64Array(0),
+          p50: pct(n, 0.5, r?.lo50, r?.hi50),
+          p95: pct(n, 0.95, r?.lo95, r?.hi95),
+          buckets,
+        };
       });
     },
 
@@ -238,7 +288,11 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
         const where = stream.where;
         let w = `project_id = ${pid}`;
         if (where?.environment !== undefined) w += ` AND environment = ${lit(where.environment)}`;
-        yield* newestFirst(w, fromMs, toMs, where?.attributes?.length ? (r) => matchesWhere(where, r.environment, r.attributes) : undefined);
+        yield* newestFirst(
+          w, fromMs, toMs,
+          where?.attributes?.length ? (r) => matchesWhere(where, r.environment, r.attributes) : undefined,
+          where?.attributes?.length ? 'start_ms, trace_id, span_id, environment, attributes' : undefined,
+        );
         return;
       }
       if (!stream.groups.length) return;
