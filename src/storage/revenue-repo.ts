@@ -86,7 +86,7 @@ const SAME_FIELDS = ['type', 'amount', 'currency', 'occurred_at', 'customer_id',
  * Decoded full days kept per repository at most (about 29 bytes a row: time, value, payment flag,
  * distinct/anonymous id and person); beyond it the least recently read days are dropped.
  */
-export const MAX_DECODED_ROWS = 3_000_000;
+export const MAX_DECODED_ROWS = 2_000_000;
 
 /** One day's posted rows as packedRows hands them out (the rows in range only, for an edge day). */
 interface DecodedDay {
