@@ -272,9 +272,13 @@ describe('attribution sweep', () => {
       write([toLedgerRow({ id: `late-${n++}`, type: 'payment', amount: 777, currency: 'USD', occurred_at: emptied + 3_600_000, anonymous_id: 'anon-2' }, 'api')]);
       expect(version(emptied)!).toBeGreaterThan(before + 1);
       compare(A, B, 'USD', [30]);
-      // Another reporting currency over the same kept days, then back.
+      // Another reporting currency over the same kept days, then back; the project setting changed too.
       compare(A, B, 'EUR', [30]);
       compare(A, B, 'USD', [30]);
+      db.transaction(() => revenue.setCurrency(pid, 'EUR', NOW))();
+      compare(A, B, 'EUR', [7]);
+      db.transaction(() => revenue.setCurrency(pid, 'USD', NOW))();
+      compare(A, B, 'USD', [7]);
       // Merges after the days were kept (persons move), late touches on them.
       capture(300, 0.6);
       compare(A, B, 'USD', [1, 7, 30, 365]);
