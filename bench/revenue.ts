@@ -22,7 +22,9 @@
  * Attribution is read with the default 30-day lookback and with `lookback_days=365`.
  *
  * The table shows the slowest run (max) beside p50/p95: the first read of a process also prepares its
- * statements and person indexes (before migration 043 it also loaded a copy of the touch table).
+ * statements and person indexes (before migration 043 it also loaded a copy of the touch table), and
+ * the first read of a range decodes the ledger days that later reads take from the decoded days the
+ * server keeps (migration 048; checked against each day's version on every read, not a result cache).
  */
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';

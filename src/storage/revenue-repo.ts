@@ -5,7 +5,7 @@
  * the two partial edge days.
  */
 import type { Db } from './db.js';
-import { keyPersons, personIndexOf, personKeysOf } from './analytics-repo.js';
+import { keyPersons, personIndexOf, personKeysOf, type PersonIndex } from './analytics-repo.js';
 import { noScratch, type PackedAttributionRows, type ScratchArrays } from '../domain/revenue/attribution-fast.js';
 import { customerKey, type LedgerRow, type LedgerType } from '../domain/revenue/ledger.js';
 import { DAY_MS } from '../domain/revenue/range.js';
@@ -82,6 +82,113 @@ function ledgerFromRow(r: any): LedgerRow {
 
 const SAME_FIELDS = ['type', 'amount', 'currency', 'occurred_at', 'customer_id', 'distinct_id', 'anonymous_id', 'parent_id', 'subscription_id', 'plan', 'recurring', 'status'] as const;
 
+/**
+ * Decoded full days kept per repository at most (about 29 bytes a row: time, value, payment flag,
+ * distinct/anonymous id and person); beyond it the least recently read days are dropped.
+ */
+export const MAX_DECODED_ROWS = 2_000_000;
+
+/** One day's posted rows as packedRows hands them out (the rows in range only, for an edge day). */
+interface DecodedDay {
+  /** `revenue_day_versions.ver` the rows were decoded at. */
+  ver: number;
+  /** Reporting currency of `value`. */
+  cur: string;
+  n: number;
+  at: Float64Array;
+  value: Float64Array;
+  payment: Uint8Array;
+  /** `revenue_keys` ids of the distinct and anonymous id, -1 for none. */
+  d: Int32Array;
+  a: Int32Array;
+  /** Currencies of the rows without a rate. */
+  missing: string[];
+  /** Person indexes of `px`; resolved again when the person index is another. */
+  px: PersonIndex | null;
+  person: Int32Array;
+}
+
+interface DayConversion {
+  T: string;
+  rm: (minor: number, currency: string) => number | null;
+  /** Per currency key id: 0 not seen yet, 1 the reporting currency, 2 converted by rm, 3 no rate. */
+  kind: Uint8Array;
+  names: string[];
+}
+
+/** Decode a day blob (layout in revenue-rollup.ts); `within` keeps only the rows in [from, to). */
+function decodeDay(ks: readonly string[], cv: DayConversion, day: number, ver: number, blob: Buffer, within: [number, number] | null): DecodedDay {
+  // Typed views (8 int32 / 4 float64 per row) on the blob itself when 8-aligned; on an aligned copy otherwise.
+  const u8 = blob.byteOffset % 8 === 0 ? blob : new Uint8Array(blob);
+  const i32 = new Int32Array(u8.buffer, u8.byteOffset, u8.byteLength >> 2);
+  const f64 = new Float64Array(u8.buffer, u8.byteOffset, u8.byteLength >> 3);
+  const rowsIn = blob.byteLength / ROW_BYTES;
+  const { kind, names, rm, T } = cv;
+  let size = rowsIn;
+  if (within) {
+    size = 0;
+    for (let k = 0; k < rowsIn; k++) {
+      const t = day + (i32[k * 8]! >>> 0);
+      if (t >= within[0] && t < within[1]) size++;
+    }
+  }
+  const e: DecodedDay = {
+    ver,
+    cur: T,
+    n: size,
+    at: new Float64Array(size),
+    value: new Float64Array(size),
+    payment: new Uint8Array(size),
+    d: new Int32Array(size),
+    a: new Int32Array(size),
+    missing: [],
+    px: null,
+    person: new Int32Array(size),
+  };
+  let n = 0;
+  for (let k = 0; k < rowsIn; k++) {
+    const t = day + (i32[k * 8]! >>> 0);
+    if (within && (t < within[0] || t >= within[1])) continue;
+    const c = i32[k * 8 + 4]!;
+    let kc = kind[c]!;
+    if (kc === 0) {
+      const name = (names[c] = ks[c]!.slice(2));
+      kind[c] = kc = name === T ? 1 : rm(0, name) === null ? 3 : 2;
+    }
+    if (kc === 3 && !e.missing.includes(names[c]!)) e.missing.push(names[c]!);
+    e.at[n] = t;
+    e.value[n] = kc === 1 ? f64[k * 4 + 1]! : kc === 2 ? (rm(f64[k * 4 + 1]!, names[c]!) as number) : NaN;
+    e.payment[n] = u8[k * ROW_BYTES + 4] === 0 ? 1 : 0;
+    e.d[n] = i32[k * 8 + 5]!;
+    e.a[n] = i32[k * 8 + 6]!;
+    n++;
+  }
+  return e;
+}
+
+/** Person of each row as rowsWithPeople keys it (distinct id's person, else anonymous id's, else the id itself), as indexes of `px`. */
+function resolvePersons(e: DecodedDay, px: PersonIndex, kp: ReturnType<typeof keyPersons>): void {
+  if (e.px === px) return;
+  const mm = kp.memo.mapped;
+  const { d: ds, a: as, person } = e;
+  for (let k = 0; k < e.n; k++) {
+    const d = ds[k]!;
+    const a = as[k]!;
+    let p = -1;
+    if (d >= 0) {
+      p = mm[d]!;
+      if (p === -2) p = kp.mapped(d);
+    }
+    if (p < 0 && a >= 0) {
+      p = mm[a]!;
+      if (p === -2) p = kp.mapped(a);
+    }
+    if (p < 0) p = d >= 0 ? kp.own(d) : a >= 0 ? kp.own(a) : -1;
+    person[k] = p;
+  }
+  e.px = px;
+}
+
 export function createRevenueRepo(db: Db) {
   const s = {
     get: db.prepare('SELECT * FROM revenue_events WHERE project_id = ? AND id = ?'),
@@ -102,6 +209,8 @@ export function createRevenueRepo(db: Db) {
     rollupCurrency: db.prepare('SELECT currency FROM revenue_rollup_currency WHERE project_id = ?').pluck(),
     setRollupCurrency: db.prepare('INSERT OR IGNORE INTO revenue_rollup_currency (project_id, currency) VALUES (?, ?)'),
     dayBlobs: db.prepare('SELECT day, rows FROM revenue_day_rows WHERE project_id = ? AND day >= ? AND day < ? ORDER BY day').raw(true),
+    dayVersions: db.prepare('SELECT day, ver FROM revenue_day_versions WHERE project_id = ? AND day >= ? AND day < ? ORDER BY day').raw(true),
+    dayBlob: db.prepare('SELECT rows FROM revenue_day_rows WHERE project_id = ? AND day = ?').pluck(),
     maxKey: db.prepare('SELECT MAX(id) FROM revenue_keys WHERE project_id = ?').pluck(),
     customers: db.prepare(`SELECT COUNT(DISTINCT customer_key) AS n FROM revenue_events INDEXED BY revenue_events_customers
       WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND type = 'payment' AND status = 'posted'`),
@@ -139,6 +248,9 @@ export function createRevenueRepo(db: Db) {
 
   const interner = keyInterner(db);
   const dayStmts = dayRowStatements(db);
+  /** Decoded full days of packedRows by `pid:day`, least recently used first, and their row count. */
+  const decodedDays = new Map<string, DecodedDay>();
+  let decodedRows = 0;
 
   /** The currency `revenue_daily.converted` is kept in: the reporting currency (recorded at the first write). */
   function rollupCurrencyOf(pid: number): string {
@@ -373,63 +485,70 @@ export function createRevenueRepo(db: Db) {
      * `cur` minor units rounded per row (NaN without a rate, its currency added to `missing`), person
      * indexes of `personIndexOf` resolved as in rowsWithPeople. Returns the person count too. The arrays
      * come from `scratch` (attribution-fast.ts Scratch) when given.
+     *
+     * Days wholly inside the range come from the decoded days this repository keeps (`decodedDays`),
+     * checked against the day's version (migration 048) on every call: a day whose version moved, or
+     * kept for another currency, is decoded again from its blob; persons are resolved again when the
+     * person index changed (identity epoch). The two edge days are decoded from their blobs each time.
      */
     packedRows(projectId: string, from: number, to: number, cur: string, missing: Set<string>, scratch: ScratchArrays = noScratch): { rows: PackedAttributionRows; persons: number } {
       const pid = Number(projectId);
       const ks = keys(pid);
       const px = personIndex(pid);
-      const { mapped, own, memo } = keyPersons(px, ks, pid);
-      const mm = memo.mapped;
+      const kp = keyPersons(px, ks, pid);
       const rm = reportingMinorOf(cur);
+      const T = cur.toUpperCase();
       // Per currency key id: 0 not seen yet, 1 the reporting currency itself (rm returns the amount
       // unchanged, fx.ts), 2 converted by rm, 3 no rate.
       const kind = scratch.u8('rows.currencyKind', ks.length).fill(0);
-      const names: string[] = [];
-      const T = cur.toUpperCase();
-      const blobs = s.dayBlobs.all(pid, dayOf(from), to) as [number, Buffer][];
+      const conv: DayConversion = { T, rm, kind, names: [] };
+      // Inside a transaction the versions may still roll back: decode, but keep nothing.
+      const keep = !db.inTransaction;
+      const days: DecodedDay[] = [];
       let cap = 0;
-      for (const [, blob] of blobs) cap += blob.byteLength / ROW_BYTES;
+      for (const [day, ver] of s.dayVersions.all(pid, dayOf(from), to) as [number, number][]) {
+        const full = day >= from && day + DAY_MS <= to;
+        const k = `${pid}:${day}`;
+        let e = full ? decodedDays.get(k) : undefined;
+        if (e && e.ver === ver && e.cur === T) {
+          // Most recently used last.
+          decodedDays.delete(k);
+          decodedDays.set(k, e);
+        } else {
+          if (e) {
+            decodedDays.delete(k);
+            decodedRows -= e.n;
+          }
+          const blob = s.dayBlob.get(pid, day) as Buffer | undefined;
+          if (!blob) continue;
+          e = decodeDay(ks, conv, day, ver, blob, full ? null : [from, to]);
+          if (full && keep) {
+            decodedDays.set(k, e);
+            decodedRows += e.n;
+          }
+        }
+        resolvePersons(e, px, kp);
+        for (const c of e.missing) missing.add(c);
+        days.push(e);
+        cap += e.n;
+      }
+      // Least recently used days out first (the days of this read were moved last).
+      for (const [k, e] of decodedDays) {
+        if (decodedRows <= MAX_DECODED_ROWS) break;
+        decodedDays.delete(k);
+        decodedRows -= e.n;
+      }
       const at = scratch.f64('rows.at', cap);
       const value = scratch.f64('rows.value', cap);
       const payment = scratch.u8('rows.payment', cap);
       const person = scratch.i32('rows.person', cap);
       let n = 0;
-      for (const [day, blob] of blobs) {
-        // Typed views (8 int32 / 4 float64 per row, layout in revenue-rollup.ts) on the blob itself,
-        // each its own 8-aligned allocation; on an aligned copy otherwise.
-        const u8 = blob.byteOffset % 8 === 0 ? blob : new Uint8Array(blob);
-        const i32 = new Int32Array(u8.buffer, u8.byteOffset, u8.byteLength >> 2);
-        const f64 = new Float64Array(u8.buffer, u8.byteOffset, u8.byteLength >> 3);
-        const rowsIn = blob.byteLength / ROW_BYTES;
-        const full = day >= from && day + DAY_MS <= to;
-        for (let k = 0; k < rowsIn; k++) {
-          const t = day + (i32[k * 8]! >>> 0);
-          if (!full && (t < from || t >= to)) continue;
-          const c = i32[k * 8 + 4]!;
-          let kc = kind[c]!;
-          if (kc === 0) {
-            const name = (names[c] = ks[c]!.slice(2));
-            kind[c] = kc = name === T ? 1 : rm(0, name) === null ? 3 : 2;
-            if (kc === 3) missing.add(name);
-          }
-          at[n] = t;
-          value[n] = kc === 1 ? f64[k * 4 + 1]! : kc === 2 ? (rm(f64[k * 4 + 1]!, names[c]!) as number) : NaN;
-          payment[n] = u8[k * ROW_BYTES + 4] === 0 ? 1 : 0;
-          const d = i32[k * 8 + 5]!;
-          const a = i32[k * 8 + 6]!;
-          let p = -1;
-          if (d >= 0) {
-            p = mm[d]!;
-            if (p === -2) p = mapped(d);
-          }
-          if (p < 0 && a >= 0) {
-            p = mm[a]!;
-            if (p === -2) p = mapped(a);
-          }
-          if (p < 0) p = d >= 0 ? own(d) : a >= 0 ? own(a) : -1;
-          person[n] = p;
-          n++;
-        }
+      for (const e of days) {
+        at.set(e.at, n);
+        value.set(e.value, n);
+        payment.set(e.payment, n);
+        person.set(e.person, n);
+        n += e.n;
       }
       return { rows: { n, at, value, payment, person }, persons: px.size() };
     },

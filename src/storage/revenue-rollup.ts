@@ -92,8 +92,16 @@ export function encodeDayRows(pid: number, day: number, rows: readonly DayRowInp
   return buf;
 }
 
-export function dayRowStatements(db: Db) {
+/**
+ * `versions`: also bump the day's `revenue_day_versions` row (migration 048) on every write to a day,
+ * so readers that keep decoded days see the change; off only for migration 038's backfill, which
+ * runs before that table exists (048 then gives every day a version).
+ */
+export function dayRowStatements(db: Db, versions = true) {
   return {
+    bumpVersion: versions
+      ? db.prepare('INSERT INTO revenue_day_versions (project_id, day, ver) VALUES (?, ?, 1) ON CONFLICT (project_id, day) DO UPDATE SET ver = ver + 1')
+      : null,
     dayLedger: db.prepare(`SELECT type, amount, currency, occurred_at, distinct_id, anonymous_id, customer_key FROM revenue_events
       WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`),
     getDay: db.prepare('SELECT rows FROM revenue_day_rows WHERE project_id = ? AND day = ?').pluck(),
@@ -108,6 +116,7 @@ export function rebuildDay(st: ReturnType<typeof dayRowStatements>, intern: (pid
   const rows = st.dayLedger.all(pid, day, day + DAY_MS) as DayRowInput[];
   if (!rows.length) st.dropDay.run(pid, day);
   else st.putDay.run(pid, day, rows.length, encodeDayRows(pid, day, rows, intern));
+  st.bumpVersion?.run(pid, day);
 }
 
 /** Append rows (all of one day) to that day's blob. */
@@ -116,6 +125,7 @@ export function appendDay(st: ReturnType<typeof dayRowStatements>, intern: (pid:
   const add = encodeDayRows(pid, day, rows, intern);
   const blob = old ? Buffer.concat([old, add]) : add;
   st.putDay.run(pid, day, blob.length / ROW_BYTES, blob);
+  st.bumpVersion?.run(pid, day);
 }
 
 /**
@@ -146,7 +156,7 @@ export function rebuildConverted(db: Db, pid: number, currency: string): void {
 /** Migration 038 backfill: converted sums in each project's reporting currency and every day blob. */
 export function backfillRevenueRollups(db: Db): void {
   const intern = keyInterner(db).session();
-  const st = dayRowStatements(db);
+  const st = dayRowStatements(db, false);
   const projects = db.prepare('SELECT DISTINCT project_id FROM revenue_daily UNION SELECT DISTINCT project_id FROM revenue_events').pluck().all() as number[];
   for (const pid of projects) {
     const cur = (db.prepare('SELECT currency FROM revenue_settings WHERE project_id = ?').pluck().get(pid) as string | undefined) ?? 'USD';

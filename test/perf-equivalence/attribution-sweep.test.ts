@@ -11,7 +11,11 @@
  *    straightforward reads (attributableRows, touchesByPerson, `attribute`) for both models, every
  *    dimension and the 1, 30 and 365-day lookbacks;
  *  - every fast read reuses one Scratch (as the operation does), so nothing left there by a read leaks
- *    into the next.
+ *    into the next;
+ *  - the decoded days the revenue repository keeps across reads (migration 048 versions): after voids,
+ *    re-sent rows with another amount or currency, late rows, a day emptied and written again, a
+ *    currency change, merges, a rolled-back write read inside its transaction and a write from another
+ *    connection, on days kept by earlier reads; lookbacks 1, 7, 30, 365 days, range edges ±1 ms.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -190,8 +194,8 @@ describe('attribution sweep', () => {
       db.transaction(() => analytics.ingest(pid, events, NOW))();
     }
 
-    function compare(from: number, to: number, cur: string) {
-      for (const lookbackDays of [1, 30, 365]) {
+    function compare(from: number, to: number, cur: string, lookbacks: readonly number[] = [1, 30, 365]) {
+      for (const lookbackDays of lookbacks) {
         const lookbackMs = lookbackDays * DAY;
         for (const model of ['first_touch', 'last_touch'] as const) {
           for (const dimension of ['source', 'medium', 'campaign'] as const) {
@@ -227,6 +231,77 @@ describe('attribution sweep', () => {
       const touches = analytics.packedTouches(pid, T0 - 30 * DAY, T0 + 390 * DAY, 'source');
       const kinds = new Set(attributePacked(rows, touches, 100_000, { model: 'last_touch', dimension: 'source', lookbackMs: 30 * DAY, maxTouchRows: 100, round: (v) => v }).rows.map((r) => r.kind));
       expect(kinds).toEqual(new Set(['touch', 'direct', 'unlinked']));
+    });
+
+    /** Rows of the ledger as last written, posted ones on the days in [from, to). */
+    const postedIn = (from: number, to: number) => {
+      const last = new Map<string, LedgerRow>();
+      for (const r of written) last.set(r.id, r);
+      return [...last.values()].filter((r) => r.status === 'posted' && r.occurred_at >= from && r.occurred_at < to);
+    };
+    const write = (rows: LedgerRow[]) => {
+      written.push(...rows);
+      db.transaction(() => revenue.writeLedger(pid, rows, NOW))();
+    };
+    const version = (day: number) => db.prepare('SELECT ver FROM revenue_day_versions WHERE project_id = ? AND day = ?').pluck().get(Number(pid), day) as number | undefined;
+
+    it('decoded days kept across reads (migration 048) follow every change to their day', () => {
+      // Days 100–160 read (and kept) first, then each change below hits days already kept; each
+      // read after it must see the change, as the straightforward reads do.
+      const A = T0 + 100 * DAY;
+      const B = T0 + 160 * DAY;
+      compare(A, B, 'USD', [1, 7, 30, 365]);
+      // A voided row, a row re-sent with another amount (the day keeps its row count), a late row
+      // appended to a kept day, each on days the reads above kept.
+      const some = postedIn(A + DAY, B - DAY);
+      const day = Math.floor(some[0]!.occurred_at / DAY) * DAY;
+      const v0 = version(day)!;
+      write([{ ...some[0]!, status: 'voided' }]);
+      expect(version(day)).toBe(v0 + 1);
+      compare(A, B, 'USD', [30]);
+      write([{ ...some[1]!, amount: some[1]!.amount + 1 }, { ...some[2]!, currency: some[2]!.currency === 'EUR' ? 'GBP' : 'EUR' }]);
+      compare(A, B, 'USD', [7]);
+      write([toLedgerRow({ id: `late-${n++}`, type: 'payment', amount: 4321, currency: 'USD', occurred_at: A + 20 * DAY + 5, distinct_id: 'user-1' }, 'api')]);
+      compare(A, B, 'USD', [1]);
+      // Every row of a kept day voided (the day's blob is dropped), then a new row on it: its
+      // version never goes back, so nothing decoded before is taken for the new content.
+      const emptied = A + 30 * DAY;
+      const before = version(emptied) ?? 0;
+      write(postedIn(emptied, emptied + DAY).map((r) => ({ ...r, status: 'voided' as const })));
+      compare(A, B, 'USD', [30]);
+      write([toLedgerRow({ id: `late-${n++}`, type: 'payment', amount: 777, currency: 'USD', occurred_at: emptied + 3_600_000, anonymous_id: 'anon-2' }, 'api')]);
+      expect(version(emptied)!).toBeGreaterThan(before + 1);
+      compare(A, B, 'USD', [30]);
+      // Another reporting currency over the same kept days, then back; the project setting changed too.
+      compare(A, B, 'EUR', [30]);
+      compare(A, B, 'USD', [30]);
+      db.transaction(() => revenue.setCurrency(pid, 'EUR', NOW))();
+      compare(A, B, 'EUR', [7]);
+      db.transaction(() => revenue.setCurrency(pid, 'USD', NOW))();
+      compare(A, B, 'USD', [7]);
+      // Merges after the days were kept (persons move), late touches on them.
+      capture(300, 0.6);
+      compare(A, B, 'USD', [1, 7, 30, 365]);
+      // Range edges ±1 ms around day boundaries (edge days are decoded from their blobs).
+      for (const dFrom of [-1, 0, 1]) for (const dTo of [-1, 0, 1]) compare(A + 5 * DAY + dFrom, B - 5 * DAY + dTo, 'USD', [7]);
+      // A write read inside its transaction and rolled back: the days read there are not kept.
+      const gone = postedIn(A + 40 * DAY, A + 41 * DAY);
+      expect(() =>
+        db.transaction(() => {
+          revenue.writeLedger(pid, gone.map((r) => ({ ...r, status: 'voided' as const })), NOW);
+          revenue.packedRows(pid, A, B, 'USD', new Set(), scratch);
+          throw new Error('roll back');
+        })(),
+      ).toThrow('roll back');
+      compare(A, B, 'USD', [30]);
+      // A second connection (as another process) writes: this repository's kept days follow.
+      const other = openDatabase(join(dir, 'a.db'));
+      const rows = postedIn(A + 50 * DAY, A + 52 * DAY).slice(0, 3);
+      const changed = [{ ...rows[0]!, status: 'voided' as const }, ...rows.slice(1).map((r) => ({ ...r, amount: r.amount * 2 }))];
+      written.push(...changed);
+      other.transaction(() => createRevenueRepo(other).writeLedger(pid, changed, NOW))();
+      other.close();
+      compare(A, B, 'USD', [30]);
     });
   });
 });

@@ -20,6 +20,7 @@ import { createRevenueRepo } from '../../src/storage/revenue-repo.js';
 import { createAnalyticsRepo } from '../../src/storage/analytics-repo.js';
 import { backfillRevenueRollups } from '../../src/storage/revenue-rollup.js';
 import { backfillTouchDays } from '../../src/storage/touch-days.js';
+import { m048RevenueDayVersions } from '../../src/storage/migrations/048-revenue-day-versions.js';
 import { reportingMinorOf, toMajor } from '../../src/domain/revenue/fx.js';
 import { attribute, type AttributableRow, type Touch } from '../../src/domain/revenue/attribution.js';
 import { attributePacked } from '../../src/domain/revenue/attribution-fast.js';
@@ -302,6 +303,24 @@ describe('revenue rollups', () => {
     expect(blobs()).toEqual(before);
     const other = openDatabase(file);
     compareAttribution(T0 + 3 * DAY, T0 + 70 * DAY, 'USD', createRevenueRepo(other), createAnalyticsRepo(other));
+    other.close();
+  });
+  it("migration 048 gives every packed day a version, and reads on a backfilled file keep days and follow writes", () => {
+    const days = db.prepare('SELECT project_id, day FROM revenue_day_rows ORDER BY project_id, day').all();
+    expect(days.length).toBeGreaterThan(10);
+    db.exec('DROP TABLE revenue_day_versions');
+    db.exec(m048RevenueDayVersions.sql);
+    expect(db.prepare('SELECT project_id, day FROM revenue_day_versions WHERE ver = 1 ORDER BY project_id, day').all()).toEqual(days);
+    const other = openDatabase(file);
+    const fresh = createRevenueRepo(other);
+    const freshAnalytics = createAnalyticsRepo(other);
+    compareAttribution(T0, T0 + 90 * DAY, 'USD', fresh, freshAnalytics);
+    // A write on a day the fresh repository now keeps moves that day's version past the backfilled one.
+    const id = db.prepare("SELECT id FROM revenue_events WHERE project_id = ? AND status = 'posted' AND occurred_at >= ? ORDER BY occurred_at LIMIT 1").pluck().get(Number(pid), T0 + 10 * DAY) as string;
+    const row = fresh.list(pid, { limit: 100_000 }).find((r) => r.id === id)!;
+    other.transaction(() => fresh.writeLedger(pid, [{ ...row, status: 'voided' }], T0 + 100 * DAY))();
+    expect(db.prepare('SELECT ver FROM revenue_day_versions WHERE project_id = ? AND day = ?').pluck().get(Number(pid), Math.floor(row.occurred_at / DAY) * DAY)).toBe(2);
+    compareAttribution(T0, T0 + 90 * DAY, 'USD', fresh, freshAnalytics);
     other.close();
   });
 });
