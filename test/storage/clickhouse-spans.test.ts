@@ -70,7 +70,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', (
   });
 
   it('round-trips hostile strings and numbers as literals, and refuses what is not a value', async () => {
-    const values = ["'", '\\', "\\'", "'); DROP TABLE spans; --", 'line\nbreak\r\ttab', 'nul\0byte', 'ünïcødé ✓ 𝄞', '`back`', ''];
+    const values = ["'", '\\', "\\'", "'); DROP TABLE spans; --", 'line\nbreak\r\ttab', 'nul\0byte', 'ünïcødé ✓ 𝄞', '`back`', '', '\\N', 'a\\tb'];
     for (const v of values) {
       const [r] = await engine.query<{ v: string }>(`SELECT ${lit(v)} AS v`);
       expect(r!.v).toBe(v);
@@ -78,6 +78,10 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', (
     const [n] = await engine.query<{ a: number; b: number }>(`SELECT ${lit(1767225600000.125)} AS a, ${lit(-3)} AS b`);
     expect(n).toEqual({ a: 1767225600000.125, b: -3 });
     expect(() => lit(Number.NaN)).toThrow();
+    // and through an insert (TabSeparated escapes)
+    await engine.command('CREATE TABLE IF NOT EXISTS lit_check (i UInt32, v String) ENGINE = MergeTree ORDER BY i');
+    await engine.insert('lit_check', values.map((v, i) => ({ i, v })));
+    expect((await engine.query<{ v: string }>('SELECT v FROM lit_check ORDER BY i')).map((r) => r.v)).toEqual(values);
     expect(() => lit({ a: 1 })).toThrow();
     expect((await engine.query<{ n: number }>('SELECT count() AS n FROM spans'))[0]!.n).toBe(0);
   });
