@@ -165,33 +165,37 @@ export const create = defineOperation({
       throw new ValidationError('`error_group_id` does not name an error group of this project.', 'error_group_id');
     }
     const now = ctx.now();
-    const wait = quotaRetryAfterSeconds(now, (since, k) => repo.nthNewestSince(pid, since, k));
-    if (wait > 0) {
-      throw new RateLimitedError(wait, `Feedback quota reached for this project (20 per minute, 1,000 per day). Retry in ${wait} s.`, 'feedback_quota_exceeded');
-    }
-    const row = repo.insert(
-      pid,
-      {
-        id: randomUUID(),
-        message: fields.message,
-        contact_email: fields.contact_email ?? null,
-        name: fields.name ?? null,
-        environment: fields.environment ?? null,
-        user_id: fields.user_id ?? null,
-        release: fields.release ?? null,
-        service: fields.service ?? null,
-        url: fields.url ?? null,
-        session_id: fields.session_id ?? null,
-        replay_id: fields.replay_id ?? null,
-        trace_id: fields.trace_id ?? null,
-        error_group_id: fields.error_group_id ?? null,
-        metadata: fields.metadata ?? null,
-        source: 'api',
-        created_at: now,
-      },
-      idempotency_key !== undefined ? { key: idempotency_key, payloadHash: hash } : undefined,
-    );
-    // Committed (one autocommit insert): signals and automations hear of it.
+    // The quota check and the insert in one write transaction (taken at its start): processes
+    // sharing the database admit exactly the quota between them.
+    const row = ctx.services.atomic(() => {
+      const wait = quotaRetryAfterSeconds(now, (since, k) => repo.nthNewestSince(pid, since, k));
+      if (wait > 0) {
+        throw new RateLimitedError(wait, `Feedback quota reached for this project (20 per minute, 1,000 per day). Retry in ${wait} s.`, 'feedback_quota_exceeded');
+      }
+      return repo.insert(
+        pid,
+        {
+          id: randomUUID(),
+          message: fields.message,
+          contact_email: fields.contact_email ?? null,
+          name: fields.name ?? null,
+          environment: fields.environment ?? null,
+          user_id: fields.user_id ?? null,
+          release: fields.release ?? null,
+          service: fields.service ?? null,
+          url: fields.url ?? null,
+          session_id: fields.session_id ?? null,
+          replay_id: fields.replay_id ?? null,
+          trace_id: fields.trace_id ?? null,
+          error_group_id: fields.error_group_id ?? null,
+          metadata: fields.metadata ?? null,
+          source: 'api',
+          created_at: now,
+        },
+        idempotency_key !== undefined ? { key: idempotency_key, payloadHash: hash } : undefined,
+      );
+    });
+    // Committed: signals and automations hear of it.
     ctx.services.events.publish({ type: 'feedback.received', projectId: pid, at: now, feedbackId: row.id, message: row.message, errorGroupId: row.error_group_id });
     return createdOut(row);
   },

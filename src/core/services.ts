@@ -154,7 +154,9 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   const monitors = createMonitorsRepo(db);
   const incidents = createIncidentsRepo(db);
   const statusPages = createStatusPagesRepo(db);
-  const atomic = <T>(fn: () => T): T => db.transaction(fn)();
+  // IMMEDIATE: the write lock is taken when the block starts, so a read-then-write block never
+  // interleaves with another process's writes to the same file (it waits, up to busy_timeout).
+  const atomic = <T>(fn: () => T): T => db.transaction(fn).immediate();
   let secret: Buffer | null = null;
   let remoteSeed: Buffer | null = null;
   const monitoring = createMonitoring({

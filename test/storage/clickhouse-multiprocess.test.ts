@@ -1,0 +1,144 @@
+/**
+ * Issue 20, several processes: three Sightline processes (`bin/sightline.mjs start`) on one machine,
+ * sharing one SQLite file and one ClickHouse database (spans). Spans are sent through all three while
+ * one is SIGKILLed: every span a process acknowledged is readable from the others. Feedback sent
+ * through the survivors at once is admitted exactly 20 times in the minute (the quota check and the
+ * insert hold the database's write lock together; without that the race between two processes is a
+ * few microseconds wide, so this test shows the quota holds across processes rather than catching
+ * that race reliably). Runs in the `clickhouse-18` project only.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dropDatabase } from '../support/clickhouse.js';
+
+const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
+const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
+const ROOT = join(import.meta.dirname, '..', '..');
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+
+interface Proc {
+  child: ChildProcess;
+  url: string;
+  out: string;
+}
+
+async function startProcess(env: Record<string, string>): Promise<Proc> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(ROOT, 'bin/sightline.mjs'), 'start'], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGHTLINE_RATE_LIMIT: '1000000', SIGHTLINE_TEST_CLICKHOUSE: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const p: Proc = { child, url: `http://127.0.0.1:${port}`, out: '' };
+  child.stdout!.on('data', (d) => (p.out += d));
+  child.stderr!.on('data', (d) => (p.out += d));
+  const deadline = Date.now() + 45_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`sightline exited: ${p.out}`);
+    try {
+      if ((await fetch(`${p.url}/readyz`)).ok) return p;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error(`sightline did not start: ${p.out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** One OTLP/JSON export of a root span in a new trace; resolves with the trace id once acknowledged (200), else null. */
+async function sendTrace(url: string, key: string): Promise<string | null> {
+  const traceId = randomBytes(16).toString('hex');
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const body = {
+    resourceSpans: [{
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'multi' } }] },
+      scopeSpans: [{ spans: [{ traceId, spanId: randomBytes(8).toString('hex'), name: 'GET /x', kind: 2, startTimeUnixNano: String(now - 5_000_000n), endTimeUnixNano: String(now) }] }],
+    }],
+  };
+  try {
+    const r = await fetch(`${url}/ingest/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-service-key': key }, body: JSON.stringify(body) });
+    await r.arrayBuffer();
+    return r.status === 200 ? traceId : null;
+  } catch {
+    return null; // the process was killed mid-request: not acknowledged
+  }
+}
+
+describe.skipIf(mode !== 'server')('three processes over one SQLite file and ClickHouse', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sightline-multi-'));
+  const database = `multi_${process.pid}_${Date.now()}`;
+  const procs: Proc[] = [];
+  let keys: { ingest: string; admin: string; project: string };
+
+  beforeAll(async () => {
+    const env = { SIGHTLINE_DB: join(dir, 'shared.db'), SIGHTLINE_CLICKHOUSE_URL: `${serverUrl}/${database}` };
+    procs.push(await startProcess(env)); // the first one sets the database up and prints the keys
+    const admin = /admin key\s+(sl_[0-9a-f]+)/.exec(procs[0]!.out)?.[1];
+    const ingest = /ingest key\s+(sl_[0-9a-f]+)/.exec(procs[0]!.out)?.[1];
+    const project = /project\s+(\d+)/.exec(procs[0]!.out)?.[1];
+    if (!admin || !ingest || !project) throw new Error(`no keys printed: ${procs[0]!.out}`);
+    keys = { admin, ingest, project };
+    procs.push(...(await Promise.all([startProcess(env), startProcess(env)])));
+  }, 120_000);
+  afterAll(async () => {
+    const running = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+    await Promise.all(running.map((p) => new Promise((r) => (p.child.once('exit', r), p.child.kill('SIGTERM')))));
+    await dropDatabase(serverUrl!, database);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps every acknowledged span readable from the others when one process is SIGKILLed', async () => {
+    const acked: string[] = [];
+    let stop = false;
+    const sender = async (p: Proc) => {
+      while (!stop && p.child.exitCode === null) {
+        const t = await sendTrace(p.url, keys.ingest);
+        if (t) acked.push(t);
+      }
+    };
+    const senders = procs.map((p) => sender(p));
+    await new Promise((r) => setTimeout(r, 1500));
+    procs[2]!.child.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 1000));
+    stop = true;
+    await Promise.all(senders);
+    expect(procs[2]!.child.signalCode).toBe('SIGKILL');
+    expect(acked.length).toBeGreaterThan(20);
+    const missing: string[] = [];
+    for (const [i, t] of acked.entries()) {
+      const reader = procs[i % 2]!; // the survivors
+      const r = await fetch(`${reader.url}/v1/projects/${keys.project}/traces/${t}`, { headers: { 'x-service-key': keys.admin } });
+      await r.arrayBuffer();
+      if (r.status !== 200) missing.push(`${t}: ${r.status}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('admits exactly 20 feedback records a minute across the processes', async () => {
+    const live = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+    expect(live.length).toBe(2);
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        fetch(`${live[i % live.length]!.url}/v1/projects/${keys.project}/feedback`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-service-key': keys.ingest },
+          body: JSON.stringify({ message: `from process ${i % live.length}, #${i}` }),
+        }).then(async (r) => (await r.arrayBuffer(), r.status)),
+      ),
+    );
+    expect(statuses.filter((s) => s === 201)).toHaveLength(20);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(20);
+  });
+});
