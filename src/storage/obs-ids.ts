@@ -1,24 +1,26 @@
 import type { Db } from './db.js';
 
 /**
- * The integer key of an observation id in the id lookup tables (migration 041): 52 bits, a safe
- * JavaScript integer. A span-derived id (16 hex digits, random) gives its first 13 digits; any other
- * id (the own batch endpoint, Langfuse legacy ingestion: arbitrary text) a 52-bit FNV-1a hash. Keys
- * can collide, so every lookup compares the stored observation id too.
+ * The integer key of an observation id in the id lookup levels (migration 041): a 52-bit hash of
+ * the whole id (two 32-bit FNV-1a/murmur-style lanes), a safe JavaScript integer. The whole id, not
+ * a prefix of a span id: ids with a common prefix (counters, test tools) must not share a key.
+ * Keys can collide, so every lookup compares the stored observation id too.
  */
 export function obsIdKey(id: string): number {
-  if (id.length >= 13 && HEX13.test(id)) return parseInt(id.slice(0, 13), 16);
   let a = 0x811c9dc5;
-  let b = 0x01000193 ^ id.length;
+  let b = 0x9747b28c ^ id.length;
   for (let i = 0; i < id.length; i++) {
     const c = id.charCodeAt(i);
     a = Math.imul(a ^ c, 0x01000193);
     b = Math.imul(b ^ c, 0x5bd1e995);
-    b ^= b >>> 15;
+    b ^= b >>> 13;
   }
+  a ^= a >>> 15;
+  a = Math.imul(a, 0x2c1b3c6d);
+  b = Math.imul(b ^ (b >>> 16), 0x297a2d39);
+  b ^= b >>> 15;
   return (a & 0xfffff) * 0x1_0000_0000 + (b >>> 0);
 }
-const HEX13 = /^[0-9a-f]{13}/;
 
 const registered = new WeakSet<Db>();
 /** `sl_obs_key(observation_id)` in SQL on this connection (obsIdKey). */

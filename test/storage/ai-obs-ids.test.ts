@@ -74,11 +74,17 @@ describe('observations by id (two id levels)', () => {
   it('keeps ids whose keys collide apart, and scores join their observations', () => {
     const db = openDatabase(join(dir, 'b.db'));
     const repo = createAiRepo(db, { idLevelMax: 2 });
+    // Sequential ids (a counter) get distinct keys.
+    const seq = Array.from({ length: 1000 }, (_, i) => i.toString(16).padStart(16, '0'));
+    expect(new Set(seq.map(obsIdKey)).size).toBe(1000);
     const [a, b] = ['abcdef0123456aaa', 'abcdef0123456bbb'];
-    expect(obsIdKey(a)).toBe(obsIdKey(b));
     const write = (rows: ReturnType<typeof obs>[]) => db.transaction(() => repo.writeObservations('1', rows))();
     write([obs(a, T0, 'gpt-4o')]);
     write([obs('other', T0 + 1), obs('filler', T0 + 2)]); // a moves to the big level
+    // A key collision: b's key also names a's row (in the big level).
+    const aRow = db.prepare('SELECT id FROM agent_observations WHERE observation_id = ?').pluck().get(a);
+    db.prepare('INSERT INTO agent_obs_ids (project_id, k, obs) VALUES (1, ?, ?)').run(obsIdKey(b), aRow);
+    expect(repo.get('1', b)).toBeNull();
     write([obs(b, T0 + 3, 'o3')]);
     expect(repo.get('1', a)?.model).toBe('gpt-4o');
     expect(repo.get('1', b)?.model).toBe('o3');
