@@ -177,23 +177,16 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     idNewCount: db.prepare('SELECT count(*) FROM agent_obs_ids_new').pluck(),
     idMove: db.prepare('INSERT OR IGNORE INTO agent_obs_ids (project_id, k, obs) SELECT project_id, k, obs FROM agent_obs_ids_new ORDER BY 1, 2, 3'),
     idClear: db.prepare('DELETE FROM agent_obs_ids_new'),
-    // A trace's observations: its time range (migration 039; both levels, migration 041), then the time index filtered on trace_id.
+    // A trace's observations: its time range (migration 039), then the time index filtered on trace_id.
     ofTrace: db.prepare(
-      `SELECT o.* FROM agent_observations o INDEXED BY agent_obs_time WHERE o.project_id = ? AND o.started_ms >= ? AND o.started_ms <= ? AND o.trace_id = ?`,
+      `SELECT o.* FROM agent_obs_traces t JOIN agent_observations o INDEXED BY agent_obs_time
+       ON o.project_id = t.project_id AND o.started_ms >= t.first_ms AND o.started_ms <= t.last_ms AND o.trace_id = t.trace_id
+       WHERE t.project_id = ? AND t.trace_id = ?`,
     ),
-    traceRange: db.prepare(
-      `SELECT min(first_ms) AS first_ms, max(last_ms) AS last_ms FROM (SELECT first_ms, last_ms FROM agent_obs_traces WHERE project_id = ? AND trace_id = ?
-       UNION ALL SELECT first_ms, last_ms FROM agent_obs_traces_new WHERE project_id = ? AND trace_id = ?)`,
-    ),
-    traceNewCount: db.prepare('SELECT count(*) FROM agent_obs_traces_new').pluck(),
-    traceMove: db.prepare(
-      `INSERT INTO agent_obs_traces (project_id, trace_id, first_ms, last_ms) SELECT project_id, trace_id, first_ms, last_ms FROM agent_obs_traces_new WHERE true ORDER BY 1, 2
-       ON CONFLICT DO UPDATE SET first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)`,
-    ),
-    traceClear: db.prepare('DELETE FROM agent_obs_traces_new'),
+    traceRange: db.prepare('SELECT first_ms, last_ms FROM agent_obs_traces WHERE project_id = ? AND trace_id = ?'),
     anyIn: db.prepare('SELECT 1 FROM agent_observations INDEXED BY agent_obs_time WHERE project_id = ? AND started_ms >= ? AND started_ms < ? LIMIT 1').pluck(),
     traceUpsert: db.prepare(
-      'INSERT INTO agent_obs_traces_new (project_id, trace_id, first_ms, last_ms) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)',
+      'INSERT INTO agent_obs_traces (project_id, trace_id, first_ms, last_ms) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)',
     ),
     rollup: db.prepare(
       `INSERT INTO agent_obs_1h (project_id, hour_ms, dim, value, n, ${FLAGS}, ${SUM_COLS.join(', ')})
@@ -376,13 +369,6 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
   };
   /** Entries in the small id level, as far as this connection knows (read at the first write). */
   let idNewCount: number | null = null;
-  /** Rows in the small trace range level (agent_obs_traces_new), likewise. */
-  let traceNewCount: number | null = null;
-  /** A trace's time range over both levels, or null when the trace has no observation. */
-  const traceRange = (pid: number, traceId: string): { first_ms: number; last_ms: number } | null => {
-    const r = st.traceRange.get(pid, traceId, pid, traceId) as { first_ms: number | null; last_ms: number | null };
-    return r.first_ms === null || r.last_ms === null ? null : { first_ms: r.first_ms, last_ms: r.last_ms };
-  };
 
   /** Insert or replace observations (same id replaces) and keep the rollups exact. Call inside a transaction. */
   function writeObservations(projectId: string, rows: ObservationRow[]): number {
@@ -416,15 +402,7 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
         else if (r.started_ms > t[1]) t[1] = r.started_ms;
       }
     }
-    // Trace ranges go into the small level (its pages stay hot), moved into the big one like the ids.
-    traceNewCount ??= st.traceNewCount.get() as number;
     for (const [id, t] of traces) st.traceUpsert.run(pid, id, t[0], t[1]);
-    traceNewCount += traces.size;
-    if (traceNewCount >= idLevelMax) {
-      st.traceMove.run();
-      st.traceClear.run();
-      traceNewCount = 0;
-    }
     // The small id level is full: its entries move into the big one in key order, in this transaction.
     if (idNewCount >= idLevelMax) {
       st.idMove.run();
@@ -479,7 +457,7 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
    */
   function narrowToTrace<F extends ObservationFilters>(projectId: string, f: F): F {
     if (f.trace_id === undefined) return f;
-    const r = traceRange(Number(projectId), f.trace_id);
+    const r = st.traceRange.get(Number(projectId), f.trace_id) as { first_ms: number; last_ms: number } | undefined;
     if (!r) return { ...f, fromMs: 0, toMs: 0 };
     return { ...f, fromMs: Math.max(f.fromMs, r.first_ms), toMs: Math.min(f.toMs, r.last_ms + 1) };
   }
@@ -732,10 +710,7 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     parties,
     sessionRows,
     userBreakdown,
-    observationsOfTrace: (projectId: string, traceId: string): StoredObservation[] => {
-      const r = traceRange(Number(projectId), traceId);
-      return r ? (st.ofTrace.all(Number(projectId), r.first_ms, r.last_ms, traceId) as StoredObservation[]) : [];
-    },
+    observationsOfTrace: (projectId: string, traceId: string) => st.ofTrace.all(Number(projectId), traceId) as StoredObservation[],
     upsertTrace(projectId: string, t: TraceInfo) {
       st.trace.run(Number(projectId), t.trace_id, t.name, t.session_id, t.user_id, JSON.stringify(t.tags), t.release, t.environment, JSON.stringify(t.metadata));
     },

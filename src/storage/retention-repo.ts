@@ -126,7 +126,6 @@ export const EXPIRY_TARGETS: ExpiryTarget[] = [
   { kind: 'agent_observations', table: 'agent_observations', time: 'started_ms', unitMs: 1, key: ['id'], before: obsIdsExpiry },
   // A trace's time range goes once its latest observation is past the cutoff (they are gone by then).
   { kind: 'agent_observations', table: 'agent_obs_traces', time: 'last_ms', unitMs: 1, key: ['project_id', 'trace_id'] },
-  { kind: 'agent_observations', table: 'agent_obs_traces_new', time: 'last_ms', unitMs: 1, key: ['project_id', 'trace_id'] },
   { kind: 'agent_scores', table: 'agent_scores', time: 'started_ms', unitMs: 1, key: ['id'] },
   { kind: 'capture_events', table: 'capture_events', time: 'ts', unitMs: 1, key: ['rowid'] },
   // Ledger rows: the daily revenue rollup outlives them (revenue reads cover at most 400 days).

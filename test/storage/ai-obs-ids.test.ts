@@ -3,8 +3,7 @@
  * a 52-bit key of the id). A lookup by id finds span-derived and arbitrary ids in either level, a
  * later write with the same id replaces (also across levels), ids whose keys collide stay apart,
  * scores join their observations, the migration indexes existing rows, and expiring observations
- * takes their id entries (spans expiring leaves observations readable by id). Trace time ranges have
- * the same two levels.
+ * takes their id entries (spans expiring leaves observations readable by id).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -103,38 +102,6 @@ describe('observations by id (two id levels)', () => {
     db.close();
   });
 
-  it('reads a trace’s range over both trace levels, before and after its rows move', () => {
-    const db = openDatabase(join(dir, 'e.db'));
-    const repo = createAiRepo(db, { idLevelMax: 3 });
-    const o = (id: string, trace: string, at: number) =>
-      finalizeObservation(emptyDraft({ observation_id: id, trace_id: trace, started_ms: at, observation_type: 'tool_call' }), { receivedMs: at, projectPrivacy: false });
-    const write = (rows: ReturnType<typeof o>[]) => db.transaction(() => repo.writeObservations('1', rows))();
-    const traceIds = (t: string) => repo.observationsOfTrace('1', t).map((r) => r.observation_id).sort();
-    const rangeRows = () => ({
-      small: db.prepare('SELECT trace_id, first_ms, last_ms FROM agent_obs_traces_new ORDER BY 1').all(),
-      big: db.prepare('SELECT trace_id, first_ms, last_ms FROM agent_obs_traces ORDER BY 1').all(),
-    });
-    write([o('a1', 'ta', T0 + 100), o('b1', 'tb', T0 + 50)]);
-    expect(rangeRows()).toEqual({ small: [{ trace_id: 'ta', first_ms: T0 + 100, last_ms: T0 + 100 }, { trace_id: 'tb', first_ms: T0 + 50, last_ms: T0 + 50 }], big: [] });
-    // A third trace fills the small level: the ranges move into the big one.
-    write([o('c1', 'tc', T0 + 70)]);
-    expect(rangeRows().small).toEqual([]);
-    expect(rangeRows().big).toHaveLength(3);
-    // Trace ta grows on both sides while its first range sits in the big level.
-    write([o('a0', 'ta', T0 + 10), o('a2', 'ta', T0 + 500)]);
-    expect(rangeRows().small).toEqual([{ trace_id: 'ta', first_ms: T0 + 10, last_ms: T0 + 500 }]);
-    expect(traceIds('ta')).toEqual(['a0', 'a1', 'a2']);
-    expect(repo.list('1', { ...ALL, trace_id: 'ta' }, 100, 0).total).toBe(3);
-    expect(traceIds('tb')).toEqual(['b1']);
-    expect(traceIds('nope')).toEqual([]);
-    // Moving again merges the two ranges of ta into one.
-    write([o('d1', 'td', T0 + 1), o('e1', 'te', T0 + 2)]);
-    expect(rangeRows().small).toEqual([]);
-    expect(rangeRows().big.find((r) => (r as { trace_id: string }).trace_id === 'ta')).toEqual({ trace_id: 'ta', first_ms: T0 + 10, last_ms: T0 + 500 });
-    expect(traceIds('ta')).toEqual(['a0', 'a1', 'a2']);
-    db.close();
-  });
-
   it('migration 041 indexes the observations stored before it and drops the unique index', () => {
     const db = openDatabase(join(dir, 'c.db'), { migrations: MIGRATIONS.filter((m) => m.version < 41) });
     const ins = db.prepare("INSERT INTO agent_observations (project_id, observation_id, observation_type, started_ms, received_ms) VALUES (?, ?, 'generation', ?, 0)");
@@ -179,11 +146,6 @@ describe('observations by id (two id levels)', () => {
     while (retention.expireBatch(target('agent_observations'), '1', T0 + 50 * DAY, 2) > 0);
     expect(ids.map((id) => repo.get('1', id) !== null)).toEqual([false, false, true, false, true]);
     expect(levels(db)).toEqual({ small: 1, big: 1 });
-    // The trace's range stays while it has observations; expired, both trace levels empty out.
-    while (retention.expireBatch(target('agent_observations'), '1', T0 + 200 * DAY, 2) > 0);
-    for (const t of ['agent_obs_traces', 'agent_obs_traces_new']) while (retention.expireBatch(target(t), '1', T0 + 200 * DAY, 2) > 0);
-    expect(levels(db)).toEqual({ small: 0, big: 0 });
-    expect(db.prepare('SELECT (SELECT count(*) FROM agent_obs_traces) + (SELECT count(*) FROM agent_obs_traces_new)').pluck().get()).toBe(0);
     db.close();
   });
 });

@@ -12,9 +12,6 @@ import { registerObsIdKey } from '../obs-ids.js';
  * collide). Uniqueness (a later write with the same id replaces) is kept by the writer, which looks
  * the id up before inserting. Entries of expired observations go with them (retention hook).
  * Works for every id: span-derived, the own batch endpoint's and Langfuse's arbitrary ones.
- * The trace time ranges of migration 039 (one random insert per trace) get a small level the same
- * way: `agent_obs_traces_new`, read together with `agent_obs_traces` (the range is the min/max over
- * both) and moved into it by the same rule.
  */
 export const m041AgentObsIds: Migration = {
   version: 41,
@@ -32,14 +29,6 @@ CREATE TABLE agent_obs_ids_new (
   obs INTEGER NOT NULL,
   PRIMARY KEY (project_id, k, obs)
 ) WITHOUT ROWID;
-CREATE TABLE agent_obs_traces_new (
-  project_id INTEGER NOT NULL,
-  trace_id TEXT NOT NULL,
-  first_ms REAL NOT NULL,
-  last_ms REAL NOT NULL,
-  PRIMARY KEY (project_id, trace_id)
-) WITHOUT ROWID;
-CREATE INDEX agent_obs_traces_new_last ON agent_obs_traces_new(project_id, last_ms);
 `,
   backfill(db) {
     registerObsIdKey(db);
