@@ -181,7 +181,9 @@ function seed(dbFile: string, projectId: string, n: number, toMs: number): numbe
         ),
       );
     }
-    db.transaction(() => repo.writeObservations(projectId, rows))();
+    // IMMEDIATE: the server (another connection) writes meanwhile; a deferred transaction that reads
+    // first (the writer looks ids up before inserting) could not upgrade to a write (SQLITE_BUSY_SNAPSHOT).
+    db.transaction(() => repo.writeObservations(projectId, rows)).immediate();
   }
   const secs = (performance.now() - t0) / 1000;
   db.close();

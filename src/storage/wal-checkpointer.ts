@@ -12,6 +12,9 @@ import type { Db } from './db.js';
  * its own connection runs a PASSIVE checkpoint every `intervalMs` (it never blocks the writer; with
  * nothing new it costs nothing), and a RESTART once the WAL is longer than `restartFrames` (a
  * passive checkpoint under continuous writes never catches up, so the WAL could not start over).
+ * The worker waits at most 20 ms for locks (a RESTART holds the write lock while it waits for
+ * readers: a long wait there stalled other writers past their busy timeout); a round that cannot get
+ * in gives up and the next one tries again.
  * The writer's own automatic checkpoint stays as a fallback at `fallbackPages`, should the worker
  * lag or die. Durability is unchanged (synchronous=NORMAL: commits survive a process crash).
  */

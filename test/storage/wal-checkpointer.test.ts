@@ -71,6 +71,33 @@ describe('WAL checkpoints on a worker thread', () => {
     db.close();
   });
 
+  it('never holds other writers up while a reader keeps an old snapshot', async () => {
+    const file = tempFile();
+    const db = openDatabase(file);
+    db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
+    const cp = startWalCheckpointer(db, file, { intervalMs: 2, restartFrames: 20 })!;
+    // A reader in the middle of a read transaction: a RESTART cannot finish while it lasts.
+    const reader = new Database(file);
+    reader.exec('BEGIN');
+    reader.prepare('SELECT count(*) FROM t').get();
+    // Another process's writer (the bench seeds like this) with a 1 s busy timeout keeps writing.
+    const writer = new Database(file);
+    writer.pragma('busy_timeout = 1000');
+    const ins = writer.prepare('INSERT INTO t (v) VALUES (?)');
+    for (let round = 0; round < 40; round++) {
+      writer.transaction(() => {
+        for (let i = 0; i < 50; i++) ins.run('w'.repeat(2000));
+      })();
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(writer.prepare('SELECT count(*) FROM t').pluck().get()).toBe(2000);
+    reader.exec('COMMIT');
+    reader.close();
+    writer.close();
+    await cp.stop();
+    db.close();
+  });
+
   it('does nothing for an in-memory database', () => {
     const db = openDatabase(':memory:');
     expect(startWalCheckpointer(db, ':memory:')).toBeNull();
