@@ -6,6 +6,11 @@
  * span of the batches is an observation) and the ratio.
  *
  *   BENCH_AI_SPANS=100000 npx tsx bench/ai-write.ts          (add --cpu-prof via node to profile)
+ *
+ * BENCH_AI_PREFILL=150000 writes that many spans first, unmeasured (random-key structures cost more
+ * in a bigger store); BENCH_AI_CHECKPOINT=worker runs WAL checkpoints on a worker thread as the
+ * server does (src/storage/wal-checkpointer.ts; default: SQLite's automatic checkpoint in the
+ * commits). Besides process CPU it prints the main thread's CPU per span (Linux).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,10 +24,24 @@ import { withLogRollups } from '../src/storage/log-rollups.js';
 import { withAgentObservations } from '../src/storage/ai-spans.js';
 import { createAiRepo } from '../src/storage/ai-repo.js';
 import type { SpanRecord } from '../src/domain/telemetry-types.js';
+import { readFileSync } from 'node:fs';
+import { startWalCheckpointer } from '../src/storage/wal-checkpointer.js';
 import { attr } from './lib.js';
 
 const TOTAL = Number(process.env.BENCH_AI_SPANS ?? 100_000);
 const MODE = process.env.BENCH_AI_MODE ?? 'both'; // plain | ai | both
+const PREFILL = Number(process.env.BENCH_AI_PREFILL ?? 0);
+const CHECKPOINT_WORKER = process.env.BENCH_AI_CHECKPOINT === 'worker';
+
+/** CPU µs used so far by this process's main thread (Linux /proc; 0 elsewhere). */
+function mainThreadCpuUs(): number {
+  try {
+    const f = readFileSync(`/proc/${process.pid}/task/${process.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10_000; // clock ticks of 10 ms
+  } catch {
+    return 0;
+  }
+}
 const BATCH = 512;
 const models = ['gpt-4o-mini', 'gpt-4o', 'claude-sonnet-4-20250514', 'gemini-2.5-flash'];
 const resource = { attributes: [attr('service.name', 'agent'), attr('service.version', '3.1.0'), attr('deployment.environment.name', 'production')] };
@@ -60,37 +79,47 @@ function batch(seed: number): SpanRecord[] {
   return decodeTraces(Buffer.from(ExportTraceServiceRequest.encode(msg).finish()), 'protobuf').records;
 }
 
-/** Spans per second of wall time and per second of this process's CPU time (steadier on a loaded machine). */
-function run(withAi: boolean, batches: SpanRecord[][]): { wall: number; cpu: number } {
+/** Spans per second of wall time and per second of this process's CPU time (steadier on a loaded machine), main thread CPU µs per span. */
+async function run(withAi: boolean, batches: SpanRecord[][]): Promise<{ wall: number; cpu: number; mainUs: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'sightline-bench-aiw-'));
   const db = openDatabase(join(dir, 'b.db'));
   migrate(db);
+  const checkpointer = CHECKPOINT_WORKER ? startWalCheckpointer(db, join(dir, 'b.db')) : null;
   const plain = withLogRollups(db, createSqliteTelemetryWriter(db));
   const writer = withAi ? withAgentObservations(db, createAiRepo(db), plain) : plain;
-  let n = 0;
   let round = 0;
-  const t0 = performance.now();
-  const c0 = process.cpuUsage();
-  while (n < TOTAL) {
+  const writeOne = () => {
     const b = batches[round % batches.length]!;
     // Fresh ids each round, so every write is an insert (ids differ per round, parents kept consistent).
-    const suffix = (round++).toString(16).padStart(4, '0');
-    const spans = b.map((s) => ({ ...s, span_id: s.span_id.slice(0, 12) + suffix, parent_span_id: s.parent_span_id ? s.parent_span_id.slice(0, 12) + suffix : s.parent_span_id, trace_id: s.trace_id.slice(0, 28) + suffix }));
+    const suffix = (round++).toString(16).padStart(5, '0');
+    const spans = b.map((s) => ({ ...s, span_id: suffix + s.span_id.slice(5), parent_span_id: s.parent_span_id ? suffix + s.parent_span_id.slice(5) : s.parent_span_id, trace_id: suffix + s.trace_id.slice(5) }));
     db.transaction(() => writer.insertSpans('1', spans, 'otlp', Date.now()))();
-    n += spans.length;
+    return spans.length;
+  };
+  for (let p = 0; p < PREFILL; ) p += writeOne();
+  let n = 0;
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const m0 = mainThreadCpuUs();
+  while (n < TOTAL) {
+    n += writeOne();
+    // Let the checkpoint worker's messages in (the server's event loop turns between batches too).
+    if (checkpointer) await new Promise((r) => setImmediate(r));
   }
   const secs = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(c0);
+  const mainUs = (mainThreadCpuUs() - m0) / n;
+  await checkpointer?.stop();
   db.close();
   rmSync(dir, { recursive: true, force: true });
-  return { wall: n / secs, cpu: n / ((c.user + c.system) / 1e6) };
+  return { wall: n / secs, cpu: n / ((c.user + c.system) / 1e6), mainUs };
 }
 
 const batches = Array.from({ length: 8 }, (_, i) => batch(i));
-const fmt = (r: { wall: number; cpu: number }) =>
-  `${Math.round(r.wall).toLocaleString('en-US')} spans/s wall, ${Math.round(r.cpu).toLocaleString('en-US')} spans per CPU-second (${(1e6 / r.cpu).toFixed(0)} µs CPU per span)`;
-const plain = MODE !== 'ai' ? run(false, batches) : null;
-const ai = MODE !== 'plain' ? run(true, batches) : null;
+const fmt = (r: { wall: number; cpu: number; mainUs: number }) =>
+  `${Math.round(r.wall).toLocaleString('en-US')} spans/s wall, ${Math.round(r.cpu).toLocaleString('en-US')} spans per CPU-second (${(1e6 / r.cpu).toFixed(0)} µs CPU per span, main thread ${r.mainUs.toFixed(0)})`;
+const plain = MODE !== 'ai' ? await run(false, batches) : null;
+const ai = MODE !== 'plain' ? await run(true, batches) : null;
 if (plain) console.log(`plain span writer:     ${fmt(plain)}`);
 if (ai) console.log(`with AI observations:  ${fmt(ai)}`);
 if (plain && ai) console.log(`AI decorator cost:     ${(plain.cpu / ai.cpu).toFixed(2)}× a plain span write (CPU)`);

@@ -9,6 +9,7 @@ import type { ChEngine } from './storage/clickhouse/client.js';
 import { expireClickHouseSpans } from './storage/clickhouse/retention.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
+import { startWalCheckpointer } from './storage/wal-checkpointer.js';
 import { requestId } from './http/middleware/request-id.js';
 import { errorHandler } from './http/middleware/errors.js';
 import { RateLimiter } from './http/middleware/rate-limit.js';
@@ -220,6 +221,9 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
       s.onClose.push(() => closeGracefully(server, config.shutdownTimeoutMs));
       s.onClose.push(writeLock(config.dbFile));
+      // Checkpoints off the serving thread (stopped before the database closes: onClose runs in reverse).
+      const checkpointer = config.walCheckpointWorker ? startWalCheckpointer(db, config.dbFile) : null;
+      if (checkpointer) s.onClose.push(() => checkpointer.stop());
       retention.start();
       s.onClose.push(() => retention.stop());
       if (config.metrics.otlpUrl) {

@@ -37,6 +37,11 @@ export interface AppConfig {
   sandboxPoolSize: number;
   /** Take a backup before a migration that rewrites a large table (SIGHTLINE_BACKUP_BEFORE_MIGRATION, default on). */
   backupBeforeMigration: boolean;
+  /**
+   * WAL checkpoints of a listening server on a worker thread (src/storage/wal-checkpointer.ts), not in
+   * the commits on the main thread (SIGHTLINE_WAL_CHECKPOINT=inline: SQLite's automatic checkpoint).
+   */
+  walCheckpointWorker: boolean;
   /** How long a SIGTERM waits for in-flight requests before closing their connections. */
   shutdownTimeoutMs: number;
   /**
@@ -147,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logLevel: overrides.logLevel ?? env.LOG_LEVEL ?? 'info',
     sandboxPoolSize: overrides.sandboxPoolSize ?? int(env.SIGHTLINE_SANDBOX_POOL_SIZE, 0),
     backupBeforeMigration: overrides.backupBeforeMigration ?? env.SIGHTLINE_BACKUP_BEFORE_MIGRATION !== '0',
+    walCheckpointWorker: overrides.walCheckpointWorker ?? env.SIGHTLINE_WAL_CHECKPOINT !== 'inline',
     shutdownTimeoutMs: overrides.shutdownTimeoutMs ?? int(env.SIGHTLINE_SHUTDOWN_TIMEOUT_MS, 25_000),
     metrics: overrides.metrics ?? {
       token: env.SIGHTLINE_METRICS_TOKEN || null,

@@ -9,6 +9,7 @@ import { batchTallies } from './write-batcher.js';
 import { FLAG_COLUMNS, type FlagColumn, type ObservationRow, type ScoreDraft } from '../domain/ai/observation.js';
 import type { FlagSums } from '../domain/ai/quality.js';
 import type { TraceInfo } from '../domain/ai/langfuse-legacy.js';
+import { OBS_ROWIDS_SQL, obsIdKey, registerObsIdKey } from './obs-ids.js';
 
 const HOUR = 3_600_000;
 const DAY = 86_400_000;
@@ -18,6 +19,8 @@ const ROLLUP_DIMS = ['agent_id', 'workflow_id', 'model', 'provider', 'release', 
 export type RollupDim = (typeof ROLLUP_DIMS)[number];
 /** Above this many sessions (users) in a window, ai.stats finds its top ones by walking the cost index. */
 const PARTY_SORT_MAX = 5000;
+/** Entries of the small id level (agent_obs_ids_new, migration 041) that make the writer move them into the big one. */
+export const OBS_ID_LEVEL_MAX = 16_384;
 const SUM_COLS = ['cost_sum', 'prompt_sum', 'completion_sum', 'tokens_sum', 'duration_sum', 'gen_duration_sum', 'tool_n'] as const;
 
 const OBS_COLUMNS = [
@@ -160,14 +163,20 @@ function split(fromMs: number, toMs: number, emptyRange: (a: number, b: number) 
   return { hStart, hEnd, edges };
 }
 
-export function createAiRepo(db: Db) {
+export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
+  const idLevelMax = opts.idLevelMax ?? OBS_ID_LEVEL_MAX;
+  registerObsIdKey(db);
   const insertCols = [...OBS_COLUMNS, ...FLAG_COLUMNS];
   const st = {
-    insert: db.prepare(
-      `INSERT INTO agent_observations (project_id, ${insertCols.join(', ')}) VALUES (?, ${insertCols.map(() => '?').join(', ')}) ON CONFLICT(project_id, observation_id) DO NOTHING`,
-    ),
-    update: db.prepare(`UPDATE agent_observations SET ${insertCols.filter((c) => c !== 'observation_id').map((c) => `${c} = ?`).join(', ')} WHERE project_id = ? AND observation_id = ?`),
-    byId: db.prepare('SELECT * FROM agent_observations WHERE project_id = ? AND observation_id = ?'),
+    insert: db.prepare(`INSERT INTO agent_observations (project_id, ${insertCols.join(', ')}) VALUES (?, ${insertCols.map(() => '?').join(', ')})`),
+    update: db.prepare(`UPDATE agent_observations SET ${insertCols.filter((c) => c !== 'observation_id').map((c) => `${c} = ?`).join(', ')} WHERE id = ?`),
+    // By id through the two id levels (migration 041); the id itself is compared (keys can collide).
+    // (`+`: the row ids, not the time index on project_id.)
+    byId: db.prepare(`SELECT * FROM agent_observations WHERE id IN (${OBS_ROWIDS_SQL}) AND +project_id = ? AND +observation_id = ?`),
+    idNew: db.prepare('INSERT INTO agent_obs_ids_new (project_id, k, obs) VALUES (?, ?, ?)'),
+    idNewCount: db.prepare('SELECT count(*) FROM agent_obs_ids_new').pluck(),
+    idMove: db.prepare('INSERT OR IGNORE INTO agent_obs_ids (project_id, k, obs) SELECT project_id, k, obs FROM agent_obs_ids_new ORDER BY 1, 2, 3'),
+    idClear: db.prepare('DELETE FROM agent_obs_ids_new'),
     // A trace's observations: its time range (migration 039), then the time index filtered on trace_id.
     ofTrace: db.prepare(
       `SELECT o.* FROM agent_obs_traces t JOIN agent_observations o INDEXED BY agent_obs_time
@@ -354,22 +363,35 @@ export function createAiRepo(db: Db) {
     return true;
   }
 
+  const byId = (pid: number, id: string): (StoredObservation & { id: number }) | undefined => {
+    const k = obsIdKey(id);
+    return st.byId.get(pid, k, pid, k, pid, id) as (StoredObservation & { id: number }) | undefined;
+  };
+  /** Entries in the small id level, as far as this connection knows (read at the first write). */
+  let idNewCount: number | null = null;
+
   /** Insert or replace observations (same id replaces) and keep the rollups exact. Call inside a transaction. */
   function writeObservations(projectId: string, rows: ObservationRow[]): number {
     const pid = Number(projectId);
     const changes: Contribution[] = [];
     const args: unknown[] = new Array(1 + NOBS + NF);
     const traces = new Map<string, [number, number]>();
+    idNewCount ??= st.idNewCount.get() as number;
     for (const r of rows) {
-      if (st.insert.run(insertArgs(pid, r, args)).changes === 0) {
-        const old = st.byId.get(pid, r.observation_id) as StoredObservation;
+      const old = byId(pid, r.observation_id);
+      insertArgs(pid, r, args);
+      if (!old) {
+        const rowid = st.insert.run(args).lastInsertRowid;
+        st.idNew.run(pid, obsIdKey(r.observation_id), rowid);
+        idNewCount++;
+      } else {
         // A resend of what is stored (an exporter's retry, a replayed batch) changes nothing: no
         // update, no rollup change; the row keeps its first received time.
         if (sameObservation(old, r)) continue;
         changes.push({ row: old, sign: -1 });
-        // UPDATE … SET (every column but the id) WHERE project_id = ? AND observation_id = ?
+        // UPDATE … SET (every column but the observation id) WHERE id = <the stored row>
         const v = args.slice(2);
-        v.push(pid, r.observation_id);
+        v.push(old.id);
         st.update.run(v);
       }
       changes.push({ row: r, sign: 1 });
@@ -381,6 +403,12 @@ export function createAiRepo(db: Db) {
       }
     }
     for (const [id, t] of traces) st.traceUpsert.run(pid, id, t[0], t[1]);
+    // The small id level is full: its entries move into the big one in key order, in this transaction.
+    if (idNewCount >= idLevelMax) {
+      st.idMove.run();
+      st.idClear.run();
+      idNewCount = 0;
+    }
     const jobTally = tallies.job();
     if (jobTally) tallyChanges(pid, changes, jobTally);
     else {
@@ -444,7 +472,7 @@ export function createAiRepo(db: Db) {
     return { rows, total };
   }
 
-  const get = (projectId: string, id: string) => (st.byId.get(Number(projectId), id) as StoredObservation | undefined) ?? null;
+  const get = (projectId: string, id: string): StoredObservation | null => byId(Number(projectId), id) ?? null;
 
   /**
    * Rows and rollups of a window as one source of (value, t, n, flags, sums). With no filter or one
@@ -500,7 +528,12 @@ export function createAiRepo(db: Db) {
       parts.push(` AND o.${k} = ?`);
       params.push(v);
     }
-    const join = parts.length ? ` JOIN agent_observations o ON o.project_id = sc.project_id AND o.observation_id = sc.observation_id${parts.join('')}` : '';
+    // The scored observation through the id levels (migration 041): there is no index on observation_id.
+    const rowids = `SELECT obs FROM agent_obs_ids_new WHERE project_id = sc.project_id AND k = sl_obs_key(sc.observation_id)
+      UNION ALL SELECT obs FROM agent_obs_ids WHERE project_id = sc.project_id AND k = sl_obs_key(sc.observation_id)`;
+    const join = parts.length
+      ? ` JOIN agent_observations o ON o.id IN (${rowids}) AND +o.project_id = sc.project_id AND +o.observation_id = sc.observation_id${parts.join('')}`
+      : '';
     return db
       .prepare(
         `SELECT count(*) AS count, count(DISTINCT CASE WHEN sc.observation_id != '' THEN sc.observation_id END) AS scored_observations

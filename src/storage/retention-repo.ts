@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { registerObsIdKey } from './obs-ids.js';
 import type { RetentionKind } from '../domain/retention/policy.js';
 import { HOUR_MS, ROLLUP_LEVELS } from './metric-rollups.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
@@ -39,6 +40,19 @@ export interface ExpiryTarget {
    */
   before?: (db: Db) => { run(keys: unknown[][]): void; after?(): void };
 }
+
+/** What goes with expiring AI observations: their entries in the id lookup levels (migration 041). */
+const obsIdsExpiry = (db: Db) => {
+  registerObsIdKey(db);
+  const rows = 'SELECT project_id, sl_obs_key(observation_id), id FROM agent_observations WHERE id IN (SELECT value FROM json_each(?))';
+  const dels = ['agent_obs_ids_new', 'agent_obs_ids'].map((t) => db.prepare(`DELETE FROM ${t} WHERE (project_id, k, obs) IN (${rows})`));
+  return {
+    run(keys: unknown[][]) {
+      const ids = JSON.stringify(keys.map((k) => k[0]));
+      for (const d of dels) d.run(ids);
+    },
+  };
+};
 
 /**
  * What goes with expiring logs: their full-text rows, and their counts in the log count rollups.
@@ -151,7 +165,7 @@ export const EXPIRY_TARGETS: ExpiryTarget[] = [
   { kind: 'sessions', table: 'session_aggregates', time: 'started_ms', unitMs: 1, key: ['rowid'] },
   { kind: 'check_ins', table: 'check_ins', time: 'received_ms', unitMs: 1, key: ['project_id', 'check_in_id', 'status'] },
   // AI observations and scores: the hourly rollups and session/user summaries outlive them.
-  { kind: 'agent_observations', table: 'agent_observations', time: 'started_ms', unitMs: 1, key: ['id'] },
+  { kind: 'agent_observations', table: 'agent_observations', time: 'started_ms', unitMs: 1, key: ['id'], before: obsIdsExpiry },
   // A trace's time range goes once its latest observation is past the cutoff (they are gone by then).
   { kind: 'agent_observations', table: 'agent_obs_traces', time: 'last_ms', unitMs: 1, key: ['project_id', 'trace_id'] },
   { kind: 'agent_scores', table: 'agent_scores', time: 'started_ms', unitMs: 1, key: ['id'] },

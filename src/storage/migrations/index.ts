@@ -28,6 +28,7 @@ import { m038RevenueRollups } from './038-revenue-rollups.js';
 import type { Db } from '../db.js';
 import { m039AgentObsTraces } from './039-agent-obs-traces.js';
 import { m040MetricRollups } from './040-metric-rollups.js';
+import { m041AgentObsIds } from './041-agent-obs-ids.js';
 import { m044CompactSpanRows } from './044-compact-span-rows.js';
 import { m043TouchDays } from './043-touch-days.js';
 import { m045LogCountsValueSets } from './045-log-counts-value-sets.js';
@@ -47,7 +48,7 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m033RemoteAccess, m034ErrorGroupContext, m035QueryIndexes, m036ReadRollups, m037AttrKeysets, m038RevenueRollups, m039AgentObsTraces, m040MetricRollups, m042ErrorReadIndexes, m043TouchDays, m044CompactSpanRows, m045LogCountsValueSets, m046ErrorGroupHours, m047MetricRollupLevels, m048RevenueDayVersions, m049LogExpiryBatches];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m033RemoteAccess, m034ErrorGroupContext, m035QueryIndexes, m036ReadRollups, m037AttrKeysets, m038RevenueRollups, m039AgentObsTraces, m040MetricRollups, m041AgentObsIds, m042ErrorReadIndexes, m043TouchDays, m044CompactSpanRows, m045LogCountsValueSets, m046ErrorGroupHours, m047MetricRollupLevels, m048RevenueDayVersions, m049LogExpiryBatches];
 
 /** The schema version this code writes: a database with a higher user_version comes from a newer Sightline. */
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
