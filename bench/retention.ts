@@ -155,7 +155,7 @@ export function seedExpired(db: Db, projectId: string, n: number, from: number, 
   const attrsText = `${'/orders/{id}'} u-0`;
   // Every template log carries one trace id; the full-text row holds it as its short token (migration 037).
   const ftsAttrs = `${attrsText} ${traceToken(t.logs[0]!.trace_id!)}`;
-  const fts = db.prepare(`INSERT INTO logs_fts (rowid, body, attrs) SELECT id, body, ? FROM logs WHERE id BETWEEN ? AND ?`);
+  const fts = db.prepare(`INSERT INTO logs_fts2 (rowid, body, attrs) SELECT id, body, ? FROM logs WHERE id BETWEEN ? AND ?`); // new logs' table (migration 050)
   const rollups = LOG_COUNT_TABLES.map((r) => db.prepare(`${rollupInsertDims(r, 'l.id BETWEEN ? AND ?')} ON CONFLICT DO UPDATE SET n = n + excluded.n`));
   replicate(db, 'logs', 'time_ms', lLo, lHi, nLogs, from, (to - from) / nLogs, { body: "t.body || ' #' || g" }, (a, b) => {
     fts.run(ftsAttrs, a, b);

@@ -44,9 +44,11 @@ export interface ExpiryTarget {
  * rollup rows left at 0 are deleted.
  */
 const logsExpiry = (db: Db) => {
-  const del = db.prepare('DELETE FROM logs_fts WHERE rowid = ?');
-  const stored = db.prepare("SELECT k, v FROM logs_fts_config WHERE k IN ('automerge', 'deletemerge')").raw();
-  const set = (k: 'automerge' | 'deletemerge', v: unknown) => db.exec(`INSERT INTO logs_fts (logs_fts, rank) VALUES ('${k}', ${Number(v)})`);
+  // Both full-text tables (migration 050): a log's row is in one of them, a delete in the other is a no-op.
+  const FTS = ['logs_fts', 'logs_fts2'] as const;
+  const dels = FTS.map((t) => db.prepare(`DELETE FROM ${t} WHERE rowid = ?`));
+  const stored = FTS.map((t) => db.prepare(`SELECT k, v FROM ${t}_config WHERE k IN ('automerge', 'deletemerge')`).raw());
+  const set = (i: number, k: 'automerge' | 'deletemerge', v: unknown) => db.exec(`INSERT INTO ${FTS[i]} (${FTS[i]}, rank) VALUES ('${k}', ${Number(v)})`);
   const DEFAULTS = { automerge: 4, deletemerge: 10 } as const;
   const ids = 'l.id IN (SELECT value FROM json_each(?))';
   const counts = LOG_COUNT_TABLES.map((t) => {
@@ -70,14 +72,18 @@ const logsExpiry = (db: Db) => {
       spans = span.all(batchIds) as unknown[][];
       for (const c of counts) c.take.run(batchIds);
       mark.run();
-      const saved: Record<'automerge' | 'deletemerge', unknown> = { ...DEFAULTS, ...Object.fromEntries(stored.all() as [string, unknown][]) };
-      set('automerge', 0);
-      set('deletemerge', 100);
+      const saved = stored.map((st): Record<'automerge' | 'deletemerge', unknown> => ({ ...DEFAULTS, ...Object.fromEntries(st.all() as [string, unknown][]) }));
+      FTS.forEach((_, i) => {
+        set(i, 'automerge', 0);
+        set(i, 'deletemerge', 100);
+      });
       try {
-        for (const k of keys) del.run(k[0]);
+        for (const k of keys) for (const d of dels) d.run(k[0]);
       } finally {
-        set('automerge', saved.automerge);
-        set('deletemerge', saved.deletemerge);
+        FTS.forEach((_, i) => {
+          set(i, 'automerge', saved[i]!.automerge);
+          set(i, 'deletemerge', saved[i]!.deletemerge);
+        });
       }
     },
     after() {

@@ -129,7 +129,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     spans: multiInsert(db, `INSERT INTO spans (${SPAN_COLS})`, 26),
     chunks: multiInsert(db, `INSERT INTO trace_chunks (${CHUNK_COLS})`, 9),
     logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 21),
-    fts: multiInsert(db, 'INSERT INTO logs_fts (rowid, body, attrs)', 3),
+    fts: multiInsert(db, 'INSERT INTO logs_fts2 (rowid, body, attrs)', 3),
     points: multiInsert(
       db,
       `INSERT INTO metric_points (project_id, metric_name, type, unit, description, temporality, monotonic, service_name, environment,
