@@ -139,6 +139,8 @@ export interface RetentionRepo {
   reclaim(pages: number): number;
   /** Pages on the free list now. */
   freePages(): number;
+  /** Copies the write-ahead log into the database file without waiting for readers (PRAGMA wal_checkpoint(PASSIVE)). */
+  checkpoint?(): void;
 }
 
 export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = EXPIRY_TARGETS): RetentionRepo {
@@ -207,6 +209,9 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
       if (!before) return 0;
       db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
       return before - freePages();
+    },
+    checkpoint() {
+      db.pragma('wal_checkpoint(PASSIVE)');
     },
   };
 }
