@@ -7,8 +7,9 @@ import { traceToken } from './compact-ids.js';
  * - `logs_fts` (migration 002, `detail=full`): rows written before migration 050. It keeps positions,
  *   so it answers phrases and column filters itself. It is no longer written; it empties as retention
  *   expires its logs.
- * - `logs_fts2` (`detail=none`): rows written since. It stores which rows hold a token, not where
- *   (about 52 bytes less per log record in bench/retention-bytes.ts), so it answers words, prefixes
+ * - `logs_fts2` (`detail=none`, `columnsize=0`): rows written since. It stores which rows hold a
+ *   token, not where, and no per-row sizes (about 52 + 14 bytes less per log record in
+ *   bench/retention-bytes.ts), so it answers words, prefixes
  *   and AND/OR, not phrases (`"connection refused"`, and every hyphenated or dotted word such as
  *   `sku-4242`, which the tokenizer splits into a phrase) nor column filters (`attrs : …`).
  *
@@ -160,6 +161,24 @@ const holds = (toks: string[], ph: { t: string[]; p: boolean }) => {
 };
 
 /**
+ * The `attrs` text of a log's full-text row, from what the row stores: its attribute values (the
+ * JSON of the `attributes` column, either form) in order, then its trace token. The writer indexes
+ * exactly this and expiry deletes exactly this from `logs_fts2` (a contentless table without
+ * `contentless_delete` forgets a row only when given the same text), so both derive it here.
+ */
+export function ftsAttrsText(attributes: unknown, traceId: unknown): string {
+  const vals: string[] = [];
+  try {
+    flatten(JSON.parse(typeof attributes === 'string' ? attributes : '{}'), vals);
+  } catch {
+    /* not JSON: no attribute text */
+  }
+  const tid = Buffer.isBuffer(traceId) ? traceId.toString('hex') : typeof traceId === 'string' ? traceId : '';
+  if (tid) vals.push(traceToken(tid));
+  return vals.join(' ');
+}
+
+/**
  * Registers `sl_log_match(tree JSON, body, attributes, trace_id)`: 1 when the expression holds on
  * the row's body and the attribute text the writer indexed (values in order, then the trace token),
  * as FTS5 with positions would answer it.
@@ -174,18 +193,7 @@ export function registerLogFtsFunctions(db: Db): void {
     }
     let bodyToks: string[] | null = null;
     let attrToks: string[] | null = null;
-    const attrsOf = () => {
-      if (attrToks) return attrToks;
-      const vals: string[] = [];
-      try {
-        flatten(JSON.parse(typeof attributes === 'string' ? attributes : '{}'), vals);
-      } catch {
-        /* not JSON: no attribute text */
-      }
-      const tid = Buffer.isBuffer(traceId) ? traceId.toString('hex') : typeof traceId === 'string' ? traceId : '';
-      if (tid) vals.push(traceToken(tid));
-      return (attrToks = ftsTokens(vals.join(' ')));
-    };
+    const attrsOf = () => (attrToks ??= ftsTokens(ftsAttrsText(attributes, traceId)));
     const ev = (n: Node): boolean => {
       if ('o' in n) return n.o === 'and' ? n.c.every(ev) : n.c.some(ev);
       if (!n.a && holds((bodyToks ??= ftsTokens(typeof body === 'string' ? body : '')), n)) return true;

@@ -4,6 +4,7 @@ import { HOUR_MS, ROLLUP_LEVELS } from './metric-rollups.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
 import { rowDimsIdSql } from './log-dims.js';
 import { HTTP_METHOD_KS_SQL } from './attr-keysets.js';
+import { ftsAttrsText } from './log-fts.js';
 
 /**
  * Where each kind of telemetry lives, for expiry: the table, its per-project time column (indexed
@@ -44,9 +45,19 @@ export interface ExpiryTarget {
  * rollup rows left at 0 are deleted.
  */
 const logsExpiry = (db: Db) => {
-  // Both full-text tables (migration 050): a log's row is in one of them, a delete in the other is a no-op.
+  // Both full-text tables (migration 050): a log written before 050 has its row in logs_fts (a
+  // contentless-delete table: deleted by rowid), a newer one in logs_fts2, which forgets a row only
+  // when given the text it indexed (log-fts.ts ftsAttrsText, the same function the writer used).
   const FTS = ['logs_fts', 'logs_fts2'] as const;
-  const dels = FTS.map((t) => db.prepare(`DELETE FROM ${t} WHERE rowid = ?`));
+  const inOld = db.prepare('SELECT 1 FROM logs_fts_docsize WHERE id = ?').pluck();
+  const delOld = db.prepare('DELETE FROM logs_fts WHERE rowid = ?');
+  const rowText = db.prepare('SELECT body, attributes, trace_id FROM logs WHERE id = ?').raw();
+  const delNew = db.prepare("INSERT INTO logs_fts2 (logs_fts2, rowid, body, attrs) VALUES ('delete', ?, ?, ?)");
+  const del = (id: unknown) => {
+    if (inOld.get(id)) return void delOld.run(id);
+    const r = rowText.get(id) as [unknown, unknown, unknown] | undefined;
+    if (r) delNew.run(id, r[0], ftsAttrsText(r[1], r[2]));
+  };
   const stored = FTS.map((t) => db.prepare(`SELECT k, v FROM ${t}_config WHERE k IN ('automerge', 'deletemerge')`).raw());
   const set = (i: number, k: 'automerge' | 'deletemerge', v: unknown) => db.exec(`INSERT INTO ${FTS[i]} (${FTS[i]}, rank) VALUES ('${k}', ${Number(v)})`);
   const DEFAULTS = { automerge: 4, deletemerge: 10 } as const;
@@ -78,7 +89,7 @@ const logsExpiry = (db: Db) => {
         set(i, 'deletemerge', 100);
       });
       try {
-        for (const k of keys) for (const d of dels) d.run(k[0]);
+        for (const k of keys) del(k[0]);
       } finally {
         FTS.forEach((_, i) => {
           set(i, 'automerge', saved[i]!.automerge);

@@ -127,7 +127,8 @@ describe('retention', () => {
     // New logs' full-text rows are in logs_fts2 (migration 050).
     const settings2 = Object.fromEntries(s.s.db.prepare("SELECT k, v FROM logs_fts2_config WHERE k IN ('automerge', 'deletemerge')").raw().all() as [string, number][]);
     expect(settings2).toEqual({ automerge: 6, deletemerge: 10 });
-    expect(s.s.db.prepare('SELECT count(*) FROM logs_fts2_docsize').pluck().get()).toBe(20);
+    expect(s.s.db.prepare("SELECT count(*) FROM logs_fts2 WHERE logs_fts2 MATCH 'expiring'").pluck().get()).toBe(0);
+    expect(s.s.db.prepare("SELECT count(*) FROM logs_fts2 WHERE logs_fts2 MATCH 'staying'").pluck().get()).toBe(20);
     s.s.db.exec("INSERT INTO logs_fts (logs_fts, rank) VALUES ('integrity-check', 0)");
     s.s.db.exec("INSERT INTO logs_fts2 (logs_fts2, rank) VALUES ('integrity-check', 0)");
     const from = new Date(T0 - 50 * DAY).toISOString();

@@ -45,11 +45,16 @@ function dbWith(old: (i: number) => boolean): Db {
   const ids = db.prepare('SELECT id FROM logs ORDER BY id').pluck().all() as number[];
   ids.forEach((id, i) => {
     if (!old(i)) return;
-    db.prepare('DELETE FROM logs_fts2 WHERE rowid = ?').run(id);
+    db.prepare("INSERT INTO logs_fts2 (logs_fts2, rowid, body, attrs) VALUES ('delete', ?, ?, ?)").run(id, ...indexed(LOGS[i]!));
     db.prepare('INSERT INTO logs_fts (rowid, body, attrs) VALUES (?, ?, ?)').run(id, ...indexed(LOGS[i]!));
   });
   return db;
 }
+
+/** Every word of every log's full-text row, as one FTS5 OR. */
+const ALL_WORDS = [...new Set(LOGS.flatMap((l) => indexed(l).join(' ').toLowerCase().normalize('NFD').replace(/\p{Mn}/gu, '').split(/[^\p{L}\p{N}]+/u)).filter(Boolean))]
+  .map((w) => `"${w}"`)
+  .join(' OR ');
 
 const QUERIES = [
   'connection reset', '"connection reset"', '"reset by"', 'sku-42*', 'conn*', '/api/checkout', 'checkout', 'sku-4242', '4242',
@@ -79,7 +84,7 @@ const bodies = (...i: number[]) => i.map((k) => LOGS[k]!.body as string).sort();
 describe('full-text rows without positions (migration 050)', () => {
   it('stores new logs in logs_fts2 and answers phrases, prefixes, OR and trace ids exactly', () => {
     const db = dbWith(() => false);
-    expect(db.prepare('SELECT count(*) FROM logs_fts2_docsize').pluck().get()).toBe(LOGS.length);
+    expect(db.prepare(`SELECT count(*) FROM logs_fts2 WHERE logs_fts2 MATCH ?`).pluck().get(ALL_WORDS)).toBe(LOGS.length);
     expect(db.prepare('SELECT count(*) FROM logs_fts_docsize').pluck().get()).toBe(0);
     const a = answers(db) as Record<string, { bodies: string[]; total: number; count: number }>;
     const expectQ = (q: string, b: string[]) => {
@@ -113,14 +118,23 @@ describe('full-text rows without positions (migration 050)', () => {
     expect(answers(dbWith((i) => i % 2 === 0))).toEqual(now);
   });
 
-  it('expiry removes the rows of both tables', () => {
+  it('expiry removes the rows of both tables, every word of them', () => {
     const db = dbWith((i) => i % 2 === 0);
     const repo = createRetentionRepo(db);
     const target = EXPIRY_TARGETS.find((t) => t.table === 'logs')!;
+    // The three oldest first: the others are still found by every search, and only they.
+    repo.expireBatch(target, '1', T0 + 2500, 100);
+    const after = answers(db) as Record<string, { bodies: string[] }>;
+    expect(after['connection reset']!.bodies).toEqual([]);
+    expect(after['4242']!.bodies).toEqual(bodies(3));
+    expect(after['"beta gamma"']!.bodies).toEqual(bodies(4));
+    expect(after['"gold card" OR sku-4242']!.bodies).toEqual(bodies(5));
     repo.expireBatch(target, '1', T0 + 3_600_000, 100);
     expect(db.prepare('SELECT count(*) FROM logs').pluck().get()).toBe(0);
+    expect(db.prepare('SELECT count(*) FROM logs_fts_docsize').pluck().get()).toBe(0);
+    // logs_fts2 keeps no per-row record: nothing of the deleted rows may be left under any word.
     for (const t of ['logs_fts', 'logs_fts2']) {
-      expect(db.prepare(`SELECT count(*) FROM ${t}_docsize`).pluck().get(), t).toBe(0);
+      expect(db.prepare(`SELECT count(*) FROM ${t} WHERE ${t} MATCH ?`).pluck().get(ALL_WORDS), t).toBe(0);
       db.exec(`INSERT INTO ${t} (${t}, rank) VALUES ('integrity-check', 0)`);
     }
     db.close();
