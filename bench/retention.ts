@@ -38,7 +38,7 @@ import { openDatabase, type Db } from '../src/storage/db.js';
 import { createSqliteTelemetryWriter } from '../src/storage/sqlite-telemetry-store.js';
 import { withLogRollups } from '../src/storage/log-rollups.js';
 import { measureBytesPerRecord } from './retention-bytes.js';
-import { traceToken } from '../src/storage/compact-ids.js';
+import { ftsAttrsText } from '../src/storage/log-fts.js';
 import { LOG_COUNT_TABLES } from '../src/storage/migrations/004-log-counts.js';
 import { rollupInsertDims } from '../src/storage/log-dims.js';
 import type { Attributes, LogRecordOut, MetricPointRecord, SpanRecord } from '../src/domain/telemetry-types.js';
@@ -152,14 +152,13 @@ export function seedExpired(db: Db, projectId: string, n: number, from: number, 
     trace_id: "CASE WHEN typeof(t.trace_id) = 'blob' THEN CAST(substr(t.trace_id, 1, 8) || unhex(printf('%016x', g / 8)) AS BLOB) ELSE substr(t.trace_id, 1, 16) || printf('%016x', g / 8) END",
   }, (a, b) => chunks.run(a, b));
 
-  // Logs: a distinct token per record; the full-text row (body, attribute values and trace id) and count rollups.
-  const attrsText = `${'/orders/{id}'} u-0`;
-  // Every template log carries one trace id; the full-text row holds it as its short token (migration 037).
-  const ftsAttrs = `${attrsText} ${traceToken(t.logs[0]!.trace_id!)}`;
-  const fts = db.prepare(`INSERT INTO logs_fts2 (rowid, body, attrs) SELECT id, body, ? FROM logs WHERE id BETWEEN ? AND ?`); // new logs' table (migration 050)
+  // Logs: a distinct token per record; the full-text row (body, attribute values and the trace's short token) and count rollups.
+  // New logs' table (migration 050): its text must be what expiry derives from the row to delete it.
+  db.function('sl_fts_attrs', { deterministic: true }, (a: unknown, t: unknown) => ftsAttrsText(a, t));
+  const fts = db.prepare(`INSERT INTO logs_fts2 (rowid, body, attrs) SELECT id, body, sl_fts_attrs(attributes, trace_id) FROM logs WHERE id BETWEEN ? AND ?`);
   const rollups = LOG_COUNT_TABLES.map((r) => db.prepare(`${rollupInsertDims(r, 'l.id BETWEEN ? AND ?')} ON CONFLICT DO UPDATE SET n = n + excluded.n`));
   replicate(db, 'logs', 'time_ms', lLo, lHi, nLogs, from, (to - from) / nLogs, { body: "t.body || ' #' || g" }, (a, b) => {
-    fts.run(ftsAttrs, a, b);
+    fts.run(a, b);
     for (const r of rollups) r.run(a, b);
   });
 
