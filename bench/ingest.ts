@@ -420,7 +420,8 @@ function storageBench(): { rawSpans: number; beforeSpans: number; afterSpans: nu
     ['contentless, detail=full, unicode61 (logs_fts, before migration 050)', "content='', contentless_delete=1, tokenize='unicode61'"],
     ['contentless, detail=full, no contentless_delete', "content='', tokenize='unicode61'"],
     ['contentless, detail=column', "content='', contentless_delete=1, detail=column, tokenize='unicode61'"],
-    ['contentless, detail=none (current, migration 050)', "content='', contentless_delete=1, detail=none, tokenize='unicode61'"],
+    ['contentless, detail=none', "content='', contentless_delete=1, detail=none, tokenize='unicode61'"],
+    ['contentless, detail=none, columnsize=0 (current, migration 050)', "content='', columnsize=0, detail=none, tokenize='unicode61'"],
     ['contentless, detail=full, ascii tokenizer', "content='', contentless_delete=1, tokenize='ascii'"],
     ['stored copy (not contentless), detail=full', "tokenize='unicode61'"],
   ];
