@@ -367,7 +367,7 @@ function storageBench(): { rawSpans: number; beforeSpans: number; afterSpans: nu
   const traceGetBefore = timeMs(() => oldTraceDb.prepare('SELECT * FROM spans INDEXED BY spans_trace WHERE trace_id = ? AND project_id = 1 ORDER BY start_ms, rowid LIMIT 1000').all(someTrace), 21);
 
   // Logs: raw limit (time index, no full-text), before, after, after without rollups.
-  const rawLogDb = freshDb(2, 'DROP TABLE logs_fts');
+  const rawLogDb = freshDb(2, 'DROP TABLE logs_fts');  // schema of migration 002 only: logs_fts2 does not exist yet
   const rawLog = rawLogDb.prepare(`INSERT INTO logs (project_id, time_ms, observed_ms, severity_number, severity_text, level, body, attributes, trace_id, span_id,
       service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms) VALUES (1, ?, ?, ?, 'INFO', 'info', ?, ?, ?, ?, 'checkout', 'production', '1.4.2', 'otlp', NULL, 1, 'bench', 0)`);
   const logAttrs = JSON.stringify(logs[0]![0]!.attributes);
@@ -387,28 +387,29 @@ function storageBench(): { rawSpans: number; beforeSpans: number; afterSpans: nu
   const noRollW = createSqliteTelemetryWriter(logDb());
   const noRollups = rate(logs, (b) => noRollW.insertLogs('1', b, 'otlp', 0));
 
-  // Full-text options: the same writer with logs_fts created differently; then the search queries.
+  // Full-text options: the same writer with its table (logs_fts2 since migration 050) created differently; then the search queries.
   const FTS: [string, string][] = [
-    ['contentless, detail=full, unicode61 (current)', "content='', contentless_delete=1, tokenize='unicode61'"],
+    ['contentless, detail=full, unicode61 (logs_fts, before migration 050)', "content='', contentless_delete=1, tokenize='unicode61'"],
     ['contentless, detail=full, no contentless_delete', "content='', tokenize='unicode61'"],
     ['contentless, detail=column', "content='', contentless_delete=1, detail=column, tokenize='unicode61'"],
     ['contentless, detail=none', "content='', contentless_delete=1, detail=none, tokenize='unicode61'"],
+    ['contentless, detail=none, columnsize=0 (current, migration 050)', "content='', columnsize=0, detail=none, tokenize='unicode61'"],
     ['contentless, detail=full, ascii tokenizer', "content='', contentless_delete=1, tokenize='ascii'"],
     ['stored copy (not contentless), detail=full', "tokenize='unicode61'"],
   ];
   const ftsRows: string[] = [];
   for (const [label, opts] of FTS) {
-    const db = logDb(`DROP TABLE logs_fts; CREATE VIRTUAL TABLE logs_fts USING fts5(body, attrs, ${opts});`);
+    const db = logDb(`DROP TABLE logs_fts2; CREATE VIRTUAL TABLE logs_fts2 USING fts5(body, attrs, ${opts});`);
     const w = withLogRollups(db, createSqliteTelemetryWriter(db));
     const r = rate(logs, (b) => w.insertLogs('1', b, 'otlp', 0));
     const query = (m: string) => {
       try {
-        return timeMs(() => db.prepare('SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? LIMIT 4097').all(m)).toFixed(2);
+        return timeMs(() => db.prepare('SELECT rowid FROM logs_fts2 WHERE logs_fts2 MATCH ? LIMIT 4097').all(m)).toFixed(2);
       } catch (e) {
         return `error: ${(e as Error).message.slice(0, 40)}`;
       }
     };
-    const mb = (db.prepare("SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'logs_fts%'").pluck().get() as number) / 1e6;
+    const mb = (db.prepare("SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'logs_fts2%'").pluck().get() as number) / 1e6;
     ftsRows.push(`| ${label} | ${k(r)} | ${query('"u" "42"')} | ${query('"request" "17"*')} | ${query('"served for user u" "42"')} | ${mb.toFixed(1)} |`);
   }
 

@@ -57,7 +57,7 @@ export interface AppConfig {
    * SIGHTLINE_MAX_DB_BYTES (0: none) is the disk budget for the data in the database file. Under
    * saturating ingest expiry backs off to SIGHTLINE_RETENTION_SATURATED_SHARE of the event loop (0.04).
    */
-  retention: { maxDays: number; intervalMs: number; batchRows: number; maxDbBytes: number; saturatedShare?: number };
+  retention: { maxDays: number; intervalMs: number; batchRows: number; maxDbBytes: number; saturatedShare?: number; checkpointSlices?: boolean };
   /** Failed authentications allowed per client address per window before 429 (issue 10 item 4). */
   authFailureLimit: { limit: number; windowSeconds: number };
   /**
@@ -167,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       batchRows: Math.max(1, int(env.SIGHTLINE_RETENTION_BATCH_ROWS, 1000)),
       maxDbBytes: int(env.SIGHTLINE_MAX_DB_BYTES, 0),
       saturatedShare: share(env.SIGHTLINE_RETENTION_SATURATED_SHARE, 0.04),
+      checkpointSlices: env.SIGHTLINE_RETENTION_CHECKPOINT === '1',
     },
     authFailureLimit: overrides.authFailureLimit ?? {
       limit: int(env.SIGHTLINE_AUTH_FAILURE_LIMIT, 60),

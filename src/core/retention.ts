@@ -33,6 +33,8 @@ export interface RetentionConfig {
    * a pass always finishes; not used while the data is above the disk budget's high-water mark.
    */
   saturatedShare?: number;
+  /** End each expiry slice with a passive WAL checkpoint (SIGHTLINE_RETENTION_CHECKPOINT=1; default off). */
+  checkpointSlices?: boolean;
   /** Disk budget for the data in the database file; 0: none. */
   maxDbBytes: number;
 }
@@ -105,7 +107,11 @@ export function shareAt(busy: number, share: number, floor = share): number {
  */
 export async function paced(
   step: (limit: number) => number,
-  opts: { maxUnits: number; minUnits: number; targetMs: number; share: number; floor?: number; stopped: () => boolean; onStep?: (n: number) => void },
+  opts: {
+    maxUnits: number; minUnits: number; targetMs: number; share: number; floor?: number; stopped: () => boolean; onStep?: (n: number) => void;
+    /** Run at the end of each slice, its time counted in the slice's (so in the share). */
+    afterSlice?: () => void;
+  },
   pacing: Pacing,
 ): Promise<number> {
   let limit = Math.max(1, Math.min(opts.maxUnits, Math.max(opts.minUnits, Math.round(opts.maxUnits / 4))));
@@ -134,6 +140,7 @@ export async function paced(
       limit = Math.max(Math.max(1, opts.minUnits), Math.min(opts.maxUnits, Math.round(scaled)));
       if (pacing.clock() - slice >= opts.targetMs || opts.stopped()) break;
     }
+    opts.afterSlice?.();
     const took = Math.max(0, pacing.clock() - slice);
     pacing.busy(); // the slice itself is not other work
     if (done) return total;
@@ -171,6 +178,14 @@ export function createRetentionRunner(deps: {
   deps.metrics?.gauge('sightline_retention_last_run_timestamp_seconds', 'When the last expiry pass finished.', () => (lastReport ? (lastReport.started_at + lastReport.ms) / 1000 : 0));
   deps.metrics?.gauge('sightline_disk_budget_used_ratio', 'Data in use over SIGHTLINE_MAX_DB_BYTES (0 without a budget).', () => (config.maxDbBytes ? repo.usedBytes() / config.maxDbBytes : 0));
 
+  /**
+   * Deletes dirty pages all over the old part of each table and index, and the write-ahead log grows
+   * with them until a commit passes the auto-checkpoint threshold: that commit (usually ingestion's)
+   * then copies the whole log back, a stall charged to whoever committed. With
+   * SIGHTLINE_RETENTION_CHECKPOINT=1 each expiry slice ends with a passive checkpoint instead, its time
+   * counted in expiry's share of the event loop (an experiment of issue 22; off by default).
+   */
+  const afterSlice = config.checkpointSlices && repo.checkpoint ? () => repo.checkpoint!() : undefined;
   const add = (into: Partial<Record<RetentionKind, number>>, kind: RetentionKind, n: number, reason: string) => {
     if (!n) return;
     into[kind] = (into[kind] ?? 0) + n;
@@ -187,7 +202,11 @@ export function createRetentionRunner(deps: {
       for (const target of targets) {
         const days = effectiveRetention(target.kind, settings[target.kind], config.maxDays).days;
         const cutoff = startedAt - days * DAY_MS;
-        await paced((limit) => repo.expireBatch(target, projectId, cutoff, limit), { maxUnits: config.batchRows, minUnits: 16, targetMs: batchMs, share, floor: floor(), stopped: () => stopped, onStep: (n) => add(report.expired, target.kind, n, 'retention') }, pacing);
+        await paced(
+          (limit) => repo.expireBatch(target, projectId, cutoff, limit),
+          { maxUnits: config.batchRows, minUnits: 16, targetMs: batchMs, share, floor: floor(), stopped: () => stopped, onStep: (n) => add(report.expired, target.kind, n, 'retention'), afterSlice },
+          pacing,
+        );
         if (stopped) return finish(report, startedAt);
       }
     }

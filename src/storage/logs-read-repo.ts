@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
 import { attrValueAtSql, createAttrDecoder, createKeyPositions, HTTP_METHOD_KS_SQL, scopeNameSql, type KeyPositions } from './attr-keysets.js';
+import { ftsIdsArgs, ftsIdsSql, ftsPlan, phraseWhere, registerLogFtsFunctions } from './log-fts.js';
 import { derivedSql, idEqSql, idTextSql, severityTextSql, traceIdFts } from './compact-ids.js';
 
 const SEVERITY_TEXT_SQL = severityTextSql('l');
@@ -166,8 +167,12 @@ const globLiteral = (s: string) => s.replace(/[*?[]/g, (c) => `[${c}]`);
  */
 function queryWhere(q: LogQuery, pid: number, keyPos: KeyPositions): Where {
   switch (q.kind) {
-    case 'text':
-      return { sql: 'l.id IN (SELECT rowid FROM logs_fts WHERE logs_fts MATCH ?)', args: [q.fts] };
+    case 'text': {
+      // Both full-text tables, phrases checked on the row (migration 050, src/storage/log-fts.ts).
+      const plan = ftsPlan(q.fts);
+      const ph = phraseWhere(plan);
+      return { sql: `(l.id IN (${ftsIdsSql()})${ph.sql})`, args: [...ftsIdsArgs(plan), ...ph.args] };
+    }
     case 'attr': {
       const col = COLUMN_KEYS[q.key];
       const op = q.prefix ? 'GLOB' : '=';
@@ -292,7 +297,8 @@ export function createLogsReadRepo(db: Db) {
   };
 
   const keyPos = createKeyPositions(db);
-  const ftsIds = db.prepare('SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? LIMIT ?').pluck();
+  registerLogFtsFunctions(db);
+  const ftsIds = db.prepare(`${ftsIdsSql()} LIMIT ?`).pluck();
   const idRange = db.prepare('SELECT min(id) AS a, max(id) AS b FROM logs WHERE project_id = ? AND time_ms >= ? AND time_ms < ?');
 
   const COLS = `l.id, l.time_ms, ${derivedSql('l.observed_ms', 'l.time_ms')} AS observed_ms, l.severity_number, ${SEVERITY_TEXT_SQL} AS severity_text, ${logDimSql('l', 'level')} AS level, l.body, l.attributes,
@@ -348,8 +354,10 @@ export function createLogsReadRepo(db: Db) {
 
   /** Newest `need` rows matching a full-text filter: by id when the text matches few rows anywhere, else slice by slice. */
   function matchRows(pid: number, f: LogFilter, need: number): { rows: LogRow[]; total: number | null } {
-    const match = f.match!;
-    const ids = ftsIds.all(match, SMALL_MATCH_SET + 1) as number[];
+    const plan = ftsPlan(f.match!);
+    const ph = phraseWhere(plan);
+    // Candidates of both full-text tables; with phrases, rows of logs_fts2 are checked on their text.
+    const ids = ftsIds.all(...ftsIdsArgs(plan), SMALL_MATCH_SET + 1) as number[];
     if (ids.length <= SMALL_MATCH_SET) {
       // Few matches in the whole index: fetch them by id (CROSS JOIN keeps that order of work),
       // filter, sort. Exact total for free.
@@ -357,8 +365,8 @@ export function createLogsReadRepo(db: Db) {
       const w = rowWhere(f, pid, keyPos);
       const rows = stmt(
         `SELECT ${COLS} FROM json_each(?) j CROSS JOIN logs l ON l.id = j.value
-         WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER}`,
-      ).all(JSON.stringify(ids), pid, f.fromMs, f.toMs, ...w.args) as LogRow[];
+         WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql}${ph.sql} ${ORDER}`,
+      ).all(JSON.stringify(ids), pid, f.fromMs, f.toMs, ...w.args, ...ph.args) as LogRow[];
       return { rows: decoded(rows.slice(0, need)), total: rows.length };
     }
     // Many matches: walk the window backwards in growing time slices. The full-text index is read
@@ -377,7 +385,7 @@ export function createLogsReadRepo(db: Db) {
             f,
             lo,
             hi,
-            { sql: ' AND l.id IN (SELECT rowid FROM logs_fts WHERE logs_fts MATCH ? AND rowid >= ? AND rowid <= ?)', args: [match, r.a, r.b] },
+            { sql: ` AND l.id IN (${ftsIdsSql(true)})${ph.sql}`, args: [...ftsIdsArgs(plan, { a: r.a, b: r.b }), ...ph.args] },
             need - out.length,
           ),
         );
@@ -397,14 +405,16 @@ export function createLogsReadRepo(db: Db) {
     const bucket = step ? 'CAST((l.time_ms - ?) / ? AS INTEGER)' : '0';
     // With free text: from the matches to their rows by id (CROSS JOIN keeps that order), so the cost
     // follows the number of matches rather than the size of the window.
-    const source = `${f.match ? '(SELECT rowid AS id FROM logs_fts WHERE logs_fts MATCH ?) f CROSS JOIN logs l ON l.id = f.id' : 'logs l'} LEFT JOIN log_dims d ON d.id = l.dims`;
+    const plan = f.match ? ftsPlan(f.match) : null;
+    const ph = plan ? phraseWhere(plan) : { sql: '', args: [] };
+    const source = `${plan ? `(${ftsIdsSql()}) f CROSS JOIN logs l ON l.id = f.id` : 'logs l'} LEFT JOIN log_dims d ON d.id = l.dims`;
     const group = ['1', ...cols.map((_, i) => String(i + 2))].join(', ');
     return stmt(
       `SELECT ${bucket} AS b${cols.map((c, i) => `, ${c} AS k${i}`).join('')}, count(*) AS n FROM ${source}
-       WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} GROUP BY ${group}`,
+       WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql}${ph.sql} GROUP BY ${group}`,
     )
       .raw()
-      .all(...(step ? [step.firstMs, step.stepMs] : []), ...(f.match ? [f.match] : []), pid, fromMs, toMs, ...w.args) as unknown[][];
+      .all(...(step ? [step.firstMs, step.stepMs] : []), ...(plan ? ftsIdsArgs(plan) : []), pid, fromMs, toMs, ...w.args, ...ph.args) as unknown[][];
   }
 
   function rollupCounts(pid: number, f: LogFilter, seg: Segment, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {

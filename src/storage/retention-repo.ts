@@ -15,6 +15,7 @@ const safeParse = (s: string): unknown => {
     return null;
   }
 };
+import { ftsAttrsText } from './log-fts.js';
 
 /**
  * Where each kind of telemetry lives, for expiry: the table, its per-project time column (indexed
@@ -68,9 +69,21 @@ const obsIdsExpiry = (db: Db) => {
  * rollup rows left at 0 are deleted.
  */
 const logsExpiry = (db: Db) => {
-  const del = db.prepare('DELETE FROM logs_fts WHERE rowid = ?');
-  const stored = db.prepare("SELECT k, v FROM logs_fts_config WHERE k IN ('automerge', 'deletemerge')").raw();
-  const set = (k: 'automerge' | 'deletemerge', v: unknown) => db.exec(`INSERT INTO logs_fts (logs_fts, rank) VALUES ('${k}', ${Number(v)})`);
+  // Both full-text tables (migration 050): a log written before 050 has its row in logs_fts (a
+  // contentless-delete table: deleted by rowid), a newer one in logs_fts2, which forgets a row only
+  // when given the text it indexed (log-fts.ts ftsAttrsText, the same function the writer used).
+  const FTS = ['logs_fts', 'logs_fts2'] as const;
+  const inOld = db.prepare('SELECT 1 FROM logs_fts_docsize WHERE id = ?').pluck();
+  const delOld = db.prepare('DELETE FROM logs_fts WHERE rowid = ?');
+  const rowText = db.prepare('SELECT body, attributes, trace_id FROM logs WHERE id = ?').raw();
+  const delNew = db.prepare("INSERT INTO logs_fts2 (logs_fts2, rowid, body, attrs) VALUES ('delete', ?, ?, ?)");
+  const del = (id: unknown) => {
+    if (inOld.get(id)) return void delOld.run(id);
+    const r = rowText.get(id) as [unknown, unknown, unknown] | undefined;
+    if (r) delNew.run(id, r[0], ftsAttrsText(r[1], r[2]));
+  };
+  const stored = FTS.map((t) => db.prepare(`SELECT k, v FROM ${t}_config WHERE k IN ('automerge', 'deletemerge')`).raw());
+  const set = (i: number, k: 'automerge' | 'deletemerge', v: unknown) => db.exec(`INSERT INTO ${FTS[i]} (${FTS[i]}, rank) VALUES ('${k}', ${Number(v)})`);
   const DEFAULTS = { automerge: 4, deletemerge: 10 } as const;
   const ids = 'l.id IN (SELECT value FROM json_each(?))';
   const counts = LOG_COUNT_TABLES.map((t) => {
@@ -94,14 +107,18 @@ const logsExpiry = (db: Db) => {
       spans = span.all(batchIds) as unknown[][];
       for (const c of counts) c.take.run(batchIds);
       mark.run();
-      const saved: Record<'automerge' | 'deletemerge', unknown> = { ...DEFAULTS, ...Object.fromEntries(stored.all() as [string, unknown][]) };
-      set('automerge', 0);
-      set('deletemerge', 100);
+      const saved = stored.map((st): Record<'automerge' | 'deletemerge', unknown> => ({ ...DEFAULTS, ...Object.fromEntries(st.all() as [string, unknown][]) }));
+      FTS.forEach((_, i) => {
+        set(i, 'automerge', 0);
+        set(i, 'deletemerge', 100);
+      });
       try {
-        for (const k of keys) del.run(k[0]);
+        for (const k of keys) del(k[0]);
       } finally {
-        set('automerge', saved.automerge);
-        set('deletemerge', saved.deletemerge);
+        FTS.forEach((_, i) => {
+          set(i, 'automerge', saved[i]!.automerge);
+          set(i, 'deletemerge', saved[i]!.deletemerge);
+        });
       }
     },
     after() {
@@ -189,6 +206,8 @@ export interface RetentionRepo {
   reclaim(pages: number): number;
   /** Pages on the free list now. */
   freePages(): number;
+  /** Copies the write-ahead log into the database file without waiting for readers (PRAGMA wal_checkpoint(PASSIVE)). */
+  checkpoint?(): void;
 }
 
 export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = EXPIRY_TARGETS): RetentionRepo {
@@ -257,6 +276,9 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
       if (!before) return 0;
       db.pragma(`incremental_vacuum(${Math.max(1, Math.floor(pages))})`);
       return before - freePages();
+    },
+    checkpoint() {
+      db.pragma('wal_checkpoint(PASSIVE)');
     },
   };
 }

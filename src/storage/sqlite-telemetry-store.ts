@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Db } from './db.js';
-import type { Attributes, AttrValue, LogRecordOut, MetricPointRecord, SpanRecord } from '../domain/telemetry-types.js';
+import type { Attributes, LogRecordOut, MetricPointRecord, SpanRecord } from '../domain/telemetry-types.js';
 import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
 import { createAttrEncoder, createScopeIds, createValueSets } from './attr-keysets.js';
-import { DERIVED, SEVERITY_TEXTS, idBlob, traceToken } from './compact-ids.js';
+import { DERIVED, SEVERITY_TEXTS, idBlob } from './compact-ids.js';
+import { ftsAttrsText } from './log-fts.js';
 import { createMetricRollupWriter } from './metric-rollups.js';
 
 /** `deployment.environment.name` (semconv ≥ 1.27) or the older `deployment.environment`. */
@@ -49,18 +50,6 @@ export function operationOf(span: Pick<SpanRecord, 'name' | 'attributes'>): stri
   return normalizeOperation(span.name);
 }
 
-function flattenValues(v: AttrValue, out: string[]): void {
-  if (v === null) return;
-  if (Array.isArray(v)) for (const x of v) flattenValues(x, out);
-  else if (typeof v === 'object') for (const x of Object.values(v)) flattenValues(x, out);
-  else out.push(String(v));
-}
-
-function attrsText(a: Attributes): string {
-  const out: string[] = [];
-  for (const v of Object.values(a)) flattenValues(v, out);
-  return out.join(' ');
-}
 
 
 /** Rows per multi-row INSERT: fewer statement executions, still far below SQLite's variable limit. */
@@ -129,7 +118,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     spans: multiInsert(db, `INSERT INTO spans (${SPAN_COLS})`, 26),
     chunks: multiInsert(db, `INSERT INTO trace_chunks (${CHUNK_COLS})`, 9),
     logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 21),
-    fts: multiInsert(db, 'INSERT INTO logs_fts (rowid, body, attrs)', 3),
+    fts: multiInsert(db, 'INSERT INTO logs_fts2 (rowid, body, attrs)', 3),
     points: multiInsert(
       db,
       `INSERT INTO metric_points (project_id, metric_name, type, unit, description, temporality, monotonic, service_name, environment,
@@ -274,17 +263,17 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
         const logSource = typeof l.attributes['log.source'] === 'string' ? (l.attributes['log.source'] as string) : source;
         const res = resourceInfo(projectId, l.resource, resources);
         const level = levelOf(l.severity_number, l.severity_text);
+        const traceId = idBlob(l.trace_id, 32);
         args.push(
           pid, l.time_ms, l.observed_time_ms === l.time_ms ? DERIVED : l.observed_time_ms, l.severity_number, SEVERITY_TEXTS[l.severity_number] === l.severity_text ? DERIVED : l.severity_text, '',
-          body, attrs, idBlob(l.trace_id, 32), idBlob(l.span_id, 16), '', '', '',
+          body, attrs, traceId, idBlob(l.span_id, 16), '', '', '',
           '', null, res.id, '', 0, attrKeys, scopeId(l.scope.name, ''),
           dimsId(pid, level, l.service_name, res.environment, res.serviceVersion, logSource, connectorKey ?? ''),
         );
         // The trace id is a token of the full-text row: a trace's logs are found through this index
         // (logs.search trace_id, traces.get) without a B-tree index of random keys on logs.
-        const at = attrsText(l.attributes);
-        const tt = l.trace_id ? traceToken(l.trace_id) : null;
-        fts.push(0, body, tt ? (at ? `${at} ${tt}` : tt) : at);
+        // Derived from the stored values (log-fts.ts ftsAttrsText): expiry deletes the same text.
+        fts.push(0, body, ftsAttrsText(attrs, traceId));
         if (++rows === ROWS_PER_INSERT) flush();
       }
       if (rows) flush();

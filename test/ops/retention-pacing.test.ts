@@ -76,6 +76,21 @@ describe('paced', () => {
     }
   });
 
+  it('ends each slice with its afterSlice step (the WAL checkpoint) and counts its time in the slice', async () => {
+    const sim = simulated({ msPerUnit: 0, fixedMs: 10, busy: 1 });
+    const t = rows(sim, 100);
+    let checkpoints = 0;
+    await paced(
+      (limit) => t.step(limit),
+      // The checkpoint takes 10 ms of simulated time, as long as the slice's batch.
+      { maxUnits: 10, minUnits: 10, targetMs: 10, share: 0.2, stopped: () => false, afterSlice: () => void (checkpoints++, sim.work(0)) },
+      sim.pacing,
+    );
+    expect(checkpoints).toBe(11); // after each of the 10 full slices and the last, short one
+    expect(t.left).toBe(0);
+    for (const p of sim.pauses) expect(p).toBeCloseTo(80); // (10 + 10) ms × (1 / 0.2 − 1)
+  });
+
   it('runs quick batches back to back within one slice before giving the event loop its turn', async () => {
     const sim = simulated({ msPerUnit: 0.01, busy: 1 }); // 10 units = 0.1 ms
     const t = rows(sim, 1000);

@@ -117,13 +117,20 @@ describe('retention', () => {
     t = await start({ batchRows: 100 });
     const s = t;
     s.s.db.exec("INSERT INTO logs_fts (logs_fts, rank) VALUES ('automerge', 8)");
+    s.s.db.exec("INSERT INTO logs_fts2 (logs_fts2, rank) VALUES ('automerge', 6)");
     await logsAt(s, T0 - 40 * DAY, 1000, 'expiring');
     await logsAt(s, T0 - DAY, 20, 'staying');
     const report = await s.s.retention.runOnce();
     expect(report.expired.logs).toBe(1000);
     const settings = Object.fromEntries(s.s.db.prepare("SELECT k, v FROM logs_fts_config WHERE k IN ('automerge', 'deletemerge')").raw().all() as [string, number][]);
     expect(settings).toEqual({ automerge: 8, deletemerge: 10 });
+    // New logs' full-text rows are in logs_fts2 (migration 050).
+    const settings2 = Object.fromEntries(s.s.db.prepare("SELECT k, v FROM logs_fts2_config WHERE k IN ('automerge', 'deletemerge')").raw().all() as [string, number][]);
+    expect(settings2).toEqual({ automerge: 6, deletemerge: 10 });
+    expect(s.s.db.prepare("SELECT count(*) FROM logs_fts2 WHERE logs_fts2 MATCH 'expiring'").pluck().get()).toBe(0);
+    expect(s.s.db.prepare("SELECT count(*) FROM logs_fts2 WHERE logs_fts2 MATCH 'staying'").pluck().get()).toBe(20);
     s.s.db.exec("INSERT INTO logs_fts (logs_fts, rank) VALUES ('integrity-check', 0)");
+    s.s.db.exec("INSERT INTO logs_fts2 (logs_fts2, rank) VALUES ('integrity-check', 0)");
     const from = new Date(T0 - 50 * DAY).toISOString();
     expect((await api(s, 'GET', `/v1/projects/${s.projectId}/logs?q=expiring&from=${from}`, { key: s.keys.admin })).body.data).toEqual([]);
     const staying = await api(s, 'GET', `/v1/projects/${s.projectId}/logs?q=staying&from=${from}&limit=100`, { key: s.keys.admin });
