@@ -8,21 +8,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SpanRecord } from '../../src/domain/telemetry-types.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { rng } from '../../bench/lib.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const NOW = Date.parse('2026-04-10T12:00:00.000Z');
 const HOUR = 3_600_000;
-
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const SERVICES = ['web', 'api', 'billing', 'search'];
 const ENVS = ['prod', 'staging'];
