@@ -146,3 +146,21 @@ export function otlpTraceBatch(seed: number, perTrace: number, batch = 512): Buf
   const msg = ExportTraceServiceRequest.fromObject({ resourceSpans: [{ resource: benchResource, scopeSpans: [{ scope: { name: 'bench', version: '1' }, spans }] }] });
   return Buffer.from(ExportTraceServiceRequest.encode(msg).finish());
 }
+
+/** p95 (ms) of `runs` sequential GETs of `path()` with an API key, after one warm-up call; the warm-up's status. */
+export async function timeGetP95(base: string, key: string, path: () => string, runs: number): Promise<{ p95: number; status: number }> {
+  const call = async () => {
+    const r = await fetch(`${base}${path()}`, { headers: { 'x-service-key': key } });
+    await r.arrayBuffer();
+    return r.status;
+  };
+  const status = await call(); // warm-up
+  const t: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const a = performance.now();
+    await call();
+    t.push(performance.now() - a);
+  }
+  t.sort((a, b) => a - b);
+  return { p95: t[Math.min(t.length - 1, Math.ceil(t.length * 0.95) - 1)]!, status };
+}

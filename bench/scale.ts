@@ -25,7 +25,7 @@ import { createSightline } from '../src/server.js';
 import { bootstrapOrganization } from '../src/core/bootstrap.js';
 import type { SpanRecord } from '../src/domain/telemetry-types.js';
 import { dropDatabase, startClickHouseServer } from '../test/support/clickhouse.js';
-import { otlpTraceBatch, rng, startBenchServer, type BenchServer } from './lib.js';
+import { otlpTraceBatch, rng, startBenchServer, timeGetP95, type BenchServer } from './lib.js';
 
 const flag = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -136,20 +136,9 @@ async function seeded(n: number, clickhouseUrl: string | null): Promise<Seeded> 
 }
 
 async function p95Of(base: string, key: string, path: () => string): Promise<number> {
-  const call = async () => {
-    const r = await fetch(`${base}${path()}`, { headers: { 'x-service-key': key } });
-    await r.arrayBuffer();
-    if (r.status !== 200) throw new Error(`${path()}: HTTP ${r.status}`);
-  };
-  await call();
-  const t: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const a = performance.now();
-    await call();
-    t.push(performance.now() - a);
-  }
-  t.sort((a, b) => a - b);
-  return t[Math.min(t.length - 1, Math.ceil(t.length * 0.95) - 1)]!;
+  const r = await timeGetP95(base, key, path, RUNS);
+  if (r.status !== 200) throw new Error(`${path()}: HTTP ${r.status}`);
+  return r.p95;
 }
 
 async function reads(sd: Seeded): Promise<Map<string, number>> {

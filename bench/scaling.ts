@@ -25,6 +25,7 @@ import { DAY, FROM, NOW, ROUTES, SERVICES, int, pick, points, rand, resources, s
 import { userFieldSql, userKeySql } from '../src/domain/errors/users.js';
 import { shortId } from '../src/storage/errors-repo.js';
 import { ERROR_GROUP_HOURS_BACKFILL } from '../src/storage/migrations/046-error-group-hours.js';
+import { timeGetP95 } from './lib.js';
 
 const { values: opts } = parseArgs({ options: { sizes: { type: 'string' }, runs: { type: 'string' }, skip: { type: 'string' }, only: { type: 'string' } } });
 /** Operation label prefixes to leave out / to run alone (e.g. `--skip metrics,observability` while another change owns them). */
@@ -228,22 +229,7 @@ async function seed(s: ReturnType<typeof createSightline>, n: number): Promise<S
   return { project: pid, admin: boot.admin_key, traceIds, errorTraceIds, ...errs, seedSeconds: (performance.now() - t0) / 1000 };
 }
 
-async function timeOp(base: string, key: string, path: () => string): Promise<{ p95: number; status: number }> {
-  const call = async () => {
-    const r = await fetch(`${base}${path()}`, { headers: { 'x-service-key': key } });
-    await r.arrayBuffer();
-    return r.status;
-  };
-  const status = await call(); // warm-up
-  const t: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const a = performance.now();
-    await call();
-    t.push(performance.now() - a);
-  }
-  t.sort((a, b) => a - b);
-  return { p95: t[Math.min(t.length - 1, Math.ceil(t.length * 0.95) - 1)]!, status };
-}
+const timeOp = (base: string, key: string, path: () => string) => timeGetP95(base, key, path, RUNS);
 
 /**
  * Same-run comparison of the window counts of an errors.list page (the 50 groups of the default
