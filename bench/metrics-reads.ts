@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createSightline } from '../src/server.js';
 import { bootstrapOrganization } from '../src/core/bootstrap.js';
 import { DAY, FROM, NOW, points } from './seed-data.js';
+import { timeGetP95 } from './lib.js';
 
 const SIZES = (process.env.BENCH_SIZES ?? '100000,1000000').split(',').map(Number);
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
@@ -23,22 +24,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const RAW_RUNS = Number(process.env.BENCH_RAW_RUNS ?? 5);
 const BATCH = 512;
 
-async function timeOp(url: string, key: string, runs = RUNS): Promise<{ p95: number; status: number }> {
-  const call = async () => {
-    const r = await fetch(url, { headers: { 'x-service-key': key } });
-    await r.arrayBuffer();
-    return r.status;
-  };
-  const status = await call();
-  const t: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const a = performance.now();
-    await call();
-    t.push(performance.now() - a);
-  }
-  t.sort((a, b) => a - b);
-  return { p95: t[Math.min(t.length - 1, Math.ceil(t.length * 0.95) - 1)]!, status };
-}
+const timeOp = (url: string, key: string, runs = RUNS) => timeGetP95(url, key, () => '', runs);
 
 async function measure(n: number) {
   const dir = mkdtempSync(join(tmpdir(), 'sl-bench-metrics-'));
