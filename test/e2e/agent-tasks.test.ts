@@ -69,6 +69,11 @@ async function inventoryService() {
   const hist = meterProvider.getMeter('inventory').createHistogram('http.server.request.duration', { unit: 'ms', advice: { explicitBucketBoundaries: [10, 25, 50, 100, 250, 500, 1000, 2500] } });
   for (let i = 0; i < 40; i++) hist.record(i < 38 ? 120 : 900, { 'http.route': '/cart' });
   for (let i = 0; i < 40; i++) hist.record(8, { 'http.route': '/items' });
+  // The SDK takes a cumulative stream's start from the clock (whole milliseconds) at its first
+  // record; a collection in that same millisecond exports start == time, which OTLP reads as a
+  // zero-duration unknown-start point (contributes zero, spec rule). A real service exports a
+  // minute later; a few milliseconds are enough for the start to be a known one.
+  await new Promise((r) => setTimeout(r, 5));
   await meterProvider.forceFlush();
   await Promise.all([tracerProvider.shutdown(), loggerProvider.shutdown(), meterProvider.shutdown()]);
 }
