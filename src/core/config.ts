@@ -96,6 +96,11 @@ export interface AppConfig {
    * SIGHTLINE_AGENT_MAX_TURNS (model turns), SIGHTLINE_AGENT_MAX_TOOL_CALLS, SIGHTLINE_AGENT_TIME_LIMIT (seconds).
    */
   llm: { baseUrl: string | null; apiKey: string | null; model: string | null; maxTurns: number; maxToolCalls: number; timeLimitMs: number };
+  /**
+   * The job scheduler's leader lease (SIGHTLINE_SCHEDULER_LEASE_MS, default 30 s, at least 2 s): with
+   * several processes, how long after a leader dies another one takes over its monitors and jobs.
+   */
+  scheduler: { leaderLeaseMs: number };
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -207,6 +212,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       maxToolCalls: Math.max(1, int(env.SIGHTLINE_AGENT_MAX_TOOL_CALLS, 12)),
       timeLimitMs: Math.max(1, int(env.SIGHTLINE_AGENT_TIME_LIMIT, 120)) * 1000,
     },
+    scheduler: overrides.scheduler ?? { leaderLeaseMs: Math.max(2000, int(env.SIGHTLINE_SCHEDULER_LEASE_MS, 30_000)) },
     clickhouseUrl: overrides.clickhouseUrl !== undefined ? overrides.clickhouseUrl : env.SIGHTLINE_CLICKHOUSE_URL || null,
   };
 }

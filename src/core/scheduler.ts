@@ -16,6 +16,7 @@
  * - The clock is injected (`now`); tests drive `runDue()` directly instead of waiting for the timer.
  */
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { JobRow, JobsRepo } from '../storage/jobs-repo.js';
 
 export type { JobRow };
@@ -64,7 +65,8 @@ export interface Scheduler {
 }
 
 export function createScheduler(jobs: JobsRepo, opts: SchedulerOptions): Scheduler {
-  const owner = randomUUID();
+  // Host and pid first, so an operator (or a test) reading `scheduler_leader` sees which process leads.
+  const owner = `${hostname()}:${process.pid}:${randomUUID()}`;
   const handlers = new Map<string, JobHandler>();
   const leaderLeaseMs = opts.leaderLeaseMs ?? 30_000;
   const jobLeaseMs = opts.jobLeaseMs ?? 120_000;

@@ -148,7 +148,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   const errorsIngest = createErrorsIngestRepo(db);
   const ingestMisc = createIngestMiscRepo(db);
   const jobs = createJobsRepo(db);
-  const scheduler = createScheduler(jobs, { now });
+  const scheduler = createScheduler(jobs, { now, leaderLeaseMs: config.scheduler.leaderLeaseMs });
   const events = createEventBus();
   const mailer = createMailer(config.mail);
   const monitors = createMonitorsRepo(db);

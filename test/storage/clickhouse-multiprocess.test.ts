@@ -5,12 +5,16 @@
  * through the survivors at once is admitted exactly 20 times in the minute (the quota check and the
  * insert hold the database's write lock together; without that the race between two processes is a
  * few microseconds wide, so this test shows the quota holds across processes rather than catching
- * that race reliably). Runs in the `clickhouse-18` project only.
+ * that race reliably). The scheduler keeps firing after its leader is SIGKILLed: an uptime monitor's
+ * checks go on from a survivor once the leader lease (2 s here) runs out. Runs in the `clickhouse-18`
+ * project only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,7 +87,12 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
   let keys: { ingest: string; admin: string; project: string };
 
   beforeAll(async () => {
-    const env = { SIGHTLINE_DB: join(dir, 'shared.db'), SIGHTLINE_CLICKHOUSE_URL: `${serverUrl}/${database}` };
+    const env = {
+      SIGHTLINE_DB: join(dir, 'shared.db'),
+      SIGHTLINE_CLICKHOUSE_URL: `${serverUrl}/${database}`,
+      SIGHTLINE_SCHEDULER_LEASE_MS: '2000',
+      SIGHTLINE_MONITOR_ALLOW_PRIVATE: '127.0.0.1',
+    };
     procs.push(await startProcess(env)); // the first one sets the database up and prints the keys
     const admin = /admin key\s+(sl_[0-9a-f]+)/.exec(procs[0]!.out)?.[1];
     const ingest = /ingest key\s+(sl_[0-9a-f]+)/.exec(procs[0]!.out)?.[1];
@@ -141,4 +150,58 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
     expect(statuses.filter((s) => s === 201)).toHaveLength(20);
     expect(statuses.filter((s) => s === 429)).toHaveLength(20);
   });
+
+  it('keeps the scheduler firing after its leader is SIGKILLed', async () => {
+    const live = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+    expect(live.length).toBe(2);
+    const hits: number[] = [];
+    const target = createHttpServer((_req, res) => (hits.push(Date.now()), res.end('ok')));
+    await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(target.address() as { port: number }).port}/health`;
+      const created = await fetch(`${live[0]!.url}/v1/projects/${keys.project}/monitors`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-service-key': keys.admin },
+        body: JSON.stringify({ name: 'failover', kind: 'http', url, interval_s: 30, timeout_ms: 2000 }),
+      });
+      expect(created.status, await created.clone().text()).toBe(201);
+      const monitorId = ((await created.json()) as { id: string }).id;
+      const waitForHit = async (after: number, ms: number) => {
+        const deadline = Date.now() + ms;
+        while (!hits.some((t) => t > after) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        return hits.find((t) => t > after);
+      };
+      expect(await waitForHit(0, 10_000), 'the first check (due at once)').toBeDefined();
+      await new Promise((r) => setTimeout(r, 1000)); // let the leader commit the check it ran
+
+      // The leader lease names the process that holds it.
+      const leaderPid = () => {
+        const db = new Database(join(dir, 'shared.db'), { readonly: true, fileMustExist: true });
+        try {
+          const row = db.prepare("SELECT owner FROM scheduler_leader WHERE name = 'main'").get() as { owner: string } | undefined;
+          return row ? Number(row.owner.split(':')[1]) : null;
+        } finally {
+          db.close();
+        }
+      };
+      const leader = live.find((p) => p.child.pid === leaderPid());
+      expect(leader, 'one of the live processes leads').toBeDefined();
+      const survivor = live.find((p) => p !== leader)!;
+      const exited = new Promise((r) => leader!.child.once('exit', r));
+      leader!.child.kill('SIGKILL');
+      await exited;
+      const killedAt = Date.now();
+
+      // The next check is due 30 s after the first; only the survivor can run it.
+      const next = await waitForHit(killedAt, 45_000);
+      expect(next, 'a check after the leader died').toBeDefined();
+      expect(leaderPid()).toBe(survivor.child.pid);
+      const results = await fetch(`${survivor.url}/v1/projects/${keys.project}/monitors/${monitorId}/results`, { headers: { 'x-service-key': keys.admin } });
+      const body = (await results.json()) as { data: { status: string }[] };
+      expect(results.status).toBe(200);
+      expect(body.data.filter((r) => r.status === 'up').length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await new Promise((r) => target.close(r));
+    }
+  }, 90_000);
 });
