@@ -12,7 +12,8 @@ import { openDatabase, type Db } from './storage/db.js';
 import { startWalCheckpointer } from './storage/wal-checkpointer.js';
 import { requestId } from './http/middleware/request-id.js';
 import { errorHandler } from './http/middleware/errors.js';
-import { RateLimiter } from './http/middleware/rate-limit.js';
+import { RateLimiter, SharedRateLimiter, type RequestLimiter } from './http/middleware/rate-limit.js';
+import { createRedisCounters, type SharedCounters } from './storage/redis-counters.js';
 import { AuthThrottle } from './http/middleware/auth-throttle.js';
 import { buildRestRouter } from './http/router.js';
 import { buildOpenApi } from './http/openapi.js';
@@ -48,8 +49,10 @@ export interface Sightline {
   core: Core;
   app: Koa;
   log: Logger;
-  /** The per-credential rate limit shared by every face (REST, MCP). */
-  limiter: RateLimiter;
+  /** The per-credential rate limit shared by every face (REST, MCP); across processes with Redis. */
+  limiter: RequestLimiter;
+  /** Redis (SIGHTLINE_REDIS_URL) where the processes count the rate limit together; null without it. */
+  redis: SharedCounters | null;
   /** Failed-authentication throttle per client address, shared by every face. */
   authThrottle: AuthThrottle;
   /** Extra cleanup registered by faces (MCP sessions, sandbox pool). */
@@ -146,7 +149,9 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   const app = new Koa({ proxy: config.trustProxy.enabled, maxIpsCount: config.trustProxy.hops });
   app.silent = true;
   const authThrottle = new AuthThrottle(config.authFailureLimit.limit, config.authFailureLimit.windowSeconds, core.now);
-  const limiter = new RateLimiter(config.rateLimit.limit, config.rateLimit.windowSeconds, core.now);
+  const localLimiter = new RateLimiter(config.rateLimit.limit, config.rateLimit.windowSeconds, core.now);
+  const redis = config.redis.url ? createRedisCounters(config.redis.url, { log }) : null;
+  const limiter: RequestLimiter = redis ? new SharedRateLimiter(redis, localLimiter, config.redis.prefix, core.now) : localLimiter;
   const openapi = buildOpenApi(core.operations.values(), config);
 
   app.use(requestId());
@@ -209,11 +214,12 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     app,
     log,
     limiter,
+    redis,
     metrics,
     readiness,
     retention,
     authThrottle,
-    onClose: [() => services.scheduler.stop(), async () => void (await backgroundExecutor?.close())],
+    onClose: [() => services.scheduler.stop(), async () => void (await backgroundExecutor?.close()), async () => void (await redis?.close())],
     async listen() {
       warmDecodePool(s); // decode workers load while the server starts, not on the first large batch
       services.scheduler.start(); // monitors, mail and other due jobs (state in the database)

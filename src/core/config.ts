@@ -101,6 +101,12 @@ export interface AppConfig {
    * several processes, how long after a leader dies another one takes over its monitors and jobs.
    */
   scheduler: { leaderLeaseMs: number };
+  /**
+   * Redis shared by several processes (SIGHTLINE_REDIS_URL, e.g. redis://127.0.0.1:6379/0): the
+   * per-credential rate limit is counted there, one budget across processes; keys start with
+   * `prefix` (SIGHTLINE_REDIS_PREFIX, default `sightline:`). Null: each process counts its own.
+   */
+  redis: { url: string | null; prefix: string };
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -212,6 +218,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       maxToolCalls: Math.max(1, int(env.SIGHTLINE_AGENT_MAX_TOOL_CALLS, 12)),
       timeLimitMs: Math.max(1, int(env.SIGHTLINE_AGENT_TIME_LIMIT, 120)) * 1000,
     },
+    redis: overrides.redis ?? { url: env.SIGHTLINE_REDIS_URL || null, prefix: env.SIGHTLINE_REDIS_PREFIX || 'sightline:' },
     scheduler: overrides.scheduler ?? { leaderLeaseMs: Math.max(2000, int(env.SIGHTLINE_SCHEDULER_LEASE_MS, 30_000)) },
     clickhouseUrl: overrides.clickhouseUrl !== undefined ? overrides.clickhouseUrl : env.SIGHTLINE_CLICKHOUSE_URL || null,
   };

@@ -8,7 +8,7 @@ import { AppError, AuthenticationError, ValidationError } from '../core/errors.j
 import type { Core } from '../core/invoke.js';
 import { serializeCapped } from '../core/response-size.js';
 import { readJsonBody } from './body.js';
-import type { RateLimiter } from './middleware/rate-limit.js';
+import type { RequestLimiter } from './middleware/rate-limit.js';
 
 /** OpenAPI path form → Koa form: /v1/projects/{project_id} → /v1/projects/:project_id */
 export const koaPath = (p: string) => p.replace(/\{([a-z_]+)\}/g, ':$1');
@@ -35,7 +35,7 @@ export interface RestFace {
 }
 
 /** The REST face: one route per catalogue operation, every call through core.invoke. */
-export function buildRestRouter(core: Core, limiter: RateLimiter): RestFace {
+export function buildRestRouter(core: Core, limiter: RequestLimiter): RestFace {
   const router = new Router();
   const routes: { re: RegExp; methods: Set<string> }[] = [];
   for (const op of core.operations.values()) {
@@ -71,7 +71,7 @@ export function buildRestRouter(core: Core, limiter: RateLimiter): RestFace {
 
 async function handle(
   core: Core,
-  limiter: RateLimiter,
+  limiter: RequestLimiter,
   op: AnyOperation,
   where: ReturnType<typeof fieldLocations>,
   ctx: Koa.Context,
@@ -79,7 +79,8 @@ async function handle(
   ctx.set(limiter.headers());
   const secret = credentialFromHeaders(ctx.headers);
   // The same identity as the MCP face (the credential), so both faces share one budget.
-  limiter.hit(secret ?? `ip:${ctx.ip}`);
+  const counted = limiter.hit(secret ?? `ip:${ctx.ip}`);
+  if (counted instanceof Promise) await counted;
   const principal = authenticate(core.services, secret, core.now());
   if (!principal) throw new AuthenticationError(secret ? 'The credential is not valid (unknown, revoked or expired).' : undefined);
 

@@ -3,6 +3,7 @@
  * outside it, through `core.invoke` with the caller's principal. Credentials never enter the
  * sandbox; only JSON crosses the boundary. Never throws: failures come back in `error`.
  */
+import type { RequestLimiter } from '../http/middleware/rate-limit.js';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { AnyOperation } from '../../operations/define.js';
@@ -18,12 +19,8 @@ export interface RateBudget {
   reset_seconds: number;
 }
 
-/** What counts one operation against the credential's budget (src/http/middleware/rate-limit.ts RateLimiter). */
-export interface RateCounter {
-  readonly limit: number;
-  /** Throws (a 429 AppError) when the budget is spent. */
-  hit(identity: string): { remaining: number; resetSeconds: number };
-}
+/** What counts one operation against the credential's budget (src/http/middleware/rate-limit.ts). */
+export type RateCounter = Pick<RequestLimiter, 'limit' | 'hit'>;
 
 /** What a session can do on behalf of its caller. */
 export interface McpCaller {
@@ -115,7 +112,8 @@ export function localCaller(core: Core, principal: Principal, opts: LocalCallerO
       try {
         if (rate) {
           try {
-            last = rate.limiter.hit(rate.identity);
+            const r = rate.limiter.hit(rate.identity);
+            last = r instanceof Promise ? await r : r;
           } catch (err) {
             if (err instanceof AppError && err.status === 429) last = { remaining: 0, resetSeconds: err.retryAfter ?? last?.resetSeconds ?? 60 };
             throw err;

@@ -186,7 +186,8 @@ export function mountMcp(s: Sightline, router: Router, opts: McpHttpOptions = {}
     const secret = credentialFromHeaders(ctx.headers);
     // The same identity REST counts requests under (src/http/router.ts).
     const rateIdentity = secret ?? `ip:${ctx.ip}`;
-    const rateBudget = s.limiter.hit(rateIdentity);
+    const counted = s.limiter.hit(rateIdentity);
+    const rateBudget = counted instanceof Promise ? await counted : counted;
     const principal = authenticate(core.services, secret, core.now());
     if (!principal) {
       throw new AuthenticationError(
