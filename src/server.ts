@@ -13,6 +13,7 @@ import { startWalCheckpointer } from './storage/wal-checkpointer.js';
 import { requestId } from './http/middleware/request-id.js';
 import { errorHandler } from './http/middleware/errors.js';
 import { RateLimiter, SharedRateLimiter, type RequestLimiter } from './http/middleware/rate-limit.js';
+import { clickHouseStatus } from './storage/clickhouse/status.js';
 import { createRedisCounters, type SharedCounters } from './storage/redis-counters.js';
 import { AuthThrottle } from './http/middleware/auth-throttle.js';
 import { buildRestRouter } from './http/router.js';
@@ -130,6 +131,14 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       },
     ],
   ]);
+  const chStore = services.clickhouse;
+  if (chStore) {
+    readiness.set('clickhouse', async () => {
+      const st = await clickHouseStatus(chStore.engine);
+      if (!st.reachable) return { ok: false, detail: `ClickHouse: ${st.error}` };
+      return st.schema!.version >= st.schema!.latest ? { ok: true } : { ok: false, detail: `ClickHouse schema ${st.schema!.version} of ${st.schema!.latest}` };
+    });
+  }
   metrics.gauge('sightline_db_bytes', 'Size of the SQLite database file.', () => services.system.sizes().db_bytes);
   metrics.gauge('sightline_db_wal_bytes', 'Size of the write-ahead log.', () => services.system.sizes().wal_bytes);
   metrics.gauge('sightline_db_free_bytes', 'Free pages inside the database file (reused before the file grows).', () => {
@@ -342,6 +351,7 @@ async function serverStatus(s: Sightline): Promise<Record<string, unknown>> {
     uptime_seconds: Math.round(process.uptime()),
     database: { file: s.config.dbFile, ...s.services.system.sizes(), schema: s.services.system.schema() },
     write_queue_depth: s.services.writeBatch.depth(),
+    clickhouse: s.services.clickhouse ? await clickHouseStatus(s.services.clickhouse.engine) : null,
     retention: s.retention.last(),
     requests: requests.sort((a, b) => b.count - a.count),
     ingest,

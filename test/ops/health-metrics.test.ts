@@ -106,7 +106,7 @@ describe('system.status', () => {
   it('gives owners the same figures as JSON', async () => {
     const r = await api(t, 'GET', `/v1/projects/${t.projectId}/system/status`, { key: t.keys.admin });
     expect(r.status).toBe(200);
-    expect(r.body).toMatchObject({ ready: true, checks: { database: { ok: true } }, database: { schema: { pending: 0 } }, write_queue_depth: 0 });
+    expect(r.body).toMatchObject({ ready: true, checks: { database: { ok: true } }, database: { schema: { pending: 0 } }, write_queue_depth: 0, clickhouse: null });
     expect((r.body as { requests: Array<{ operation: string }> }).requests.some((x) => x.operation === 'feedback.list')).toBe(true);
   });
 

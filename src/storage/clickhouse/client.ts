@@ -1,4 +1,4 @@
-import { createClient } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient } from '@clickhouse/client';
 
 /**
  * What the ClickHouse repositories need of an engine: run a statement, read rows (JSONEachRow), and
@@ -30,8 +30,10 @@ export function createHttpEngine(url: string): ChEngine & { database: string } {
   const database = decodeURIComponent(u.pathname.replace(/^\/+/, '')) || 'sightline';
   const base = `${u.protocol}//${u.host}`;
   const auth = { username: decodeURIComponent(u.username) || 'default', password: decodeURIComponent(u.password) };
-  const admin = createClient({ url: base, ...auth, clickhouse_settings: CH_SETTINGS });
-  const client = createClient({ url: base, ...auth, database, clickhouse_settings: CH_SETTINGS });
+  // The client's own console logger is off: every failure reaches the caller, which logs it (pino).
+  const log = { level: ClickHouseLogLevel.OFF };
+  const admin = createClient({ url: base, ...auth, clickhouse_settings: CH_SETTINGS, log });
+  const client = createClient({ url: base, ...auth, database, clickhouse_settings: CH_SETTINGS, log });
   let ready: Promise<void> | null = null;
   const ensureDb = () => (ready ??= admin.command({ query: `CREATE DATABASE IF NOT EXISTS ${ident(database)}` }).then(() => admin.close()));
   return {
