@@ -135,6 +135,28 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
     expect(missing).toEqual([]);
   });
 
+  it('keeps an MCP session on the process that opened it, and answers elsewhere with a clear 404', async () => {
+    const live = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-service-key': keys.admin };
+    const init = await fetch(`${live[0]!.url}/mcp`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'multi', version: '1' } } }),
+    });
+    await init.arrayBuffer();
+    expect(init.status).toBe(200);
+    const sid = init.headers.get('mcp-session-id')!;
+    expect(sid).toBeTruthy();
+    const list = (url: string) =>
+      fetch(`${url}/mcp`, { method: 'POST', headers: { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }) });
+    const elsewhere = await list(live[1]!.url);
+    expect(elsewhere.status).toBe(404);
+    expect(((await elsewhere.json()) as { error: { message: string } }).error.message).toBe('Session not found: start a new session with initialize.');
+    const home = await list(live[0]!.url);
+    expect(home.status).toBe(200);
+    expect(await home.text()).toContain('execute');
+  });
+
   it('admits exactly 20 feedback records a minute across the processes', async () => {
     const live = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
     expect(live.length).toBe(2);
