@@ -15,8 +15,8 @@ import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-tra
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { createHttpEngine, lit, type ChEngine } from '../../src/storage/clickhouse/client.js';
-import { migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
-import { createChSpanStore } from '../../src/storage/clickhouse/span-store.js';
+import { CH_MIGRATIONS, migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
+import { createChSpanStore, spanRow } from '../../src/storage/clickhouse/span-store.js';
 import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import { openDatabase, type Db } from '../../src/storage/db.js';
@@ -135,6 +135,35 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', (
   });
 });
 
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('entry_spans (migration 2)', () => {
+  it('holds every entry span the writer stores, and is filled from the spans stored before it', async () => {
+    const engine = newEngine();
+    try {
+      // A database at version 1, as the previous release left it, with spans written then.
+      await engine.command(`CREATE TABLE IF NOT EXISTS sightline_migrations (version UInt32, name String, applied_ms Float64)
+        ENGINE = MergeTree PARTITION BY tuple() ORDER BY version`);
+      for (const st of CH_MIGRATIONS[0]!.statements) await engine.command(st);
+      await engine.insert('sightline_migrations', [{ version: 1, name: 'spans', applied_ms: 0 }]);
+      const child = (i: number) => span(i, { parent_span_id: span(i - 1).span_id, kind: 3 }); // a client span: not an entry
+      await engine.insert('spans', [span(1), child(2), span(3)].map((sp) => spanRow(7, sp, 'otlp', 1)));
+      expect(await migrateClickHouse(engine)).toBe(1);
+      const entries = async () => (await engine.query<{ span_id: string }>('SELECT span_id FROM entry_spans ORDER BY span_id')).map((r) => r.span_id.replace(/^0+/, ''));
+      expect(await entries()).toEqual(['2', '4']);
+      // Applying it again (another process) copies nothing twice.
+      for (const st of CH_MIGRATIONS[1]!.statements) await engine.command(st);
+      expect(await entries()).toEqual(['2', '4']);
+      // From now on the writer adds entry spans itself.
+      const store = createChSpanStore(engine);
+      store.add('7', [span(5), child(6)], 'otlp', 1);
+      await store.flush();
+      expect(await entries()).toEqual(['2', '4', '6']);
+    } finally {
+      if (mode === 'server') await dropDatabase(serverUrl!, (engine as ReturnType<typeof createHttpEngine>).database);
+      await engine.close();
+    }
+  });
+});
+
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('spans from the OpenTelemetry exporter go to ClickHouse', () => {
   let t: TestServer;
   beforeAll(async () => {
@@ -192,6 +221,8 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('retention of spans in Cli
     // 40 days old: past both periods (a dropped partition); 10 days: past the main project's 7 only.
     const id = (i: number) => span(i).span_id.replace(/^0+/, '');
     expect(await left()).toEqual([`${P}:${id(3)}`, `${O}:${id(5)}`, `${O}:${id(6)}`]);
+    const entriesLeft = await ch.engine.query<{ project_id: number; span_id: string }>('SELECT project_id, span_id FROM entry_spans ORDER BY project_id, span_id');
+    expect(entriesLeft.map((r) => `${r.project_id}:${r.span_id.replace(/^0+/, '')}`)).toEqual(await left());
     expect(report.expired.spans).toBe(3);
     const get = (traceId: string) => api(t, 'GET', `/v1/projects/${P}/traces/${traceId}`, { key: t.keys.admin }).then((r) => r.status);
     expect(await get(at(2, 10).trace_id)).toBe(404);

@@ -5,6 +5,7 @@ const DAY_MS = 86_400_000;
 /** Tables of spans in ClickHouse, with the column their day partition and their expiry follow. */
 const SPAN_TABLES = [
   { table: 'spans', time: 'start_ms', day: false },
+  { table: 'entry_spans', time: 'start_ms', day: false },
   { table: 'trace_chunks', time: 'max_start_ms', day: false },
   { table: 'entry_operations', time: 'day', day: true },
 ] as const;

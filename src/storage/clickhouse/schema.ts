@@ -72,6 +72,32 @@ export const CH_MIGRATIONS: ChMigration[] = [
       ) ENGINE = MergeTree PARTITION BY day ORDER BY (project_id, service_name, operation, day)`,
     ],
   },
+  {
+    version: 2,
+    name: 'entry_spans',
+    statements: [
+      // Entry spans only (server and consumer spans, and roots), in the columns operation stats,
+      // operation lists and the service map's counts read, ordered by project and operation: those
+      // reads take the granules of their operations instead of every span of the window. The span
+      // writer inserts an entry span here too (span-store.ts); expires with the spans.
+      `CREATE TABLE IF NOT EXISTS entry_spans (
+        project_id UInt32,
+        service_name String,
+        operation String,
+        start_ms Float64,
+        trace_id String,
+        span_id String,
+        environment String,
+        duration_ms Float64,
+        status_code UInt8
+      ) ENGINE = MergeTree PARTITION BY ${DAY('start_ms')} ORDER BY (project_id, service_name, operation, start_ms)`,
+      // The entry spans stored before this migration (once: a second process that applies it after
+      // the first one's copy finds the table filled). Upgrade every process: one still running the
+      // previous version writes no entry rows.
+      `INSERT INTO entry_spans SELECT project_id, service_name, operation, start_ms, trace_id, span_id, environment, duration_ms, status_code
+        FROM spans WHERE is_entry = 1 AND (SELECT count() FROM entry_spans) = 0`,
+    ],
+  },
 ];
 
 /** Applies the migrations not yet recorded; safe to run from several processes (statements are idempotent). */

@@ -41,17 +41,46 @@ interface ChunkRow {
   error_count: number;
 }
 
+/** An entry span's row in `entry_spans` (schema.ts, migration 2): what operation stats and lists read. */
+export interface ChEntryRow {
+  project_id: number;
+  service_name: string;
+  operation: string;
+  start_ms: number;
+  trace_id: string;
+  span_id: string;
+  environment: string;
+  duration_ms: number;
+  status_code: number;
+}
+
+/** The `entry_spans` row of an entry span's `spans` row (the backfill in schema.ts selects the same columns). */
+export const entryRow = (r: ChSpanRow): ChEntryRow => ({
+  project_id: r.project_id,
+  service_name: r.service_name,
+  operation: r.operation,
+  start_ms: r.start_ms,
+  trace_id: r.trace_id,
+  span_id: r.span_id,
+  environment: r.environment,
+  duration_ms: r.duration_ms,
+  status_code: r.status_code,
+});
+
 interface Rows {
   spans: ChSpanRow[];
+  entries: ChEntryRow[];
   chunks: ChunkRow[];
   ops: { project_id: number; service_name: string; operation: string; day: number }[];
 }
-const empty = (): Rows => ({ spans: [], chunks: [], ops: [] });
+const empty = (): Rows => ({ spans: [], entries: [], chunks: [], ops: [] });
 const append = (into: Rows, from: Rows) => {
   for (const r of from.spans) into.spans.push(r);
+  for (const r of from.entries) into.entries.push(r);
   for (const r of from.chunks) into.chunks.push(r);
   for (const r of from.ops) into.ops.push(r);
 };
+const isEmpty = (r: Rows) => !r.spans.length && !r.entries.length && !r.chunks.length && !r.ops.length;
 
 /** Span → row; the same derivations as the SQLite writer (operation, environment, service version). */
 export function spanRow(projectId: number, sp: SpanRecord, source: string, receivedMs: number): ChSpanRow {
@@ -112,14 +141,15 @@ export function createChSpanStore(engine: ChEngine) {
   const pump = (): Promise<void> => {
     if (inFlight) return inFlight;
     inFlight = (async () => {
-      while (pending.spans.length || pending.chunks.length || pending.ops.length) {
+      while (!isEmpty(pending)) {
         const rows = pending;
         const w = waiters;
         pending = empty();
         waiters = [];
         try {
-          // Spans first: a chunk or operation row never names spans that are not stored.
+          // Spans first: an entry, chunk or operation row never names spans that are not stored.
           await engine.insert('spans', rows.spans);
+          await engine.insert('entry_spans', rows.entries);
           await engine.insert('trace_chunks', rows.chunks);
           await engine.insert('entry_operations', rows.ops);
           for (const x of w) x.resolve();
@@ -135,7 +165,7 @@ export function createChSpanStore(engine: ChEngine) {
 
   /** Queues rows for insertion; resolves once the insert holding them succeeded. */
   const enqueue = (rows: Rows): Promise<void> => {
-    if (!rows.spans.length && !rows.chunks.length && !rows.ops.length) return Promise.resolve();
+    if (isEmpty(rows)) return Promise.resolve();
     append(pending, rows);
     const p = new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
     if (!inFlight) void pump();
@@ -166,6 +196,7 @@ export function createChSpanStore(engine: ChEngine) {
       if (r.start_ms > c.max_start_ms) c.max_start_ms = r.start_ms;
       if (r.end_ms > c.max_end_ms) c.max_end_ms = r.end_ms;
       if (r.is_entry) {
+        rows.entries.push(entryRow(r));
         const day = utcDay(r.start_ms);
         const k = opKey(pid, r.service_name, r.operation, day);
         if (!seenOps.has(k)) {

@@ -83,14 +83,14 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     const out = new Map<string, any>();
     if (!groups.length) return out;
     const w = groupsWhere(projectId, groups, f);
-    const inner = `SELECT service_name, operation, count() AS n, ${cols} FROM spans WHERE ${w} GROUP BY service_name, operation`;
+    const inner = `SELECT service_name, operation, count() AS n, ${cols} FROM entry_spans WHERE ${w} GROUP BY service_name, operation`;
     for (const r of await q(outer ? `SELECT service_name, operation, n, ${outer} FROM (${inner})` : inner)) out.set(key(r), r);
     return out;
   }
 
-  /** Entry spans of these groups matching the filter. */
+  /** Entry spans (table `entry_spans`) of these groups matching the filter. */
   function groupsWhere(projectId: string, groups: EntryGroupKey[], f: EntryFilter): string {
-    let w = `project_id = ${lit(Number(projectId))} AND is_entry = 1 AND start_ms >= ${lit(f.fromMs)} AND start_ms < ${lit(f.toMs)}`;
+    let w = `project_id = ${lit(Number(projectId))} AND start_ms >= ${lit(f.fromMs)} AND start_ms < ${lit(f.toMs)}`;
     w += ` AND (service_name, operation) IN (${groups.map((g) => `(${lit(g.service_name)}, ${lit(g.operation)})`).join(', ')})`;
     if (f.environment !== undefined) w += ` AND environment = ${lit(f.environment)}`;
     if (f.status === 'error') w += ' AND status_code = 2';
@@ -115,7 +115,14 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
    * (project, start) key a recent slice reads few granules, where ORDER BY … DESC LIMIT over the
    * whole window would read it all.
    */
-  async function* newestFirst(where: string, fromMs: number, toMs: number, filter?: (r: any) => boolean, cols = 'start_ms, trace_id, span_id'): AsyncGenerator<StreamRow> {
+  async function* newestFirst(
+    where: string,
+    fromMs: number,
+    toMs: number,
+    filter?: (r: any) => boolean,
+    cols = 'start_ms, trace_id, span_id',
+    table: 'spans' | 'entry_spans' = 'spans',
+  ): AsyncGenerator<StreamRow> {
     let upper = toMs;
     let inclusive = false;
     let n = 64;
@@ -123,7 +130,7 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     let atUpper = new Set<string>();
     for (;;) {
       const lower = Math.max(fromMs, upper - slice);
-      const rows = await q(`SELECT ${cols} FROM spans WHERE ${where} AND start_ms >= ${lit(lower)}
+      const rows = await q(`SELECT ${cols} FROM ${table} WHERE ${where} AND start_ms >= ${lit(lower)}
         AND start_ms ${inclusive ? '<=' : '<'} ${lit(upper)} ORDER BY start_ms DESC LIMIT ${n}`);
       let fresh = 0;
       for (const r of rows) {
@@ -207,7 +214,7 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
       const spark = new Map<string, Uint32Array>();
       if (sparkline && groups.length) {
         for (const r of await q(`SELECT service_name, operation, toInt64(floor((start_ms - ${lit(f.fromMs)}) * ${SPARKLINE_BUCKETS} / ${lit(f.toMs - f.fromMs)})) AS bk, count() AS c
-          FROM spans WHERE ${groupsWhere(projectId, groups, f)} GROUP BY service_name, operation, bk`)) {
+          FROM entry_spans WHERE ${groupsWhere(projectId, groups, f)} GROUP BY service_name, operation, bk`)) {
           let a = spark.get(key(r));
           if (!a) spark.set(key(r), (a = new Uint32Array(SPARKLINE_BUCKETS)));
           a[Math.min(SPARKLINE_BUCKETS - 1, Math.max(0, Number(r.bk)))]! += Number(r.c);
@@ -296,10 +303,10 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
         return;
       }
       if (!stream.groups.length) return;
-      let w = `project_id = ${pid} AND is_entry = 1 AND (service_name, operation) IN (${stream.groups.map((g) => `(${lit(g.service_name)}, ${lit(g.operation)})`).join(', ')})`;
+      let w = `project_id = ${pid} AND (service_name, operation) IN (${stream.groups.map((g) => `(${lit(g.service_name)}, ${lit(g.operation)})`).join(', ')})`;
       if (stream.environment !== undefined) w += ` AND environment = ${lit(stream.environment)}`;
       if (stream.minDurationMs !== undefined) w += ` AND duration_ms >= ${lit(stream.minDurationMs)}`;
-      yield* newestFirst(w, fromMs, toMs);
+      yield* newestFirst(w, fromMs, toMs, undefined, undefined, 'entry_spans');
     },
 
     async traceSpansLite(projectId, traceId) {
