@@ -13,7 +13,7 @@ import { decodeLogs, decodeMetrics, decodeTraces, OtlpDecodeError, type OtlpEnco
 import { itemJson, parseEnvelope, replayRecordingHeader, SentryParseError, type EnvelopeHeader } from './sentry/envelope.js';
 import { errorEventFromSentry, feedbackFromSentry, logsFromSentryLogItem, sessionsFromSentry, spansFromSpanItem, spansFromTransaction, type FeedbackRecord } from './sentry/normalize.js';
 import { errorEventsFromSpans } from './pipeline.js';
-import { prepareObservation, type PreparedObservation } from '../domain/ai/prepared.js';
+import { prepareObservation, type PackedObservation, type PreparedSlice } from '../domain/ai/prepared.js';
 import { clampEventTime, limitLog, limitPoint, limitSpan, newLimitCounts, type IngestLimits, type LimitCounts } from './limits.js';
 
 export type IngestJob =
@@ -46,8 +46,8 @@ export type KeyedEvent = KeyedErrorEvent & { json: EventJson };
 /** One bounded step of writes. Arrays are absent when empty. */
 export interface IngestSlice {
   spans?: SpanRecord[];
-  /** The AI observations of `spans`, mapped here (src/domain/ai/prepared.ts): `ai[i]` for `spans[i]`, null when the writer maps it. */
-  ai?: (PreparedObservation | null)[];
+  /** The AI observations of `spans`, mapped here (src/domain/ai/prepared.ts). */
+  ai?: PreparedSlice;
   logs?: LogRecordOut[];
   points?: MetricPointRecord[];
   errors?: KeyedEvent[];
@@ -107,14 +107,14 @@ function limitOutcomes(category: string, c: LimitCounts): Outcome[] {
 
 /** A slice of spans with their AI observations mapped (`source`: the route the writer is called with, src/ingest/mount.ts). */
 function spanSlice(spans: SpanRecord[], source: string, receivedMs: number): IngestSlice {
-  let ai: (PreparedObservation | null)[] | undefined;
+  let rows: (PackedObservation | null)[] | undefined;
   for (let i = 0; i < spans.length; i++) {
     const p = prepareObservation(spans[i]!, source, receivedMs);
     // Only AI spans carry one, and only slices with some AI work the list (the writer's own scan of a
     // plain span stops at once; a span asking for privacy is mapped by the writer).
-    if (p) (ai ??= new Array<PreparedObservation | null>(spans.length).fill(null))[i] = p;
+    if (p) (rows ??= new Array<PackedObservation | null>(spans.length).fill(null))[i] = p;
   }
-  return ai ? { spans, ai } : { spans };
+  return rows ? { spans, ai: { source, rows } } : { spans };
 }
 
 const asBuffer = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength));

@@ -3,7 +3,7 @@ import type { TelemetryWriter } from './telemetry-store.js';
 import type { AiRepo } from './ai-repo.js';
 import type { Attributes, SpanRecord } from '../domain/telemetry-types.js';
 import { isContentEvent, isContentKey, observationFromSpan } from '../domain/ai/otel-mapping.js';
-import { takePrepared, type PreparedObservation } from '../domain/ai/prepared.js';
+import { takePrepared } from '../domain/ai/prepared.js';
 import { finalizeObservation, type ObservationRow, type ScoreDraft } from '../domain/ai/observation.js';
 
 export const WITHHELD = '[withheld: privacy_mode]';
@@ -34,7 +34,7 @@ export function withAgentObservations(db: Db, ai: AiRepo, writer: TelemetryWrite
     let byId: Map<string, SpanRecord> | undefined;
     const aiIds = new Set<string>();
     // Per span: its observation mapped on a decode worker (src/domain/ai/prepared.ts), else mapped here.
-    const ready: (PreparedObservation | undefined)[] = new Array(spans.length);
+    const ready: ReturnType<typeof takePrepared>[] = new Array(spans.length);
     const drafts: ReturnType<typeof observationFromSpan>[] = new Array(spans.length);
     for (let i = 0; i < spans.length; i++) {
       const sp = spans[i]!;

@@ -20,7 +20,8 @@ import { createSqliteTelemetryWriter } from '../../src/storage/sqlite-telemetry-
 import { withLogRollups } from '../../src/storage/log-rollups.js';
 import { withAgentObservations } from '../../src/storage/ai-spans.js';
 import { createAiRepo } from '../../src/storage/ai-repo.js';
-import { attachPrepared, takePrepared } from '../../src/domain/ai/prepared.js';
+import { attachPrepared, packRow, takePrepared, unpackRow } from '../../src/domain/ai/prepared.js';
+import { emptyDraft, finalizeObservation, FLAG_COLUMNS, type ObservationRow } from '../../src/domain/ai/observation.js';
 import { attr } from '../../bench/lib.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sightline-ai-prepared-'));
@@ -104,6 +105,22 @@ const TABLES: [string, string][] = [
 const snapshot = (db: Db) => Object.fromEntries(TABLES.map(([t, order]) => [t, db.prepare(`SELECT * FROM ${t} ORDER BY ${order}`).all()]));
 
 describe('AI observations mapped on the decode worker', () => {
+  it('cross the thread boundary as arrays that unpack to the same row, every field and flag', () => {
+    const row = finalizeObservation(
+      emptyDraft({ observation_id: 'o1', started_ms: 1.5, ended_ms: 9, observation_type: 'generation', model: 'gpt-4o', provider: 'openai', operation: 'chat', trace_id: 't',
+        prompt_tokens: 3, completion_tokens: null, input: { system: 's', messages: [{ role: 'user', content: 'q' }] }, output: { value: 'a' }, tags: ['x'], attributes: { k: 1 } }),
+      { receivedMs: 5, projectPrivacy: false },
+    );
+    const round = (r: ObservationRow) => unpackRow(deserialize(serialize(packRow(r))) as unknown[]);
+    expect(round(row)).toEqual(row);
+    expect(Object.keys(round(row))).toEqual(Object.keys(row));
+    for (const f of FLAG_COLUMNS) {
+      const all = { ...row, flags: { ...row.flags } };
+      for (const g of FLAG_COLUMNS) all.flags[g] = g === f ? 1 : 0;
+      expect(round(all)).toEqual(all);
+    }
+  });
+
   for (const privacy of [false, true]) {
     it(`store the same rows as mapped by the writer (project privacy ${privacy ? 'on' : 'off'})`, () => {
       const t = Date.parse('2026-11-20T12:00:00Z');
@@ -116,14 +133,14 @@ describe('AI observations mapped on the decode worker', () => {
         // As between a decode worker and the main thread.
         const slices = deserialize(serialize(result.slices)) as IngestSlice[];
         const copies = deserialize(serialize(result.slices)) as IngestSlice[];
-        expect(slices.some((s) => s.ai?.some(Boolean))).toBe(true);
+        expect(slices.some((s) => s.ai?.rows.some(Boolean))).toBe(true);
         for (let i = 0; i < slices.length; i++) {
           const s = slices[i]!;
           if (!s.spans) continue;
           if (s.ai) attachPrepared(s.spans, s.ai);
-          attached += s.ai?.filter(Boolean).length ?? 0;
+          attached += s.ai?.rows.filter(Boolean).length ?? 0;
           prepared.db.transaction(() => prepared.writer.insertSpans('1', s.spans!, 'otlp', t + round))();
-          taken += s.spans.filter((sp, j) => s.ai?.[j] && takePrepared(sp, 'otlp') === undefined).length;
+          taken += s.spans.filter((sp, j) => s.ai?.rows[j] && takePrepared(sp, 'otlp') === undefined).length;
           plain.db.transaction(() => plain.writer.insertSpans('1', copies[i]!.spans!, 'otlp', t + round))();
         }
       }
