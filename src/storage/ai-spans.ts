@@ -24,6 +24,8 @@ function withholdContent(sp: SpanRecord): SpanRecord {
  * before anything is stored, in the spans table too: only a redaction marker is kept.
  * An observation's parent is its nearest AI ancestor within the batch, so an HTTP span between an
  * agent step and its generation does not break the tree.
+ * Spans decoded by the ingest workers come with their observations already mapped
+ * (src/domain/ai/prepared.ts): those rows are taken as they are, unless privacy mode applies.
  */
 export function withAgentObservations(db: Db, ai: AiRepo, writer: TelemetryWriter): TelemetryWriter {
   const insertSpans = db.transaction((projectId: string, spans: SpanRecord[], source: string, receivedMs: number) => {
