@@ -11,6 +11,11 @@
  * in a bigger store); BENCH_AI_CHECKPOINT=worker runs WAL checkpoints on a worker thread as the
  * server does (src/storage/wal-checkpointer.ts; default: SQLite's automatic checkpoint in the
  * commits). Besides process CPU it prints the main thread's CPU per span (Linux).
+ *
+ * BENCH_AI_PREPARED=on|off: the server's split between a decode worker and the main thread. Every
+ * round's spans are built first, unmeasured, with (`on`) or without (`off`) their AI observations
+ * mapped as the decode worker maps them (src/domain/ai/prepared.ts), and serialized; the measured
+ * loop deserializes them (as a slice arriving from a worker) and writes them: the main thread's work.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,11 +32,14 @@ import type { SpanRecord } from '../src/domain/telemetry-types.js';
 import { readFileSync } from 'node:fs';
 import { startWalCheckpointer } from '../src/storage/wal-checkpointer.js';
 import { attr } from './lib.js';
+import { serialize, deserialize } from 'node:v8';
+import { attachPrepared, prepareObservation, type PreparedSlice } from '../src/domain/ai/prepared.js';
 
 const TOTAL = Number(process.env.BENCH_AI_SPANS ?? 100_000);
 const MODE = process.env.BENCH_AI_MODE ?? 'both'; // plain | ai | both
 const PREFILL = Number(process.env.BENCH_AI_PREFILL ?? 0);
 const CHECKPOINT_WORKER = process.env.BENCH_AI_CHECKPOINT === 'worker';
+const PREPARED = process.env.BENCH_AI_PREPARED; // on | off | unset (spans handed over as built)
 
 /** CPU µs used so far by this process's main thread (Linux /proc; 0 elsewhere). */
 function mainThreadCpuUs(): number {
@@ -88,21 +96,42 @@ async function run(withAi: boolean, batches: SpanRecord[][]): Promise<{ wall: nu
   const plain = withLogRollups(db, createSqliteTelemetryWriter(db));
   const writer = withAi ? withAgentObservations(db, createAiRepo(db), plain) : plain;
   let round = 0;
-  const writeOne = () => {
+  const nextSpans = () => {
     const b = batches[round % batches.length]!;
     // Fresh ids each round, so every write is an insert (ids differ per round, parents kept consistent).
     const suffix = (round++).toString(16).padStart(5, '0');
-    const spans = b.map((s) => ({ ...s, span_id: suffix + s.span_id.slice(5), parent_span_id: s.parent_span_id ? suffix + s.parent_span_id.slice(5) : s.parent_span_id, trace_id: suffix + s.trace_id.slice(5) }));
+    return b.map((s) => ({ ...s, span_id: suffix + s.span_id.slice(5), parent_span_id: s.parent_span_id ? suffix + s.parent_span_id.slice(5) : s.parent_span_id, trace_id: suffix + s.trace_id.slice(5) }));
+  };
+  const write = (spans: SpanRecord[]) => {
     db.transaction(() => writer.insertSpans('1', spans, 'otlp', Date.now()))();
     return spans.length;
   };
+  const writeOne = () => write(nextSpans());
   for (let p = 0; p < PREFILL; ) p += writeOne();
+  // BENCH_AI_PREPARED: the measured rounds built (and mapped on "the worker") beforehand.
+  const slices: Buffer[] = [];
+  if (PREPARED) {
+    for (let p = 0; p < TOTAL; ) {
+      const spans = nextSpans();
+      const t = Date.now();
+      const ai = PREPARED === 'on' ? { source: 'otlp', rows: spans.map((sp) => prepareObservation(sp, 'otlp', t)) } : undefined;
+      slices.push(serialize({ spans, ai }));
+      p += spans.length;
+    }
+  }
+  let next = 0;
+  const measuredOne = () => {
+    if (!PREPARED) return writeOne();
+    const s = deserialize(slices[next++]!) as { spans: SpanRecord[]; ai?: PreparedSlice };
+    if (s.ai) attachPrepared(s.spans, s.ai);
+    return write(s.spans);
+  };
   let n = 0;
   const t0 = performance.now();
   const c0 = process.cpuUsage();
   const m0 = mainThreadCpuUs();
   while (n < TOTAL) {
-    n += writeOne();
+    n += measuredOne();
     // Let the checkpoint worker's messages in (the server's event loop turns between batches too).
     if (checkpointer) await new Promise((r) => setImmediate(r));
   }

@@ -18,6 +18,7 @@ import { mountPosthogCapture } from './posthog.js';
 import { mountStripeWebhook } from './stripe-webhook.js';
 import { feedbackUserFields } from './sentry/normalize.js';
 import { userField } from '../domain/errors/users.js';
+import { attachPrepared } from '../domain/ai/prepared.js';
 
 const SENTRY_CORS = {
   'Access-Control-Allow-Origin': '*',
@@ -90,7 +91,10 @@ export function buildIngestRouter(s: Sightline): Router {
           services.ingestMisc.addReplayRecording(pid, r.replayId, r.segmentId, payload, t);
         }
         for (const c of slice.checkIns ?? []) services.ingestMisc.recordCheckIn(pid, c, t);
-        if (slice.spans?.length) services.telemetry.insertSpans(pid, slice.spans, source, t);
+        if (slice.spans?.length) {
+          if (slice.ai) attachPrepared(slice.spans, slice.ai);
+          services.telemetry.insertSpans(pid, slice.spans, source, t);
+        }
         if (slice.logs?.length) services.telemetry.insertLogs(pid, slice.logs, source, t);
         if (slice.points?.length) services.telemetry.insertMetricPoints(pid, slice.points, t);
         return slice.errors?.length ? ingestKeyedErrorEvents(services, spike, id.project, slice.errors, t) : null;

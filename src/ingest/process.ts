@@ -13,6 +13,7 @@ import { decodeLogs, decodeMetrics, decodeTraces, OtlpDecodeError, type OtlpEnco
 import { itemJson, parseEnvelope, replayRecordingHeader, SentryParseError, type EnvelopeHeader } from './sentry/envelope.js';
 import { errorEventFromSentry, feedbackFromSentry, logsFromSentryLogItem, sessionsFromSentry, spansFromSpanItem, spansFromTransaction, type FeedbackRecord } from './sentry/normalize.js';
 import { errorEventsFromSpans } from './pipeline.js';
+import { prepareObservation, type PackedObservation, type PreparedSlice } from '../domain/ai/prepared.js';
 import { clampEventTime, limitLog, limitPoint, limitSpan, newLimitCounts, type IngestLimits, type LimitCounts } from './limits.js';
 
 export type IngestJob =
@@ -45,6 +46,8 @@ export type KeyedEvent = KeyedErrorEvent & { json: EventJson };
 /** One bounded step of writes. Arrays are absent when empty. */
 export interface IngestSlice {
   spans?: SpanRecord[];
+  /** The AI observations of `spans`, mapped here (src/domain/ai/prepared.ts). */
+  ai?: PreparedSlice;
   logs?: LogRecordOut[];
   points?: MetricPointRecord[];
   errors?: KeyedEvent[];
@@ -102,6 +105,18 @@ function limitOutcomes(category: string, c: LimitCounts): Outcome[] {
   return out;
 }
 
+/** A slice of spans with their AI observations mapped (`source`: the route the writer is called with, src/ingest/mount.ts). */
+function spanSlice(spans: SpanRecord[], source: string, receivedMs: number): IngestSlice {
+  let rows: (PackedObservation | null)[] | undefined;
+  for (let i = 0; i < spans.length; i++) {
+    const p = prepareObservation(spans[i]!, source, receivedMs);
+    // Only AI spans carry one, and only slices with some AI work the list (the writer's own scan of a
+    // plain span stops at once; a span asking for privacy is mapped by the writer).
+    if (p) (rows ??= new Array<PackedObservation | null>(spans.length).fill(null))[i] = p;
+  }
+  return rows ? { spans, ai: { source, rows } } : { spans };
+}
+
 const asBuffer = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength));
 
 export function processJob(job: IngestJob): IngestResult {
@@ -122,7 +137,7 @@ function processOtlp(job: Extract<IngestJob, { kind: 'otlp' }>): IngestResult {
       const ec = newLimitCounts();
       const errors = errorEventsFromSpans(r.records, t).map((e) => keyed(clampEventTime(e, l, ec)));
       const spans = r.records.map((sp) => limitSpan(sp, l, c, t));
-      const slices: IngestSlice[] = chunk(spans, SLICE_RECORDS).map((s) => ({ spans: s }));
+      const slices: IngestSlice[] = chunk(spans, SLICE_RECORDS).map((s) => spanSlice(s, 'otlp', t));
       for (const e of chunk(errors, SLICE_ERRORS)) slices.push({ errors: e });
       return {
         head: { quotaRecords: spans.length, rejected: r.rejected, rejectionMessage: r.rejectionMessage, itemCount: spans.length, outcomes: [...limitOutcomes('span', c), ...limitOutcomes('error', ec)] },
@@ -312,7 +327,7 @@ function processEnvelope(job: Extract<IngestJob, { kind: 'envelope' }>): IngestR
   if (recordings.length) misc.recordings = recordings;
   if (checkIns.length) misc.checkIns = checkIns;
   if (Object.keys(misc).length) slices.push(misc);
-  for (const s of chunk(spans, SLICE_RECORDS)) slices.push({ spans: s });
+  for (const s of chunk(spans, SLICE_RECORDS)) slices.push(spanSlice(s, 'sentry', t));
   for (const s of chunk(logs, SLICE_RECORDS)) slices.push({ logs: s });
   for (const s of chunk(errors, SLICE_ERRORS)) slices.push({ errors: s });
   // Feedback last: it links to the error group of an event of the same envelope.
