@@ -43,7 +43,7 @@ const SERVICES = ['web', 'checkout', 'payments', 'search', 'inventory', 'users']
 const ROUTES = ['/orders/{id}', '/cart', '/checkout', '/users/{id}/profile', '/search', '/items/{id}', '/login', '/health'];
 
 /** Spans of one day ending at NOW: traces of 8 (an entry span, then children in other services), 2% failed. */
-function* spanBatches(n: number, batch = 4096): Generator<{ spans: SpanRecord[]; traceIds: string[]; errorTraceIds: string[] }> {
+export function* spanBatches(n: number, batch = 4096): Generator<{ spans: SpanRecord[]; traceIds: string[]; errorTraceIds: string[] }> {
   const r = rng(42);
   const hex = (len: number) => {
     let s = '';
@@ -99,7 +99,7 @@ interface Seeded {
 }
 
 /** A server on one backend with N spans written through its span writer (the store path). */
-async function seeded(n: number, clickhouseUrl: string | null): Promise<Seeded> {
+export async function seeded(n: number, clickhouseUrl: string | null): Promise<Seeded> {
   const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scale-'));
   const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', rateLimit: { limit: 1e9, windowSeconds: 60 }, logLevel: 'warn', clickhouseUrl }, { now: () => NOW });
   const boot = bootstrapOrganization(s.services, { org: 'Bench', project: 'bench', email: 'bench@example.com', now: NOW });
@@ -254,7 +254,10 @@ async function main() {
   }
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+// Run when executed (not when another bench imports its seeding).
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}

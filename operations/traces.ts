@@ -338,12 +338,14 @@ export const operations = defineOperation({
     }
     matched.sort(compareGroups(input.sort));
     const shown = matched.slice(0, input.limit);
-    const details = await repo.groupsDetail(pid, shown, f, true);
-    const top = shown.map((g, i): OperationGroup => {
-      const d = details[i]!;
-      if (g.durations) return { ...g, buckets: d.buckets! };
-      return { ...g, last_ms: d.last_ms ?? g.last_ms, count: d.count, errors: d.errors, durations: d.durations, p50: d.p50, p95: d.p95, buckets: d.buckets ?? undefined };
-    });
+    // Rows whose detail the sort already read need only their sparklines.
+    const detailed = needs !== 'last' && needs !== 'counts';
+    const top: OperationGroup[] = detailed
+      ? (await repo.groupsSparklines(pid, shown, f)).map((buckets, i) => ({ ...shown[i]!, buckets }))
+      : (await repo.groupsDetail(pid, shown, f, true)).map((d, i) => {
+          const g = shown[i]!;
+          return { ...g, last_ms: d.last_ms ?? g.last_ms, count: d.count, errors: d.errors, durations: d.durations, p50: d.p50, p95: d.p95, buckets: d.buckets ?? undefined };
+        });
     return {
       data: top.map((g) => {
         const { last_ms, ...row } = operationRow(g);

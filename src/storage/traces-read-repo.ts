@@ -611,6 +611,8 @@ export type TracesReader = {
 } & {
   /** {@link TracesReadRepo.groupLastSeen} of each group, in the order given. */
   groupsLastSeen(projectId: string, groups: EntryGroupKey[], f: EntryFilter): Promise<(number | null)[]>;
+  /** {@link TracesReadRepo.groupSparkline} of each group, in the order given. */
+  groupsSparklines(projectId: string, groups: EntryGroupKey[], f: EntryFilter): Promise<Uint32Array[]>;
   /** {@link TracesReadRepo.groupCounts} of each group, in the order given. */
   groupsCounts(projectId: string, groups: EntryGroupKey[], f: EntryFilter): Promise<GroupCounts[]>;
   /** {@link TracesReadRepo.groupDetail} of each group, in the order given. */
@@ -639,6 +641,7 @@ export function asyncTracesReader(repo: TracesReadRepo): TracesReader {
   const batch: Omit<TracesReader, Exclude<keyof TracesReadRepo, 'spansAfter'>> = {
     groupsLastSeen: async (pid, groups, f) => groups.map((g) => repo.groupLastSeen(pid, g, f)),
     groupsCounts: async (pid, groups, f) => groups.map((g) => repo.groupCounts(pid, g, f)),
+    groupsSparklines: async (pid, groups, f) => groups.map((g) => repo.groupSparkline(pid, g, f)),
     groupsDetail: async (pid, groups, f, sparkline = true) => groups.map((g) => repo.groupDetail(pid, g, f, sparkline)),
     tracesSpansLite: async (pid, traceIds) => new Map(traceIds.map((t) => [t, repo.traceSpansLite(pid, t)])),
     traceSummaries: async (pid, traceIds) => new Map(traceIds.map((t) => [t, repo.traceSummary(pid, t)])),

@@ -159,6 +159,21 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     }
   }
 
+  /**
+   * Sparklines of the groups: entry spans per (group, bucket), at most 60 rows a group. (Counting the
+   * buckets inside the detail query needs a lambda over an aggregate's column, which 18.16 does not resolve.)
+   */
+  async function sparklines(projectId: string, groups: EntryGroupKey[], f: EntryFilter): Promise<Map<string, Uint32Array>> {
+    const spark = new Map<string, Uint32Array>();
+    for (const r of await q(`SELECT service_name, operation, toInt64(floor((start_ms - ${lit(f.fromMs)}) * ${SPARKLINE_BUCKETS} / ${lit(f.toMs - f.fromMs)})) AS bk, count() AS c
+      FROM entry_spans WHERE ${groupsWhere(projectId, groups, f)} GROUP BY service_name, operation, bk`)) {
+      let a = spark.get(key(r));
+      if (!a) spark.set(key(r), (a = new Uint32Array(SPARKLINE_BUCKETS)));
+      a[Math.min(SPARKLINE_BUCKETS - 1, Math.max(0, Number(r.bk)))]! += Number(r.c);
+    }
+    return spark;
+  }
+
   const reader: TracesReader = {
     async entryServices(projectId) {
       const rows = await q<{ s: string }>(`SELECT DISTINCT service_name AS s FROM entry_operations WHERE project_id = ${lit(Number(projectId))} ORDER BY s`);
@@ -189,7 +204,13 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     },
 
     async groupSparkline(projectId, g, f) {
-      return (await reader.groupsDetail(projectId, [g], f, true))[0]!.buckets!;
+      return (await reader.groupsSparklines(projectId, [g], f))[0]!;
+    },
+
+    async groupsSparklines(projectId, groups, f) {
+      if (!groups.length) return [];
+      const spark = await sparklines(projectId, groups, f);
+      return groups.map((g) => spark.get(key(g)) ?? new Uint32Array(SPARKLINE_BUCKETS));
     },
 
     async groupsLastSeen(projectId, groups, f) {
@@ -209,26 +230,19 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     },
 
     async groupsDetail(projectId, groups, f, sparkline = true) {
-      // Sparklines: spans per (group, bucket), at most 60 rows a group. (Counting the buckets inside
-      // the detail query needs a lambda over an aggregate's column, which 18.16 does not resolve.)
-      const spark = new Map<string, Uint32Array>();
-      if (sparkline && groups.length) {
-        for (const r of await q(`SELECT service_name, operation, toInt64(floor((start_ms - ${lit(f.fromMs)}) * ${SPARKLINE_BUCKETS} / ${lit(f.toMs - f.fromMs)})) AS bk, count() AS c
-          FROM entry_spans WHERE ${groupsWhere(projectId, groups, f)} GROUP BY service_name, operation, bk`)) {
-          let a = spark.get(key(r));
-          if (!a) spark.set(key(r), (a = new Uint32Array(SPARKLINE_BUCKETS)));
-          a[Math.min(SPARKLINE_BUCKETS - 1, Math.max(0, Number(r.bk)))]! += Number(r.c);
-        }
-      }
       const ranks = (q: number, name: string) =>
         `s[toUInt64(floor((length(s) - 1) * ${q})) + 1] AS lo${name}, s[least(toUInt64(floor((length(s) - 1) * ${q})) + 2, length(s))] AS hi${name}`;
-      const rows = await grouped(
-        projectId,
-        groups,
-        f,
-        'countIf(status_code = 2) AS errors, max(start_ms) AS last_ms, arraySort(groupArray(duration_ms)) AS s',
-        `errors, last_ms, ${ranks(0.5, '50')}, ${ranks(0.95, '95')}`,
-      );
+      // The sparkline and detail queries at once: the server runs them on separate cores.
+      const [spark, rows] = await Promise.all([
+        sparkline && groups.length ? sparklines(projectId, groups, f) : new Map<string, Uint32Array>(),
+        grouped(
+          projectId,
+          groups,
+          f,
+          'countIf(status_code = 2) AS errors, max(start_ms) AS last_ms, arraySort(groupArray(duration_ms)) AS s',
+          `errors, last_ms, ${ranks(0.5, '50')}, ${ranks(0.95, '95')}`,
+        ),
+      ]);
       const us = (v: unknown) => Math.round(Number(v) * 1000) / 1000;
       const pct = (n: number, q: number, lo: unknown, hi: unknown): number | null => {
         if (n === 0) return null;
