@@ -1,4 +1,4 @@
-import { hashSecret } from '../domain/identity/secrets.js';
+import { apiKeyIdentity } from '../core/authenticate.js';
 import { holdsScope } from '../core/scopes.js';
 import { AuthenticationError, ForbiddenError, RateLimitedError } from '../core/errors.js';
 import type { ApiKeyPrincipal } from '../core/principal.js';
@@ -10,15 +10,18 @@ export interface IngestIdentity {
   principal: ApiKeyPrincipal;
 }
 
-/** Ingestion accepts keys holding `events:ingest`; the project comes from the key. */
+/**
+ * Ingestion accepts keys holding `events:ingest`; the project comes from the key. Keys are looked up
+ * through the REST side's short key cache (apiKeyIdentity), which any key or project change, in this
+ * process or another sharing the database, invalidates. Ingest does not touch `last_used_at`.
+ */
 export function ingestIdentity(services: Services, secret: string | undefined | null, now: number): IngestIdentity {
   if (!secret) throw new AuthenticationError('Send an ingest key: x-service-key / Authorization: Bearer (OTLP), or the DSN key (Sentry).');
-  const key = services.identity.apiKeyBySecretHash(hashSecret(secret));
-  if (!key || (key.expires_at !== null && key.expires_at <= now)) throw new AuthenticationError('The ingest key is not valid (unknown, revoked or expired).');
-  if (!holdsScope(key.scopes, 'events:ingest')) throw new ForbiddenError('insufficient_scope', 'This key cannot send telemetry: it lacks the events:ingest scope.');
-  const project = services.identity.projectById(key.project_id);
-  if (!project) throw new AuthenticationError();
-  return { project, principal: { kind: 'api_key', keyId: key.id, projectId: key.project_id, orgId: project.org_id, scopes: key.scopes } };
+  const id = apiKeyIdentity(services, secret, now);
+  if (id === 'no_project') throw new AuthenticationError();
+  if (typeof id !== 'object') throw new AuthenticationError('The ingest key is not valid (unknown, revoked or expired).');
+  if (!holdsScope(id.principal.scopes, 'events:ingest')) throw new ForbiddenError('insufficient_scope', 'This key cannot send telemetry: it lacks the events:ingest scope.');
+  return { project: id.project, principal: id.principal };
 }
 
 /** Per-project ingest quota in records per clock minute (configuration; 0 means none). */

@@ -90,6 +90,7 @@ export function createIdentityRepo(db: Db) {
     updateKey: db.prepare('UPDATE api_keys SET label = ?, scopes = ?, updated_at = ? WHERE project_id = ? AND id = ?'),
     revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE project_id = ? AND id = ? AND revoked_at IS NULL'),
     touchKey: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
+    dataVersion: db.prepare('PRAGMA data_version').pluck(),
   };
 
   return {
@@ -142,9 +143,11 @@ export function createIdentityRepo(db: Db) {
     },
     setSpikeProtection(projectId: string, enabled: boolean, threshold: number | null): void {
       s.updateSpike.run(enabled ? 1 : 0, threshold, Number(projectId));
+      credentialGeneration++;
     },
     setProjectFlags(projectId: string, flags: { product_analytics: boolean; remote_access_preview: boolean }): void {
       s.updateFlags.run(flags.product_analytics ? 1 : 0, flags.remote_access_preview ? 1 : 0, Number(projectId));
+      credentialGeneration++;
     },
     createApiKey(
       projectId: string,
@@ -175,11 +178,21 @@ export function createIdentityRepo(db: Db) {
       return s.revokeKey.run(now, Number(projectId), keyId).changes > 0;
     },
     /**
-     * Bumped by every change to a key's scopes or validity: authenticate()'s short principal cache
-     * drops what it holds when this moves, so a revoke or update takes effect on the next request.
+     * Bumped by every change to a key's scopes or validity and to a project's settings made through
+     * this repo: the short key cache of apiKeyIdentity() (REST and ingest authentication) drops what
+     * it holds when this moves, so a revoke or update takes effect on the next request.
      */
     credentialGeneration(): number {
       return credentialGeneration;
+    },
+    /**
+     * SQLite's `PRAGMA data_version` of this connection: it moves whenever another connection (another
+     * Sightline process sharing the file) commits, never for this connection's own commits. The key
+     * cache checks it on every hit, so a key revoked or a project changed by another process is seen
+     * on the next request too.
+     */
+    dataVersion(): number {
+      return s.dataVersion.get() as number;
     },
     touchApiKey(keyId: string, now: number): void {
       s.touchKey.run(now, keyId);
