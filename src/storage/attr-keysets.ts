@@ -148,6 +148,12 @@ export function createAttrEncoder(db: Db) {
  */
 export const TEMPLATE_MAX_DISTINCT = 32;
 
+/** Rows of `attr_template_pos` for template (id, text): per position, the row's path or the shared value as json_extract gives it. */
+const TEMPLATE_POS_INSERT = `INSERT INTO attr_template_pos (tmpl, pos, path, val)
+  SELECT ?, '$[' || j.key || ']', CASE WHEN j.type = 'integer' THEN CASE j.value WHEN -1 THEN '$' ELSE '$[' || j.value || ']' END END,
+    CASE WHEN j.type = 'array' THEN json_extract(j.value, '$[0]') END
+  FROM json_each(?) j`;
+
 export interface LogAttrs {
   attrKeys: number | null;
   attrTmpl: number | null;
@@ -163,6 +169,7 @@ export function createLogAttrEncoder(db: Db, maxTemplates = 100_000) {
     get: db.prepare('SELECT id FROM attr_templates WHERE vals = ?').pluck(),
     count: db.prepare('SELECT count(*) FROM attr_templates').pluck(),
     insert: db.prepare('INSERT INTO attr_templates (vals) VALUES (?)'),
+    positions: db.prepare(TEMPLATE_POS_INSERT),
   });
   let st: ReturnType<typeof prepare> | null = null;
   let full = false;
@@ -189,6 +196,7 @@ export function createLogAttrEncoder(db: Db, maxTemplates = 100_000) {
         return null;
       }
       n = Number(st.insert.run(vals).lastInsertRowid);
+      st.positions.run(n, vals);
     }
     if (ids.size >= 20_000) ids.clear();
     ids.set(vals, n);
@@ -234,9 +242,8 @@ export function createLogAttrEncoder(db: Db, maxTemplates = 100_000) {
 
 const templates = new Map<string, (unknown[] | number)[]>();
 
-/** The whole value list text of a log row: its `attributes` as stored, with its template's text (null: the row holds the list). */
-export function expandLogValues(tmpl: string | null | undefined, stored: string): string {
-  if (tmpl === null || tmpl === undefined) return stored;
+/** The whole value list of a log row stored with a template: its `attributes` as stored and the template's text. */
+export function expandLogList(tmpl: string, stored: string): unknown[] {
   let t = templates.get(tmpl);
   if (!t) {
     t = JSON.parse(tmpl) as (unknown[] | number)[];
@@ -244,7 +251,12 @@ export function expandLogValues(tmpl: string | null | undefined, stored: string)
     templates.set(tmpl, t);
   }
   let row: unknown[] | null = null;
-  return JSON.stringify(t.map((x) => (typeof x !== 'number' ? x[0] : x < 0 ? JSON.parse(stored) : (row ??= JSON.parse(stored) as unknown[])[x])));
+  return t.map((x) => (typeof x !== 'number' ? x[0] : x < 0 ? JSON.parse(stored) : (row ??= JSON.parse(stored) as unknown[])[x]));
+}
+
+/** The whole value list text of a log row: its `attributes` as stored, with its template's text (null: the row holds the list). */
+export function expandLogValues(tmpl: string | null | undefined, stored: string): string {
+  return tmpl === null || tmpl === undefined ? stored : JSON.stringify(expandLogList(tmpl, stored));
 }
 
 /** SQL of the template text of log rows `t` (NULL for a row holding its whole list). */
@@ -255,8 +267,8 @@ export const logTemplateSql = (t: string) => `(SELECT vals FROM attr_templates W
  * (`'$[i]'`), either form (migration 051).
  */
 export const logValueAtSql = (t: string, p: string) =>
-  `CASE WHEN ${t}.attr_tmpl IS NULL THEN json_extract(${t}.attributes, ${p}) ELSE (SELECT CASE json_type(tp.vals, ${p}) WHEN 'integer' THEN json_extract(${t}.attributes,
-    CASE json_extract(tp.vals, ${p}) WHEN -1 THEN '$' ELSE '$[' || json_extract(tp.vals, ${p}) || ']' END) ELSE json_extract(tp.vals, ${p} || '[0]') END FROM attr_templates tp WHERE tp.id = ${t}.attr_tmpl) END`;
+  `CASE WHEN ${t}.attr_tmpl IS NULL THEN json_extract(${t}.attributes, ${p}) ELSE (SELECT CASE WHEN tp.path IS NULL THEN tp.val ELSE json_extract(${t}.attributes, tp.path) END
+    FROM attr_template_pos tp WHERE tp.tmpl = ${t}.attr_tmpl AND tp.pos = ${p}) END`;
 
 /** {@link HTTP_METHOD_KS_SQL} for log rows of every form, templates included (migration 051; that one stays as shipped migrations used it). */
 export const LOG_HTTP_METHOD_SQL = (t: string) =>

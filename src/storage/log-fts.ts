@@ -1,6 +1,6 @@
 import type { Db } from './db.js';
 import { traceToken } from './compact-ids.js';
-import { expandLogValues, logTemplateSql } from './attr-keysets.js';
+import { expandLogList, logTemplateSql } from './attr-keysets.js';
 
 /**
  * The logs' full-text index in two tables (migration 050, issue 22: bytes per log record).
@@ -171,7 +171,7 @@ const holds = (toks: string[], ph: { t: string[]; p: boolean }) => {
 export function ftsAttrsText(attributes: unknown, traceId: unknown, tmpl?: unknown): string {
   const vals: string[] = [];
   try {
-    flatten(JSON.parse(typeof attributes === 'string' ? expandLogValues(typeof tmpl === 'string' ? tmpl : null, attributes) : '{}'), vals);
+    if (typeof attributes === 'string') flatten(typeof tmpl === 'string' ? expandLogList(tmpl, attributes) : JSON.parse(attributes), vals);
   } catch {
     /* not JSON: no attribute text */
   }
