@@ -142,11 +142,22 @@ export function createAttrEncoder(db: Db) {
  *
  * The writer keeps per key set and position the distinct values it has met (up to
  * TEMPLATE_MAX_DISTINCT, past which the position varies): positions with few distinct values go
- * into the template. A template is stored the second time the
+ * into the template (values of more than 1,024 characters stay on the row, templates are at most
+ * 4 KB: what the writer remembers stays bounded). A template is stored the second time the
  * writer meets it (a combination met once stays on its row), and no more than `maxTemplates` are
  * stored (they are not expired with the logs, like key sets; later combinations stay on their rows).
  */
 export const TEMPLATE_MAX_DISTINCT = 32;
+/** Longer values stay on the row, and templates are at most this long, so what the writer remembers stays small. */
+const TEMPLATE_MAX_VALUE_CHARS = 1024;
+const TEMPLATE_MAX_CHARS = 4096;
+/** What the distinct-value count remembers of a value: itself when short, else its length and a 32-bit hash. */
+const distinctKey = (v: string) => {
+  if (v.length <= 64) return v;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < v.length; i++) h = Math.imul(h ^ v.charCodeAt(i), 0x01000193);
+  return `${v.length}:${h >>> 0}`;
+};
 
 /** Rows of `attr_template_pos` for template (id, text): per position, the row's path or the shared value as json_extract gives it. */
 const TEMPLATE_POS_INSERT = `INSERT INTO attr_template_pos (tmpl, pos, path, val)
@@ -182,7 +193,7 @@ export function createLogAttrEncoder(db: Db, maxTemplates = 100_000) {
     if (id !== undefined) return id;
     if (full) return null;
     if (!seenOnce.has(vals)) {
-      if (seenOnce.size >= 20_000) seenOnce.clear();
+      if (seenOnce.size >= 5_000) seenOnce.clear();
       seenOnce.add(vals);
       return null;
     }
@@ -198,7 +209,7 @@ export function createLogAttrEncoder(db: Db, maxTemplates = 100_000) {
       n = Number(st.insert.run(vals).lastInsertRowid);
       st.positions.run(n, vals);
     }
-    if (ids.size >= 20_000) ids.clear();
+    if (ids.size >= 5_000) ids.clear();
     ids.set(vals, n);
     return n;
   };
@@ -221,10 +232,10 @@ export function createLogAttrEncoder(db: Db, maxTemplates = 100_000) {
       const v = parts[p]!;
       const seen = d[p];
       if (seen) {
-        seen.add(v);
+        seen.add(distinctKey(v));
         if (seen.size > TEMPLATE_MAX_DISTINCT) d[p] = null;
       }
-      if (d[p]) tmpl.push(`[${v}]`);
+      if (d[p] && v.length <= TEMPLATE_MAX_VALUE_CHARS) tmpl.push(`[${v}]`);
       else {
         tmpl.push(String(rest.length));
         rest.push(v);
@@ -233,7 +244,8 @@ export function createLogAttrEncoder(db: Db, maxTemplates = 100_000) {
     if (rest.length === parts.length) return { attrKeys: ks, attrTmpl: null, stored: whole, full: whole };
     // One varying value: the row holds it alone (the template says -1); none: the row holds ''.
     const one = rest.length === 1;
-    const id = templateId(`[${one ? tmpl.map((x) => (x === '0' ? '-1' : x)).join(',') : tmpl.join(',')}]`);
+    const text = `[${one ? tmpl.map((x) => (x === '0' ? '-1' : x)).join(',') : tmpl.join(',')}]`;
+    const id = text.length <= TEMPLATE_MAX_CHARS ? templateId(text) : null;
     return id === null
       ? { attrKeys: ks, attrTmpl: null, stored: whole, full: whole }
       : { attrKeys: ks, attrTmpl: id, stored: one ? rest[0]! : rest.length ? `[${rest.join(',')}]` : '', full: whole };

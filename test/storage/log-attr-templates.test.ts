@@ -117,6 +117,17 @@ describe('log attribute templates and rows without dead columns (migrations 051,
     db.close();
   });
 
+  it('keeps long values on their rows (what the writer remembers stays bounded) and reads them back', () => {
+    const db = openDatabase(':memory:');
+    const big = (i: number) => ({ ...log(i), attributes: { stack: 'x'.repeat(2000), 'http.route': '/api/cart', n: i % 2 } });
+    withLogRollups(db, createSqliteTelemetryWriter(db)).insertLogs('1', [0, 1, 2, 3, 4].map(big), 'otlp', T0);
+    expect(db.prepare('SELECT min(length(attributes)) FROM logs').pluck().get()).toBeGreaterThan(2000);
+    expect(db.prepare('SELECT count(*) FROM logs WHERE attr_tmpl IS NOT NULL').pluck().get()).toBe(3); // route and n shared from the second on
+    const rows = createLogsReadRepo(db).search('1', WIN, { limit: 10, offset: 0 }).rows.reverse();
+    expect(rows.map((r) => r.attributes)).toEqual([0, 1, 2, 3, 4].map((i) => JSON.stringify(big(i).attributes)));
+    db.close();
+  });
+
   it('reads a database written before the migrations the same after them, also with logs added and expired', () => {
     const now = openDatabase(':memory:');
     const wNow = withLogRollups(now, createSqliteTelemetryWriter(now));
