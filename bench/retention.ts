@@ -154,8 +154,8 @@ export function seedExpired(db: Db, projectId: string, n: number, from: number, 
 
   // Logs: a distinct token per record; the full-text row (body, attribute values and the trace's short token) and count rollups.
   // New logs' table (migration 050): its text must be what expiry derives from the row to delete it.
-  db.function('sl_fts_attrs', { deterministic: true }, (a: unknown, t: unknown) => ftsAttrsText(a, t));
-  const fts = db.prepare(`INSERT INTO logs_fts2 (rowid, body, attrs) SELECT id, body, sl_fts_attrs(attributes, trace_id) FROM logs WHERE id BETWEEN ? AND ?`);
+  db.function('sl_fts_attrs', { deterministic: true }, (a: unknown, t: unknown, tmpl: unknown) => ftsAttrsText(a, t, tmpl));
+  const fts = db.prepare(`INSERT INTO logs_fts2 (rowid, body, attrs) SELECT id, body, sl_fts_attrs(attributes, trace_id, (SELECT vals FROM attr_templates WHERE id = attr_tmpl)) FROM logs WHERE id BETWEEN ? AND ?`);
   const rollups = LOG_COUNT_TABLES.map((r) => db.prepare(`${rollupInsertDims(r, 'l.id BETWEEN ? AND ?')} ON CONFLICT DO UPDATE SET n = n + excluded.n`));
   replicate(db, 'logs', 'time_ms', lLo, lHi, nLogs, from, (to - from) / nLogs, { body: "t.body || ' #' || g" }, (a, b) => {
     fts.run(a, b);

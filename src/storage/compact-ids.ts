@@ -16,21 +16,8 @@ export const idTextSql = (col: string) => `CASE WHEN typeof(${col}) = 'blob' THE
 /** SQL condition: the stored id equals the text of the one `?` parameter, given twice in the arguments. */
 export const idEqSql = (col: string) => `${col} IN (?, unhex(?))`;
 
-/**
- * The full-text token a log's trace id is indexed under (migration 037): the first 12 hex digits of
- * an OTLP trace id (48 bits: a collision among the traces of one search is negligible, and trace
- * reads also compare the stored id), not all 32 — the index holds one distinct token per trace, and
- * the shorter one costs about 20 bytes less per log record. Other ids are indexed whole. Searches
- * look for both forms (rows written before the migration have the whole id).
- */
-export const TRACE_TOKEN_HEX = 12;
-export const traceToken = (traceId: string) => (/^[0-9a-f]{32}$/.test(traceId) ? traceId.slice(0, TRACE_TOKEN_HEX) : traceId);
-
-/** FTS5 expression matching a trace id indexed either way (a 32-hex id, any case). */
-export const traceIdFts = (traceId: string) => {
-  const id = traceId.toLowerCase();
-  return `("${id}" OR "${id.slice(0, TRACE_TOKEN_HEX)}")`;
-};
+/** The trace id's full-text token and match (migration 037): defined with the query syntax that also uses them. */
+export { TRACE_TOKEN_HEX, traceToken, traceIdFts } from '../domain/logs/trace-token.js';
 
 /**
  * Marker of a value not repeated on its row (migration 044): an empty blob, 0 bytes of payload.

@@ -1,5 +1,5 @@
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
-import { HTTP_METHOD_KS_SQL } from './attr-keysets.js';
+import { LOG_HTTP_METHOD_SQL } from './attr-keysets.js';
 
 /**
  * A log row's dimensions (level, service, environment, release, source, connector key) stored once
@@ -37,6 +37,6 @@ export const rowDimsIdSql = (t: string) =>
 export function rollupInsertDims(table: (typeof LOG_COUNT_TABLES)[number], where: string): string {
   const u = table.unitMs;
   return `INSERT INTO ${table.table} (project_id, t, dims${table.http ? ', http_method' : ''}, n)
-SELECT l.project_id, CAST(l.time_ms / ${u} AS INTEGER) * ${u}, ${rowDimsIdSql('l')}${table.http ? `, ${HTTP_METHOD_KS_SQL('l')}` : ''}, count(*)
+SELECT l.project_id, CAST(l.time_ms / ${u} AS INTEGER) * ${u}, ${rowDimsIdSql('l')}${table.http ? `, ${LOG_HTTP_METHOD_SQL('l')}` : ''}, count(*)
 FROM logs l WHERE ${where} GROUP BY ${table.http ? '1, 2, 3, 4' : '1, 2, 3'}`;
 }

@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { traceToken } from './compact-ids.js';
+import { expandLogList, logTemplateSql } from './attr-keysets.js';
 
 /**
  * The logs' full-text index in two tables (migration 050, issue 22: bytes per log record).
@@ -140,7 +141,7 @@ export const ftsIdsArgs = (plan: FtsPlan, range?: { a: number; b: number }) =>
 /** The row condition of a plan with phrases on log rows `alias` ('' when none). */
 export const phraseWhere = (plan: FtsPlan, alias = 'l'): { sql: string; args: unknown[] } =>
   plan.check
-    ? { sql: ` AND sl_log_match(?, ${alias}.body, ${alias}.attributes, ${alias}.trace_id)`, args: [plan.check] }
+    ? { sql: ` AND sl_log_match(?, ${alias}.body, ${alias}.attributes, ${alias}.trace_id, ${logTemplateSql(alias)})`, args: [plan.check] }
     : { sql: '', args: [] };
 
 function flatten(v: unknown, out: string[]): void {
@@ -162,14 +163,15 @@ const holds = (toks: string[], ph: { t: string[]; p: boolean }) => {
 
 /**
  * The `attrs` text of a log's full-text row, from what the row stores: its attribute values (the
- * JSON of the `attributes` column, either form) in order, then its trace token. The writer indexes
+ * JSON of the `attributes` column, any form; with its template's text `tmpl` when it has one,
+ * migration 051) in order, then its trace token. The writer indexes
  * exactly this and expiry deletes exactly this from `logs_fts2` (a contentless table without
  * `contentless_delete` forgets a row only when given the same text), so both derive it here.
  */
-export function ftsAttrsText(attributes: unknown, traceId: unknown): string {
+export function ftsAttrsText(attributes: unknown, traceId: unknown, tmpl?: unknown): string {
   const vals: string[] = [];
   try {
-    flatten(JSON.parse(typeof attributes === 'string' ? attributes : '{}'), vals);
+    if (typeof attributes === 'string') flatten(typeof tmpl === 'string' ? expandLogList(tmpl, attributes) : JSON.parse(attributes), vals);
   } catch {
     /* not JSON: no attribute text */
   }
@@ -179,21 +181,21 @@ export function ftsAttrsText(attributes: unknown, traceId: unknown): string {
 }
 
 /**
- * Registers `sl_log_match(tree JSON, body, attributes, trace_id)`: 1 when the expression holds on
+ * Registers `sl_log_match(tree JSON, body, attributes, trace_id, template text)`: 1 when the expression holds on
  * the row's body and the attribute text the writer indexed (values in order, then the trace token),
  * as FTS5 with positions would answer it.
  */
 export function registerLogFtsFunctions(db: Db): void {
   let lastJson = '';
   let tree: Node = { o: 'and', c: [] };
-  db.function('sl_log_match', { deterministic: true }, (json: unknown, body: unknown, attributes: unknown, traceId: unknown) => {
+  db.function('sl_log_match', { deterministic: true }, (json: unknown, body: unknown, attributes: unknown, traceId: unknown, tmpl: unknown) => {
     if (json !== lastJson) {
       tree = JSON.parse(String(json)) as Node;
       lastJson = String(json);
     }
     let bodyToks: string[] | null = null;
     let attrToks: string[] | null = null;
-    const attrsOf = () => (attrToks ??= ftsTokens(ftsAttrsText(attributes, traceId)));
+    const attrsOf = () => (attrToks ??= ftsTokens(ftsAttrsText(attributes, traceId, tmpl)));
     const ev = (n: Node): boolean => {
       if ('o' in n) return n.o === 'and' ? n.c.every(ev) : n.c.some(ev);
       if (!n.a && holds((bodyToks ??= ftsTokens(typeof body === 'string' ? body : '')), n)) return true;

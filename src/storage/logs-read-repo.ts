@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
-import { attrValueAtSql, createAttrDecoder, createKeyPositions, HTTP_METHOD_KS_SQL, scopeNameSql, type KeyPositions } from './attr-keysets.js';
+import { createAttrDecoder, createKeyPositions, LOG_HTTP_METHOD_SQL, logAttrValueAtSql, logTemplateSql, scopeNameSql, type KeyPositions } from './attr-keysets.js';
 import { ftsIdsArgs, ftsIdsSql, ftsPlan, phraseWhere, registerLogFtsFunctions } from './log-fts.js';
 import { derivedSql, idEqSql, idTextSql, severityTextSql, traceIdFts } from './compact-ids.js';
 
@@ -188,7 +188,7 @@ function queryWhere(q: LogQuery, pid: number, keyPos: KeyPositions): Where {
       }
       const path = `$."${q.key}"`;
       return {
-        sql: `(CAST(${attrValueAtSql('l', '?', keyPos(q.key))} AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
+        sql: `(CAST(${logAttrValueAtSql('l', '?', keyPos(q.key))} AS TEXT) ${op} ? OR l.resource_id IN (SELECT id FROM resources WHERE project_id = ? AND CAST(json_extract(attributes, ?) AS TEXT) ${op} ?))`,
         args: [path, v, pid, path, v],
       };
     }
@@ -304,13 +304,14 @@ export function createLogsReadRepo(db: Db) {
   const COLS = `l.id, l.time_ms, ${derivedSql('l.observed_ms', 'l.time_ms')} AS observed_ms, l.severity_number, ${SEVERITY_TEXT_SQL} AS severity_text, ${logDimSql('l', 'level')} AS level, l.body, l.attributes,
     ${idTextSql('l.trace_id')} AS trace_id, ${idTextSql('l.span_id')} AS span_id,
     ${(['service_name', 'environment', 'release', 'source', 'connector_key'] as const).map((c) => `${logDimSql('l', c)} AS ${c}`).join(', ')},
-    ${scopeNameSql('l')} AS scope_name, l.resource_id, l.attr_keys`;
+    ${scopeNameSql('l')} AS scope_name, l.resource_id, l.attr_keys, ${logTemplateSql('l')} AS attr_tmpl`;
   const decode = createAttrDecoder(db);
-  /** Attribute objects of rows read with `attr_keys` (migration 037), which is then removed. */
-  function decoded<T extends { attributes?: string; attr_keys?: number | null }>(rows: T[]): T[] {
+  /** Attribute objects of rows read with `attr_keys` (migration 037) and `attr_tmpl` (the template's text, migration 051), which are then removed. */
+  function decoded<T extends { attributes?: string; attr_keys?: number | null; attr_tmpl?: string | null }>(rows: T[]): T[] {
     for (const r of rows) {
-      if (r.attributes !== undefined) r.attributes = decode(r.attr_keys, r.attributes);
+      if (r.attributes !== undefined) r.attributes = decode(r.attr_keys, r.attributes, r.attr_tmpl);
       delete r.attr_keys;
+      delete r.attr_tmpl;
     }
     return rows;
   }
@@ -400,7 +401,7 @@ export function createLogsReadRepo(db: Db) {
   function rawCounts(pid: number, f: LogFilter, fromMs: number, toMs: number, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }) {
     const w = rowWhere(f, pid, keyPos);
     const cols = dims.map((d) =>
-      d === 'http_method' ? HTTP_METHOD_KS_SQL('l') : d === 'connector_key' ? `COALESCE(${logDimJoinSql('l', d)}, '')` : logDimJoinSql('l', d),
+      d === 'http_method' ? LOG_HTTP_METHOD_SQL('l') : d === 'connector_key' ? `COALESCE(${logDimJoinSql('l', d)}, '')` : logDimJoinSql('l', d),
     );
     const bucket = step ? 'CAST((l.time_ms - ?) / ? AS INTEGER)' : '0';
     // With free text: from the matches to their rows by id (CROSS JOIN keeps that order), so the cost
@@ -513,7 +514,7 @@ export function createLogsReadRepo(db: Db) {
       const from = hasDimFilter(f) && !rowOnly(f) ? narrowFrom(pid, f, n) : f.fromMs;
       const w = rowWhere(f, pid, keyPos);
       return decoded(stmt(
-        `SELECT l.body, ${logDimSql('l', 'level')} AS level${opts.attributes ? ', l.attributes, l.attr_keys' : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
+        `SELECT l.body, ${logDimSql('l', 'level')} AS level${opts.attributes ? `, l.attributes, l.attr_keys, ${logTemplateSql('l')} AS attr_tmpl` : ''} FROM logs l WHERE l.project_id = ? AND l.time_ms >= ? AND l.time_ms < ?${w.sql} ${ORDER} LIMIT ?`,
       ).all(pid, from, f.toMs, ...w.args, n) as LogSample[]);
     },
   };

@@ -4,7 +4,7 @@ import type { RetentionKind } from '../domain/retention/policy.js';
 import { HOUR_MS, ROLLUP_LEVELS } from './metric-rollups.js';
 import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
 import { rowDimsIdSql } from './log-dims.js';
-import { HTTP_METHOD_KS_SQL } from './attr-keysets.js';
+import { LOG_HTTP_METHOD_SQL, logTemplateSql } from './attr-keysets.js';
 import { HOUR_SQL } from './migrations/046-error-group-hours.js';
 import { userKeyOf, userKeySql } from '../domain/errors/users.js';
 
@@ -75,12 +75,12 @@ const logsExpiry = (db: Db) => {
   const FTS = ['logs_fts', 'logs_fts2'] as const;
   const inOld = db.prepare('SELECT 1 FROM logs_fts_docsize WHERE id = ?').pluck();
   const delOld = db.prepare('DELETE FROM logs_fts WHERE rowid = ?');
-  const rowText = db.prepare('SELECT body, attributes, trace_id FROM logs WHERE id = ?').raw();
+  const rowText = db.prepare(`SELECT body, attributes, trace_id, ${logTemplateSql('logs')} FROM logs WHERE id = ?`).raw();
   const delNew = db.prepare("INSERT INTO logs_fts2 (logs_fts2, rowid, body, attrs) VALUES ('delete', ?, ?, ?)");
   const del = (id: unknown) => {
     if (inOld.get(id)) return void delOld.run(id);
-    const r = rowText.get(id) as [unknown, unknown, unknown] | undefined;
-    if (r) delNew.run(id, r[0], ftsAttrsText(r[1], r[2]));
+    const r = rowText.get(id) as [unknown, unknown, unknown, unknown] | undefined;
+    if (r) delNew.run(id, r[0], ftsAttrsText(r[1], r[2], r[3]));
   };
   const stored = FTS.map((t) => db.prepare(`SELECT k, v FROM ${t}_config WHERE k IN ('automerge', 'deletemerge')`).raw());
   const set = (i: number, k: 'automerge' | 'deletemerge', v: unknown) => db.exec(`INSERT INTO ${FTS[i]} (${FTS[i]}, rank) VALUES ('${k}', ${Number(v)})`);
@@ -88,7 +88,7 @@ const logsExpiry = (db: Db) => {
   const ids = 'l.id IN (SELECT value FROM json_each(?))';
   const counts = LOG_COUNT_TABLES.map((t) => {
     const u = t.unitMs;
-    const batch = `SELECT l.project_id AS project_id, CAST(l.time_ms / ${u} AS INTEGER) * ${u} AS t, ${rowDimsIdSql('l')} AS dims${t.http ? `, ${HTTP_METHOD_KS_SQL('l')} AS http_method` : ''},
+    const batch = `SELECT l.project_id AS project_id, CAST(l.time_ms / ${u} AS INTEGER) * ${u} AS t, ${rowDimsIdSql('l')} AS dims${t.http ? `, ${LOG_HTTP_METHOD_SQL('l')} AS http_method` : ''},
       count(*) AS n FROM logs l WHERE ${ids} GROUP BY ${t.http ? '1, 2, 3, 4' : '1, 2, 3'}`;
     return {
       // The trigger's decrement (migrations 045, 049), once per rollup row the batch touches.

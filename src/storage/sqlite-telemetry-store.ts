@@ -4,7 +4,7 @@ import type { Attributes, LogRecordOut, MetricPointRecord, SpanRecord } from '..
 import { normalizeOperation } from '../domain/traces/operations.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import { catalogUpsert, runsUpsert } from './migrations/008-metric-catalog.js';
-import { createAttrEncoder, createScopeIds, createValueSets } from './attr-keysets.js';
+import { createAttrEncoder, createLogAttrEncoder, createScopeIds, createValueSets } from './attr-keysets.js';
 import { DERIVED, SEVERITY_TEXTS, idBlob } from './compact-ids.js';
 import { ftsAttrsText } from './log-fts.js';
 import { createMetricRollupWriter } from './metric-rollups.js';
@@ -57,8 +57,8 @@ const ROWS_PER_INSERT = 32;
 
 const SPAN_COLS = `project_id, trace_id, span_id, parent_span_id, name, operation, kind, service_name, environment, service_version,
   start_ms, end_ms, duration_ms, status_code, status_message, attributes, events, links, resource_id, scope_name, scope_version, trace_state, source, received_ms, attr_keys, scope_id`;
-const LOG_COLS = `project_id, time_ms, observed_ms, severity_number, severity_text, level, body, attributes, trace_id, span_id,
-  service_name, environment, release, source, connector_key, resource_id, scope_name, received_ms, attr_keys, scope_id, dims`;
+// Migration 052: the dimension and scope name columns of rows from before migration 037 are gone (dims, scope_id).
+const LOG_COLS = 'project_id, time_ms, observed_ms, severity_number, severity_text, body, attributes, trace_id, span_id, resource_id, attr_keys, scope_id, dims, attr_tmpl';
 const CHUNK_COLS = 'project_id, trace_id, first_rowid, last_rowid, span_count, error_count, min_start_ms, max_start_ms, max_end_ms';
 
 const placeholders = (cols: number, rows: number) => {
@@ -92,6 +92,8 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
   const resourceIds = new Map<string, number>();
   // Attribute keys stored once per key set (migration 037): rows hold the values only.
   const encodeAttrs = createAttrEncoder(db);
+  // Log attribute values shared by many records stored once (migration 051).
+  const encodeLogAttrs = createLogAttrEncoder(db);
   // Span value lists that repeat stored once (migration 045): the row holds the list's id.
   const valueSet = createValueSets(db);
   // Scopes stored once, ids as bytes, received_ms not kept (migration 037).
@@ -117,7 +119,7 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
     resInsert: db.prepare('INSERT INTO resources (project_id, hash, attributes) VALUES (?, ?, ?)'),
     spans: multiInsert(db, `INSERT INTO spans (${SPAN_COLS})`, 26),
     chunks: multiInsert(db, `INSERT INTO trace_chunks (${CHUNK_COLS})`, 9),
-    logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 21),
+    logs: multiInsert(db, `INSERT INTO logs (${LOG_COLS})`, 14),
     fts: multiInsert(db, 'INSERT INTO logs_fts2 (rowid, body, attrs)', 3),
     points: multiInsert(
       db,
@@ -259,21 +261,20 @@ export function createSqliteTelemetryWriter(db: Db): TelemetryWriter & { resourc
       };
       for (const l of logs) {
         const body = typeof l.body === 'string' ? l.body : l.body === null ? '' : JSON.stringify(l.body);
-        const [attrKeys, attrs] = encodeAttrs(l.attributes);
+        const a = encodeLogAttrs(l.attributes);
         const logSource = typeof l.attributes['log.source'] === 'string' ? (l.attributes['log.source'] as string) : source;
         const res = resourceInfo(projectId, l.resource, resources);
         const level = levelOf(l.severity_number, l.severity_text);
         const traceId = idBlob(l.trace_id, 32);
         args.push(
-          pid, l.time_ms, l.observed_time_ms === l.time_ms ? DERIVED : l.observed_time_ms, l.severity_number, SEVERITY_TEXTS[l.severity_number] === l.severity_text ? DERIVED : l.severity_text, '',
-          body, attrs, traceId, idBlob(l.span_id, 16), '', '', '',
-          '', null, res.id, '', 0, attrKeys, scopeId(l.scope.name, ''),
-          dimsId(pid, level, l.service_name, res.environment, res.serviceVersion, logSource, connectorKey ?? ''),
+          pid, l.time_ms, l.observed_time_ms === l.time_ms ? DERIVED : l.observed_time_ms, l.severity_number, SEVERITY_TEXTS[l.severity_number] === l.severity_text ? DERIVED : l.severity_text,
+          body, a.stored, traceId, idBlob(l.span_id, 16), res.id, a.attrKeys, scopeId(l.scope.name, ''),
+          dimsId(pid, level, l.service_name, res.environment, res.serviceVersion, logSource, connectorKey ?? ''), a.attrTmpl,
         );
         // The trace id is a token of the full-text row: a trace's logs are found through this index
         // (logs.search trace_id, traces.get) without a B-tree index of random keys on logs.
         // Derived from the stored values (log-fts.ts ftsAttrsText): expiry deletes the same text.
-        fts.push(0, body, ftsAttrsText(attrs, traceId));
+        fts.push(0, body, ftsAttrsText(a.full, traceId));
         if (++rows === ROWS_PER_INSERT) flush();
       }
       if (rows) flush();

@@ -10,6 +10,7 @@ import { migrate, openDatabase, type Db } from '../../src/storage/db.js';
 import { MIGRATIONS } from '../../src/storage/migrations/index.js';
 import { LOG_COUNT_TABLES, rollupInsert } from '../../src/storage/migrations/004-log-counts.js';
 import { createValueSets, HTTP_METHOD_KS_SQL } from '../../src/storage/attr-keysets.js';
+import { copyLogTables, untemplateLogs } from '../helpers/log-rows.js';
 import { createSqliteTelemetryWriter } from '../../src/storage/sqlite-telemetry-store.js';
 import { withLogRollups } from '../../src/storage/log-rollups.js';
 import { createLogsReadRepo, type LogDim, type LogFilter } from '../../src/storage/logs-read-repo.js';
@@ -103,9 +104,14 @@ describe('log count rollups keyed by the dimension combination (migration 045)',
     expect(now.prepare('SELECT sum(n) FROM log_counts_http_1h').pluck().get()).toBe(400);
 
     // Before: the writer of migrations 037–044 (rollups keyed by the six texts), plus a pre-037 row.
-    // (Migration 049 replaces 045's trigger, so it is left out too and applied after it.)
-    const old = openDatabase(':memory:', { migrations: MIGRATIONS.filter((m) => m.version !== 45 && m.version !== 49) });
-    writeLogs(createSqliteTelemetryWriter(old));
+    // Its rows are this writer's without attribute templates (migration 051), copied into that schema
+    // (050 only adds the full-text table they are indexed in; 045 and 049 replace triggers and run after).
+    const old = openDatabase(':memory:', { migrations: MIGRATIONS.filter((m) => m.version < 45 || m.version === 50) });
+    const src = openDatabase(':memory:');
+    writeLogs(createSqliteTelemetryWriter(src));
+    untemplateLogs(src);
+    copyLogTables(src, old, ['resources', 'scopes', 'attr_keysets', 'log_dims', 'logs']);
+    src.close();
     insertPre037(old);
     for (const t of LOG_COUNT_TABLES) {
       const u = t.unitMs;

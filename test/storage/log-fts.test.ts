@@ -112,6 +112,21 @@ describe('full-text rows without positions (migration 050)', () => {
     db.close();
   });
 
+  it('finds a trace id typed as free text in q, for new and older full-text rows', () => {
+    // Logs are indexed under the trace id's first 12 hex digits (migration 037), not the whole id.
+    for (const old of [() => false, () => true]) {
+      const db = dbWith(old);
+      const repo = createLogsReadRepo(db);
+      const win = { fromMs: T0 - 1000, toMs: T0 + 60_000 };
+      for (const q of [TRACE, TRACE.toUpperCase(), `"${TRACE}"`, `reset ${TRACE}`, `${TRACE} OR declined`, `user:u_9 OR ${TRACE}`]) {
+        const { match, rest } = splitLogQuery(parseLogQuery(q)!);
+        const r = repo.search('1', { ...win, match, where: rest }, { limit: 50, offset: 0 });
+        expect(r.rows.map((x) => x.body).sort(), q).toEqual(q.includes('declined') ? bodies(0, 5) : bodies(0));
+      }
+      db.close();
+    }
+  });
+
   it('answers the same for rows written before the migration, and for a mix of both', () => {
     const now = answers(dbWith(() => false));
     expect(answers(dbWith(() => true))).toEqual(now);

@@ -15,6 +15,8 @@
  * term is re-quoted here.
  */
 
+import { isTraceIdWord, traceIdFts } from './trace-token.js';
+
 export type LogQuery =
   | { kind: 'text'; fts: string }
   | { kind: 'attr'; key: string; value: string; prefix: boolean }
@@ -30,13 +32,18 @@ const quote = (s: string) => `"${s.replace(/"/g, '""')}"`;
 
 type Token = { t: 'lp' } | { t: 'rp' } | { t: 'or' } | { t: 'and' } | { t: 'term'; node: LogQuery | null };
 
-/** Free-text word → FTS5 term (null when it holds no letter or digit). */
+/**
+ * Free-text word → FTS5 term (null when it holds no letter or digit). A trace id (32 hex digits,
+ * bare or quoted) matches the id as a word and as the token logs are indexed under (trace-token.ts):
+ * logs of that trace are found, not only those written before the short token.
+ */
 function textTerm(word: string, quoted: boolean): LogQuery | null {
-  if (quoted) return WORD_CHAR.test(word) ? { kind: 'text', fts: quote(word) } : null;
+  if (quoted) return isTraceIdWord(word.trim()) ? { kind: 'text', fts: traceIdFts(word.trim()) } : WORD_CHAR.test(word) ? { kind: 'text', fts: quote(word) } : null;
   let w = word.replace(/"/g, '');
   const prefix = w.endsWith('*');
   w = w.replace(/\*+$/, '');
   if (!WORD_CHAR.test(w)) return null;
+  if (!prefix && isTraceIdWord(w)) return { kind: 'text', fts: traceIdFts(w) };
   return { kind: 'text', fts: prefix && WORD_CHAR.test(w[w.length - 1]!) ? `${quote(w)}*` : quote(w) };
 }
 
