@@ -32,6 +32,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,7 +85,18 @@ async function serve(): Promise<void> {
     b: { projectId: b.project_id, admin: b.admin_key },
   };
   process.send!(ready);
+  // BENCH_HOPS: the server's event-loop delay and main-thread utilization per phase.
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const eld = monitorEventLoopDelay({ resolution: 1 });
+  eld.enable();
+  let elu = performance.eventLoopUtilization();
   process.on('message', async (m) => {
+    if (m === 'probe-reset') {
+      eld.reset();
+      elu = performance.eventLoopUtilization();
+    } else if (m === 'probe-read') {
+      process.send!({ probe: { eldP99: eld.percentile(99) / 1e6, elu: performance.eventLoopUtilization(elu).utilization } });
+    }
     if (m === 'stop') {
       server.closeAllConnections();
       await s.close();
@@ -124,12 +136,38 @@ async function main() {
   const ATTACKER = { 'x-forwarded-for': '198.51.100.66' };
   /** The sign-in flood comes from its own address (the fake-key flood may have throttled the other). */
   const SIGN_IN_ATTACKER = { 'x-forwarded-for': '198.51.100.77' };
+  // The transport passes one long-lived AbortSignal to every fetch, and fetch lets go of its listener
+  // only when the request is garbage-collected: past 1,500 listeners Node printed a
+  // MaxListenersExceededWarning (with a stack trace) on every execute, in this process, timed as
+  // the victim's latency. No limit on that signal.
+  const unlimitedFetch: typeof fetch = (url, init) => {
+    if (init?.signal) setMaxListeners(0, init.signal);
+    return fetch(url, init);
+  };
   const mcp = async (key: string, from: Record<string, string>) => {
     const client = new Client({ name: 'abuse-bench', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(ready.mcpUrl), { requestInit: { headers: { 'x-service-key': key, ...from } } }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(ready.mcpUrl), { requestInit: { headers: { 'x-service-key': key, ...from } }, fetch: unlimitedFetch }));
     return client;
   };
   const execute = (client: Awaited<ReturnType<typeof mcp>>, code: string) => client.callTool({ name: 'execute', arguments: { code } }, undefined, { timeout: 120_000 });
+
+  // BENCH_HOPS=1: per phase, where the victim execute's p99 goes (the sandbox run as the server
+  // timed it, its queue wait, the rest: HTTP/MCP on both sides), and both event loops' delay.
+  let hops: { client: number[]; server: number[]; queued: number[] } | null = null;
+  const probeServer = () => new Promise<{ eldP99: number; elu: number }>((r) => {
+    const on = (m: unknown) => {
+      if (m && typeof m === 'object' && 'probe' in m) {
+        child.off('message', on);
+        r((m as { probe: { eldP99: number; elu: number } }).probe);
+      }
+    };
+    child.on('message', on);
+    child.send('probe-read');
+  });
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const clientEld = monitorEventLoopDelay({ resolution: 1 });
+  clientEld.enable();
+  const hopLines: string[] = [];
 
   // Victims (tenant B).
   const victimMcp = await mcp(ready.b.admin, VICTIM);
@@ -146,7 +184,12 @@ async function main() {
       name: 'B MCP execute return 1',
       once: async () => {
         const t0 = performance.now();
-        const r = (await execute(victimMcp, 'return 1')) as { structuredContent?: { time?: unknown; error?: unknown } };
+        const r = (await execute(victimMcp, 'return 1')) as { structuredContent?: { time?: { queued_ms?: number; total_ms?: number }; error?: unknown } };
+        if (hops) {
+          hops.client.push(performance.now() - t0);
+          hops.server.push(r.structuredContent?.time?.total_ms ?? NaN);
+          hops.queued.push(r.structuredContent?.time?.queued_ms ?? NaN);
+        }
         if (process.env.BENCH_DEBUG && performance.now() - t0 > 1000) console.error('slow victim execute', JSON.stringify(r.structuredContent?.time), JSON.stringify(r.structuredContent?.error));
       },
     },
@@ -271,6 +314,11 @@ async function main() {
       : [];
     // Let the attack get going before measuring.
     if (attack) await new Promise((r) => setTimeout(r, 300));
+    if (process.env.BENCH_HOPS) {
+      hops = { client: [], server: [], queued: [] };
+      child.send('probe-reset');
+      clientEld.reset();
+    }
     // At least BENCH_MIN_SAMPLES requests per victim (a p99 of fewer is the maximum), within 4× the phase time.
     const hardEnd = performance.now() + seconds * 4000;
     const lat = await Promise.all(
@@ -285,6 +333,16 @@ async function main() {
       }),
     );
     stop = true;
+    if (hops) {
+      const srv = await probeServer();
+      const h = hops;
+      hops = null;
+      const rest = h.client.map((c, i) => c - (h.server[i] ?? 0));
+      hopLines.push(
+        `    ${attack ? `${attack.name} attack` : 'no attack'}: execute p99 ${p99(h.client).toFixed(0)} ms = sandbox run p99 ${p99(h.server).toFixed(0)} (queued p99 ${p99(h.queued).toFixed(0)}) + rest p99 ${p99(rest).toFixed(0)}; ` +
+          `server loop delay p99 ${srv.eldP99.toFixed(1)} ms, utilization ${(srv.elu * 100).toFixed(0)}%; bench client loop delay p99 ${(clientEld.percentile(99) / 1e6).toFixed(1)} ms`,
+      );
+    }
     // Attack loops finish their request in flight; do not wait for a stuck one longer than 30 s.
     await Promise.race([Promise.all(attackers), new Promise((r) => setTimeout(r, 30_000))]);
     return lat;
@@ -316,6 +374,7 @@ async function main() {
         // Let the server settle (workers replaced, GC after big bodies) before the next no-attack phase.
         await new Promise((res) => setTimeout(res, 1000));
         console.error(`  ${attack.name} round ${r + 1}/${rounds}: ${victims.map((v, i) => `${v.name} ${per[i]![r]![0].toFixed(0)} → ${per[i]![r]![1].toFixed(0)} ms`).join(', ')}`);
+        for (const l of hopLines.splice(0)) console.error(l);
       }
       victims.forEach((v, i) => {
         const b = median(per[i]!.map((x) => x[0]));
