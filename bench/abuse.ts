@@ -3,7 +3,7 @@
  * beside its p99 with no attack, measured in the same run. Aim: at most 2× the baseline and never
  * above 250 ms.
  *
- *   npx tsx bench/abuse.ts [--seconds 6] [--rounds 3] [--warmup 3] [--only fake-keys,sandbox]
+ *   npx tsx bench/abuse.ts [--seconds 6] [--rounds 3] [--warmup 3] [--only fake-keys,sandbox] [--attacker process|same-process]
  *
  * One p99 of a few seconds moves by 2-3× between runs on a busy machine (GC, other processes), so a
  * single no-attack/attack pair cannot tell 2× from noise. Each attack therefore runs `--rounds`
@@ -16,9 +16,11 @@
  * Each phase runs at least `--seconds` and until each victim has BENCH_MIN_SAMPLES (default 100)
  * requests, at most 4× `--seconds`. Both phases run the same victims with the same request mix.
  * Attack-side threads run at SIGHTLINE_WORKER_NICE (default 10; set 0 to compare without it).
+ * BENCH_HOPS=1 prints, per phase, where the execute victim's p99 went and both event loops' delay.
  *
- * The server (one Sightline, two organizations: attacker A and victim B) runs in a child process;
- * attackers and the victim run here. Victim operations: a REST read (`feedback.list`, 50 rows) and
+ * The server (one Sightline, two organizations: attacker A and victim B) runs in a child process,
+ * the attackers in another (`--attacker same-process`: in this one, as before: their client-side
+ * work then delayed the victims' own event loop), and the victims here. Victim operations: a REST read (`feedback.list`, 50 rows) and
  * an MCP `execute` of `return 1`, each in its own sequential loop through the real SDK Client.
  * Attacks:
  *   fat-logs          A sends OTLP log records of 100k attributes and reads them back (logs.search?limit=100)
@@ -116,18 +118,8 @@ const p99 = (xs: number[]) => {
 type Victim = { name: string; once: () => Promise<void> };
 type Attack = { name: string; what: string; setup?: () => Promise<void>; loops: number; once: () => Promise<unknown> };
 
-async function main() {
-  const { values } = parseArgs({
-    options: { seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '3' }, warmup: { type: 'string', default: '3' }, only: { type: 'string' } },
-  });
-  const seconds = Number(values.seconds);
-  const rounds = Math.max(1, Math.floor(Number(values.rounds)));
-  const warmupSeconds = Number(values.warmup);
-  if (!(seconds > 0) || !(warmupSeconds >= 0) || !Number.isFinite(rounds)) throw new Error('--seconds must be > 0, --rounds ≥ 1, --warmup ≥ 0');
-  const minSamples = Number(process.env.BENCH_MIN_SAMPLES ?? 100);
-  const only = values.only?.split(',');
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.execArgv });
-  const ready = await new Promise<Ready>((r) => child.once('message', (m) => r(m as Ready)));
+// ─── client side: MCP clients, the attacks (in the attacker process) ───────────────────────────
+async function clientSide(ready: Ready) {
   const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
 
@@ -151,50 +143,14 @@ async function main() {
   };
   const execute = (client: Awaited<ReturnType<typeof mcp>>, code: string) => client.callTool({ name: 'execute', arguments: { code } }, undefined, { timeout: 120_000 });
 
-  // BENCH_HOPS=1: per phase, where the victim execute's p99 goes (the sandbox run as the server
-  // timed it, its queue wait, the rest: HTTP/MCP on both sides), and both event loops' delay.
-  let hops: { client: number[]; server: number[]; queued: number[] } | null = null;
-  const probeServer = () => new Promise<{ eldP99: number; elu: number }>((r) => {
-    const on = (m: unknown) => {
-      if (m && typeof m === 'object' && 'probe' in m) {
-        child.off('message', on);
-        r((m as { probe: { eldP99: number; elu: number } }).probe);
-      }
-    };
-    child.on('message', on);
-    child.send('probe-read');
-  });
-  const { monitorEventLoopDelay } = await import('node:perf_hooks');
-  const clientEld = monitorEventLoopDelay({ resolution: 1 });
-  clientEld.enable();
-  const hopLines: string[] = [];
+  return { mcp, execute, VICTIM, ATTACKER, SIGN_IN_ATTACKER };
+}
 
-  // Victims (tenant B).
-  const victimMcp = await mcp(ready.b.admin, VICTIM);
-  const victims: Victim[] = [
-    {
-      name: 'B REST feedback.list',
-      once: async () => {
-        const r = await fetch(`${ready.url}/v1/projects/${ready.b.projectId}/feedback`, { headers: { 'x-service-key': ready.b.admin, ...VICTIM } });
-        await r.arrayBuffer();
-        if (r.status !== 200) throw new Error(`victim REST answered ${r.status}`);
-      },
-    },
-    {
-      name: 'B MCP execute return 1',
-      once: async () => {
-        const t0 = performance.now();
-        const r = (await execute(victimMcp, 'return 1')) as { structuredContent?: { time?: { queued_ms?: number; total_ms?: number }; error?: unknown } };
-        if (hops) {
-          hops.client.push(performance.now() - t0);
-          hops.server.push(r.structuredContent?.time?.total_ms ?? NaN);
-          hops.queued.push(r.structuredContent?.time?.queued_ms ?? NaN);
-        }
-        if (process.env.BENCH_DEBUG && performance.now() - t0 > 1000) console.error('slow victim execute', JSON.stringify(r.structuredContent?.time), JSON.stringify(r.structuredContent?.error));
-      },
-    },
-  ];
+type McpClient = Awaited<ReturnType<Awaited<ReturnType<typeof clientSide>>['mcp']>>;
 
+/** The attacks of issue 10 against `ready`'s server; `start` runs one's loops until `stop`. */
+async function attackerSide(ready: Ready) {
+  const { mcp, execute, ATTACKER, SIGN_IN_ATTACKER } = await clientSide(ready);
   // Attack payloads, built once.
   const attrs = Array.from({ length: 100_000 }, (_, i) => ({ key: `k${i}`, value: { stringValue: `v${i}` } }));
   const fatLogs = JSON.stringify({
@@ -218,7 +174,7 @@ async function main() {
   const realFetch = globalThis.fetch;
   const afetch = (url: string | URL, init: RequestInit = {}) => realFetch(url, { ...init, headers: { ...ATTACKER, ...(init.headers as Record<string, string>) } });
 
-  let attackerMcp: Awaited<ReturnType<typeof mcp>> | null = null;
+  let attackerMcp: McpClient | null = null;
   let signIn: { action: string; form: Record<string, string>; cookie: string } | null = null;
 
   const attacks: Attack[] = [
@@ -303,15 +259,146 @@ async function main() {
     },
   ];
 
+  let running: { stop: boolean; loops: Promise<void>[] } | null = null;
+  const setUp = new Set<string>();
+  return {
+    list: attacks.map((a) => ({ name: a.name, what: a.what, loops: a.loops })),
+    async start(name: string) {
+      const attack = attacks.find((a) => a.name === name)!;
+      if (!setUp.has(name)) await attack.setup?.();
+      setUp.add(name);
+      const run: { stop: boolean; loops: Promise<void>[] } = { stop: false, loops: [] };
+      run.loops = Array.from({ length: attack.loops }, async () => {
+        while (!run.stop) await attack.once().catch(() => undefined);
+      });
+      running = run;
+    },
+    /** Attack loops finish their request in flight; do not wait for a stuck one longer than 30 s. */
+    async stop() {
+      const run = running;
+      running = null;
+      if (!run) return;
+      run.stop = true;
+      await Promise.race([Promise.all(run.loops), new Promise((r) => setTimeout(r, 30_000))]);
+    },
+    async close() {
+      await attackerMcp?.close().catch(() => undefined);
+    },
+  };
+}
+type Attacker = Pick<Awaited<ReturnType<typeof attackerSide>>, 'list' | 'start' | 'stop' | 'close'>;
+
+/** `--attack`: the attacker process (the parent sends the server's address, then start/stop). */
+async function attackProcess(): Promise<void> {
+  let side: Awaited<ReturnType<typeof attackerSide>> | null = null;
+  process.on('message', async (m: { ready?: Ready; start?: string; stop?: true; close?: true }) => {
+    if (m.ready) {
+      side = await attackerSide(m.ready);
+      process.send!({ list: side.list });
+    } else if (m.start) {
+      await side!.start(m.start);
+      process.send!({ started: m.start });
+    } else if (m.stop) {
+      await side!.stop();
+      process.send!({ stopped: true });
+    } else if (m.close) {
+      await side!.close();
+      process.exit(0);
+    }
+  });
+}
+
+/** The attacker in its own process, driven over IPC. */
+async function forkAttacker(ready: Ready): Promise<Attacker> {
+  const proc = fork(fileURLToPath(import.meta.url), ['--attack'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.execArgv });
+  const ask = <T>(msg: object, key: string) =>
+    new Promise<T>((r) => {
+      const on = (m: Record<string, unknown>) => {
+        if (m && key in m) {
+          proc.off('message', on);
+          r(m[key] as T);
+        }
+      };
+      proc.on('message', on);
+      proc.send(msg);
+    });
+  const list = await ask<Attacker['list']>({ ready }, 'list');
+  return {
+    list,
+    start: async (name) => void (await ask({ start: name }, 'started')),
+    stop: async () => void (await ask({ stop: true }, 'stopped')),
+    close: async () => {
+      proc.send({ close: true });
+      await new Promise((r) => proc.once('exit', r));
+    },
+  };
+}
+
+async function main() {
+  const { values } = parseArgs({
+    options: { attacker: { type: 'string', default: 'process' }, seconds: { type: 'string', default: '6' }, rounds: { type: 'string', default: '3' }, warmup: { type: 'string', default: '3' }, only: { type: 'string' } },
+  });
+  const seconds = Number(values.seconds);
+  const rounds = Math.max(1, Math.floor(Number(values.rounds)));
+  const warmupSeconds = Number(values.warmup);
+  if (!(seconds > 0) || !(warmupSeconds >= 0) || !Number.isFinite(rounds)) throw new Error('--seconds must be > 0, --rounds ≥ 1, --warmup ≥ 0');
+  const minSamples = Number(process.env.BENCH_MIN_SAMPLES ?? 100);
+  const only = values.only?.split(',');
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: process.execArgv });
+  const ready = await new Promise<Ready>((r) => child.once('message', (m) => r(m as Ready)));
+  const { mcp, execute, VICTIM } = await clientSide(ready);
+  // The attacks run in their own process (default): in this one, their requests' client-side work
+  // (4 fetch loops flat out, 100k-attribute bodies) shared the event loop that times the victims.
+  const attacker: Attacker = values.attacker === 'same-process' ? await attackerSide(ready) : await forkAttacker(ready);
+
+  // BENCH_HOPS=1: per phase, where the victim execute's p99 goes (the sandbox run as the server
+  // timed it, its queue wait, the rest: HTTP/MCP on both sides), and both event loops' delay.
+  let hops: { client: number[]; server: number[]; queued: number[] } | null = null;
+  const probeServer = () => new Promise<{ eldP99: number; elu: number }>((r) => {
+    const on = (m: unknown) => {
+      if (m && typeof m === 'object' && 'probe' in m) {
+        child.off('message', on);
+        r((m as { probe: { eldP99: number; elu: number } }).probe);
+      }
+    };
+    child.on('message', on);
+    child.send('probe-read');
+  });
+  const { monitorEventLoopDelay } = await import('node:perf_hooks');
+  const clientEld = monitorEventLoopDelay({ resolution: 1 });
+  clientEld.enable();
+  const hopLines: string[] = [];
+
+  // Victims (tenant B).
+  const victimMcp = await mcp(ready.b.admin, VICTIM);
+  const victims: Victim[] = [
+    {
+      name: 'B REST feedback.list',
+      once: async () => {
+        const r = await fetch(`${ready.url}/v1/projects/${ready.b.projectId}/feedback`, { headers: { 'x-service-key': ready.b.admin, ...VICTIM } });
+        await r.arrayBuffer();
+        if (r.status !== 200) throw new Error(`victim REST answered ${r.status}`);
+      },
+    },
+    {
+      name: 'B MCP execute return 1',
+      once: async () => {
+        const t0 = performance.now();
+        const r = (await execute(victimMcp, 'return 1')) as { structuredContent?: { time?: { queued_ms?: number; total_ms?: number }; error?: unknown } };
+        if (hops) {
+          hops.client.push(performance.now() - t0);
+          hops.server.push(r.structuredContent?.time?.total_ms ?? NaN);
+          hops.queued.push(r.structuredContent?.time?.queued_ms ?? NaN);
+        }
+        if (process.env.BENCH_DEBUG && performance.now() - t0 > 1000) console.error('slow victim execute', JSON.stringify(r.structuredContent?.time), JSON.stringify(r.structuredContent?.error));
+      },
+    },
+  ];
+
   /** Runs the victims for `seconds`, optionally with an attack; returns each victim's latencies. */
-  async function phase(attack: Attack | null): Promise<number[][]> {
+  async function phase(attack: string | null): Promise<number[][]> {
     const end = performance.now() + seconds * 1000;
-    let stop = false;
-    const attackers = attack
-      ? Array.from({ length: attack.loops }, async () => {
-          while (!stop) await attack.once().catch(() => undefined);
-        })
-      : [];
+    if (attack) await attacker.start(attack);
     // Let the attack get going before measuring.
     if (attack) await new Promise((r) => setTimeout(r, 300));
     if (process.env.BENCH_HOPS) {
@@ -332,19 +419,17 @@ async function main() {
         return xs;
       }),
     );
-    stop = true;
     if (hops) {
       const srv = await probeServer();
       const h = hops;
       hops = null;
       const rest = h.client.map((c, i) => c - (h.server[i] ?? 0));
       hopLines.push(
-        `    ${attack ? `${attack.name} attack` : 'no attack'}: execute p99 ${p99(h.client).toFixed(0)} ms = sandbox run p99 ${p99(h.server).toFixed(0)} (queued p99 ${p99(h.queued).toFixed(0)}) + rest p99 ${p99(rest).toFixed(0)}; ` +
+        `    ${attack ? `${attack} attack` : 'no attack'}: execute p99 ${p99(h.client).toFixed(0)} ms = sandbox run p99 ${p99(h.server).toFixed(0)} (queued p99 ${p99(h.queued).toFixed(0)}) + rest p99 ${p99(rest).toFixed(0)}; ` +
           `server loop delay p99 ${srv.eldP99.toFixed(1)} ms, utilization ${(srv.elu * 100).toFixed(0)}%; bench client loop delay p99 ${(clientEld.percentile(99) / 1e6).toFixed(1)} ms`,
       );
     }
-    // Attack loops finish their request in flight; do not wait for a stuck one longer than 30 s.
-    await Promise.race([Promise.all(attackers), new Promise((r) => setTimeout(r, 30_000))]);
+    if (attack) await attacker.stop();
     return lat;
   }
 
@@ -361,15 +446,14 @@ async function main() {
     return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
   };
   const rows: string[] = [];
-  for (const attack of attacks) {
+  for (const attack of attacker.list) {
     if (only && !only.includes(attack.name)) continue;
     try {
-      await attack.setup?.();
       // Per victim, per round: [no-attack p99, attack p99].
       const per: Array<Array<[number, number, number]>> = victims.map(() => []);
       for (let r = 0; r < rounds; r++) {
         const base = await phase(null);
-        const under = await phase(attack);
+        const under = await phase(attack.name);
         victims.forEach((_, i) => per[i]!.push([p99(base[i]!), p99(under[i]!), under[i]!.length]));
         // Let the server settle (workers replaced, GC after big bodies) before the next no-attack phase.
         await new Promise((res) => setTimeout(res, 1000));
@@ -397,12 +481,13 @@ async function main() {
   console.log('|---|---|---:|---:|---:|---:|---|---:|---|');
   for (const r of rows) console.log(r);
   console.log('\nAttacks:');
-  for (const a of attacks) if (!only || only.includes(a.name)) console.log(`- ${a.name}: ${a.what} (${a.loops} concurrent)`);
+  for (const a of attacker.list) if (!only || only.includes(a.name)) console.log(`- ${a.name}: ${a.what} (${a.loops} concurrent)`);
 
   await victimMcp.close().catch(() => undefined);
-  await (attackerMcp as Awaited<ReturnType<typeof mcp>> | null)?.close().catch(() => undefined);
+  await attacker.close();
   child.send('stop');
 }
 
 if (process.argv.includes('--serve')) await serve();
+else if (process.argv.includes('--attack')) await attackProcess();
 else await main();
