@@ -63,13 +63,24 @@ async function serve(): Promise<void> {
   const s = createSightline(
     // Behind one trusted proxy: attacker and victim get their own client address from X-Forwarded-For.
     { dbFile: join(dir, 'abuse.db'), port, host: '127.0.0.1', baseUrl: `http://127.0.0.1:${port}`, logLevel: 'silent', trustProxy: { enabled: true, hops: 1 },
-      // The victim's loops run flat out for minutes: a budget they cannot exhaust (attacks are throttled by their own limits).
+      // The victim's loops run flat out for minutes: a budget they cannot exhaust (attacks are throttled by their own limits, the attacker's keys by the default rate limit below).
       rateLimit: { limit: 1_000_000, windowSeconds: 60 } },
     { now: () => nowFn() },
   );
   const now = clock;
   const a = bootstrapOrganization(s.services, { org: 'Attacker', project: 'a', email: 'a@example.com', now });
   const b = bootstrapOrganization(s.services, { org: 'Victim', project: 'b', email: 'b@example.com', now });
+  // The raised budget is the victim's only: the attacker's keys keep the default per-credential
+  // limit (1,200 per 60 s), as on a real server. (With the budget for everyone, the two of four
+  // busy-loop executes refused at once, 429 per credential, came back in a tight loop: a flood of
+  // MCP requests the default limit stops at 20 a second.)
+  const { RateLimiter } = await import('../src/http/middleware/rate-limit.js');
+  const { loadConfig } = await import('../src/core/config.js');
+  const defaults = loadConfig({}).rateLimit;
+  const attackerLimit = new RateLimiter(defaults.limit, defaults.windowSeconds);
+  const attackerKeys = new Set([a.admin_key, a.ingest_key]);
+  const hitAny = s.limiter.hit.bind(s.limiter);
+  s.limiter.hit = (identity) => (attackerKeys.has(identity) ? attackerLimit.hit(identity) : hitAny(identity));
   const pb = authenticate(s.services, b.admin_key, Date.now())!;
   // The victim's data: 50 feedback records (feedback.create checks its quota against the request clock).
   for (let i = 0; i < 50; i++) {
