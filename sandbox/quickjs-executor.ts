@@ -71,6 +71,15 @@ const waitAsync = (Atomics as unknown as {
  * priority, which is what another tenant's busy loops used to cost everyone else (issue 10).
  */
 const LANE_IDLE_MS = 2_000;
+/**
+ * A credential whose scripts used this much CPU recently (decayed, CPU_HALF_LIFE_MS: about 7% of a
+ * core kept up, or a one-second burst) is heavy: its scripts run on workers lowered to the pool's
+ * niceness (`nice`), kept for that credential only. Others' scripts run on workers at the main
+ * thread's priority, so a light tenant's execute does not wait for a core behind every busy thread
+ * on the machine (issue 10: at nice 10 the victim's `return 1` waited behind the attack's
+ * decoding and HTTP work, and behind any other process).
+ */
+const HEAVY_CPU_MS = 1_000;
 /** Extra time allowed for a cold worker to load QuickJS before the script's wall clock starts. */
 const STARTUP_ALLOWANCE_MS = 10_000;
 
@@ -119,11 +128,18 @@ export interface QuickJsExecutorOptions {
   /** Default 10000. */
   burstIdleMs?: number;
   /**
-   * OS niceness of the worker threads (Linux, per thread; 0 = the main thread's priority). Scripts
-   * then get only the CPU the event loop does not need, so a tenant's busy loops do not slow other
-   * tenants' requests. Default SIGHTLINE_WORKER_NICE, else 10 (0 under vitest).
+   * OS niceness of the workers that run heavy credentials' scripts (Linux, per thread; 0 = the
+   * main thread's priority; see `heavyCpuMs`). Those scripts then get only the CPU the event loop
+   * does not need, so a tenant's busy loops do not slow other tenants' requests; light credentials'
+   * scripts run at the main thread's priority. Default SIGHTLINE_WORKER_NICE, else 10 (0 under vitest).
    */
   nice?: number;
+  /**
+   * Recent CPU (ms, decayed; the run time of scripts still running counts) from which a
+   * credential's scripts run at `nice`; below it they run at the main thread's priority. Default
+   * 1000 (HEAVY_CPU_MS).
+   */
+  heavyCpuMs?: number;
   /**
    * Bench only: run scripts as the sandbox did before runtime reuse and call batching (a new
    * QuickJS runtime per execute, one message per call), for the "now" column of bench/mcp.ts.
@@ -205,9 +221,12 @@ interface Slot {
   idleTimer: ReturnType<typeof setTimeout> | null;
   /**
    * Set when a script of this credential was demoted on this worker (its thread is at nice 19 for
-   * good): the worker then runs only that credential's scripts (see LANE_IDLE_MS).
+   * good), or when the worker was lowered to the pool's niceness for this heavy credential
+   * (HEAVY_CPU_MS): the worker then runs only that credential's scripts (see LANE_IDLE_MS).
    */
   demotedFor: string | null;
+  /** The thread's niceness (it only goes up): 0 for workers serving light credentials. */
+  nice: number;
   /** The shared host-call channel: its header and data views, the port for oversized answers, the last batch seen. */
   channel: { ctl: Int32Array; data: Buffer; port: MessagePort; lastReq: number } | null;
 }
@@ -310,6 +329,7 @@ export function createQuickJsExecutor(
   const guestInterrupt = !options.disableGuestInterrupt;
   const workerUrl = options.workerUrl ?? new URL('./worker.mjs', import.meta.url);
   const workerNice = Math.max(0, Math.min(19, Math.floor(options.nice ?? defaultWorkerNice())));
+  const heavyCpuMs = Math.max(0, options.heavyCpuMs ?? HEAVY_CPU_MS);
   const sharedChannel = options.sharedChannel !== false;
   compileQuickJs();
 
@@ -416,7 +436,12 @@ export function createQuickJsExecutor(
     void p.finally(() => exiting.delete(p));
   }
 
-  function spawn(burst: boolean): Slot {
+  /** The credential's scripts run at the pool's lower priority (see HEAVY_CPU_MS). */
+  function heavy(credential: string): boolean {
+    return workerNice > 0 && usageOf(credential, performance.now()) >= heavyCpuMs;
+  }
+
+  function spawn(burst: boolean, nice = 0): Slot {
     const sab = sharedChannel ? new SharedArrayBuffer(CH_HEADER_BYTES + CHANNEL_BYTES) : null;
     const ports = sab ? new MessageChannel() : null;
     const worker = new Worker(workerUrl, {
@@ -424,14 +449,15 @@ export function createQuickJsExecutor(
       workerData: {
         wasmMemoryBytes: baseLimits.memoryBytes + WASM_OVERHEAD_BYTES,
         wasmModule: compiledModule,
-        nice: workerNice,
+        nice,
+        priorities: workerNice > 0,
         ...(sab && ports ? { channel: sab, replyPort: ports.port2 } : {}),
       },
       transferList: ports ? [ports.port2] : [],
     });
     started++;
     const channel = sab && ports ? { ctl: new Int32Array(sab, 0, 4), data: Buffer.from(sab, CH_HEADER_BYTES), port: ports.port1, lastReq: 0 } : null;
-    const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined, burst, idleTimer: null, ready: false, demotedFor: null, channel };
+    const slot: Slot = { worker, job: null, runs: 0, retired: false, lastError: undefined, burst, idleTimer: null, ready: false, demotedFor: null, nice, channel };
     if (channel) listen(slot);
     worker.on('message', (msg: WorkerMessage) => onMessage(slot, msg));
     worker.on('error', (err) => {
@@ -514,7 +540,10 @@ export function createQuickJsExecutor(
       else if (msg.demoted && job.credential === '') retire(slot, false);
       else {
         // A demoted worker stays, for this credential only (anonymous executes get a new worker).
-        if (msg.demoted) slot.demotedFor ??= job.credential;
+        if (msg.demoted) {
+          slot.demotedFor ??= job.credential;
+          slot.nice = 19;
+        }
         slot.worker.unref();
       }
       pump();
@@ -687,6 +716,11 @@ export function createQuickJsExecutor(
     slot.worker.ref();
     if (job.timer) clearTimeout(job.timer);
     job.queuedMs = Date.now() - job.submittedAt;
+    // A heavy credential's script lowers the worker to the pool's niceness, for good: the worker
+    // becomes that credential's lane.
+    const nice = heavy(job.credential) && slot.nice < workerNice ? workerNice : undefined;
+    if (nice !== undefined) slot.nice = nice;
+    if (slot.nice > 0) slot.demotedFor ??= job.credential;
     job.runStartedAt = performance.now();
     if (slot.ready) {
       // QuickJS is loaded: the script starts as soon as the worker reads this message.
@@ -704,6 +738,7 @@ export function createQuickJsExecutor(
       limits: job.limits,
       guestInterrupt,
       queuedMs: job.queuedMs,
+      ...(nice !== undefined ? { nice } : {}),
       ...(options.baseline ? { baseline: true } : {}),
     });
   }
@@ -786,9 +821,9 @@ export function createQuickJsExecutor(
     return n;
   }
 
-  function startWorker(burst: boolean): Slot | null {
+  function startWorker(burst: boolean, nice = 0): Slot | null {
     try {
-      return spawn(burst);
+      return spawn(burst, nice);
     } catch (err) {
       const job = takeNext(false);
       if (job) {
@@ -824,8 +859,10 @@ export function createQuickJsExecutor(
         dispatch(slot, takeNext(false)!);
         continue;
       }
+      // A worker started for a heavy credential boots at the pool's niceness (its lane).
+      const bootNice = (k: number) => (k >= 0 && heavy(order[k]!) ? workerNice : 0);
       if (slots.length < poolSize) {
-        slot = startWorker(false) ?? undefined;
+        slot = startWorker(false, bootNice(next)) ?? undefined;
         if (slot) dispatch(slot, takeNext(false)!);
         continue;
       }
@@ -833,7 +870,7 @@ export function createQuickJsExecutor(
       // credential's long scripts never make another credential wait.
       if (order.some((c) => c !== '' && runningOf(c) === 0)) {
         slot = idle(true);
-        if (!slot && slots.length < poolSize + burstWorkers) slot = startWorker(true) ?? undefined;
+        if (!slot && slots.length < poolSize + burstWorkers) slot = startWorker(true, bootNice(pickNext(true))) ?? undefined;
         if (slot) {
           dispatch(slot, takeNext(true)!);
           continue;

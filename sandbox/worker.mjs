@@ -4,7 +4,7 @@
 // loaders (vitest, tsx), and this file must load identically everywhere.
 //
 // Protocol (only JSON-serializable data crosses the thread boundary):
-//   main -> worker  { type: 'run', runId, code, operations, limits, guestInterrupt, queuedMs }
+//   main -> worker  { type: 'run', runId, code, operations, limits, guestInterrupt, queuedMs, nice? }
 //   worker -> main  { type: 'calls', runId, calls: [{ id, operationId, input }], logs }   input: JSON text
 //   main -> worker  { type: 'callResults', runId, results: [[id, json], ...] }      json: HostCallResult as JSON text
 //   worker -> main  { type: 'done', runId, result, error, resultTruncated, resultUndefined, unsentCalls, logs, fatal, demoted }
@@ -51,16 +51,30 @@ const port = parentPort;
 // Scripts run at a lower OS priority than the main thread (issue 10): a tenant's busy loops take
 // only the CPU the event loop does not need. On Linux nice is per thread (see
 // src/core/thread-priority.ts, the TypeScript twin of this).
+// `priorities`: the pool lowers this thread's priority per run (see `niceTo`); `nice`: the niceness
+// to start at (0 for a worker that serves light credentials at the main thread's priority).
 let threadId = 0;
-if (process.platform === 'linux' && Number.isInteger(workerData?.nice) && workerData.nice > 0) {
+/** This thread's niceness as set here (it only ever goes up). */
+let niceness = 0;
+if (process.platform === 'linux' && (workerData?.priorities === true || (Number.isInteger(workerData?.nice) && workerData.nice > 0))) {
   try {
     const tid = Number(readFileSync('/proc/thread-self/stat', 'utf8').split(' ', 1)[0]);
     if (Number.isInteger(tid) && tid > 0 && tid !== process.pid) {
-      setPriority(tid, workerData.nice);
       threadId = tid;
+      if (Number.isInteger(workerData.nice) && workerData.nice > 0) niceTo(workerData.nice);
     }
   } catch {
     // not allowed or not available: run at the normal priority
+  }
+}
+/** Lower this thread's priority to `nice` (never raises it: that needs privilege). */
+function niceTo(nice) {
+  if (!threadId || !(nice > niceness)) return;
+  try {
+    setPriority(threadId, Math.min(19, nice));
+    niceness = Math.min(19, nice);
+  } catch {
+    // not allowed: stays where it is
   }
 }
 /**
@@ -89,11 +103,7 @@ function threadCpuMs() {
 let demoted = false;
 function demote() {
   demoted = true;
-  try {
-    setPriority(threadId, 19);
-  } catch {
-    // stays at the pool's priority
-  }
+  niceTo(19);
 }
 
 const WASM_PAGE = 64 * 1024;
@@ -463,6 +473,9 @@ let busy = Promise.resolve();
 port.on('message', (msg) => {
   if (!msg || typeof msg !== 'object') return;
   if (msg.type === 'run') {
+    // A credential that used much CPU recently runs at the pool's lower priority (the pool then keeps
+    // this worker for that credential's scripts only).
+    if (Number.isInteger(msg.nice)) niceTo(msg.nice);
     // A run received after 'ready' starts at once; the pool arms its timer at dispatch. Only a run
     // that waited for QuickJS to load says when its clock starts.
     const cold = !loaded;

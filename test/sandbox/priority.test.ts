@@ -1,6 +1,7 @@
 /**
- * Issue 10: sandbox scripts run on threads at a lower OS priority than the main thread (Linux: nice
- * is per thread), so a tenant's busy loops take only the CPU the event loop does not need.
+ * Issue 10: heavy credentials' sandbox scripts run on threads at a lower OS priority than the main
+ * thread (Linux: nice is per thread), so a tenant's busy loops take only the CPU the event loop does
+ * not need; light credentials' scripts run at the main thread's priority.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
@@ -30,14 +31,33 @@ afterEach(async () => {
 });
 
 describe.runIf(process.platform === 'linux')('sandbox worker priority', () => {
-  it('runs scripts on threads niced as configured, and leaves the main thread alone', async () => {
+  it("runs a light credential's scripts at the main thread's priority (not behind every busy thread on the machine)", async () => {
     const before = getPriority(0);
-    ex = createQuickJsExecutor({ poolSize: 1 }, { nice: 7 });
-    expect((await ex.execute({ code: 'return 1', operations: OPERATIONS }, fakeHost().host)).result).toBe(1);
+    ex = createQuickJsExecutor({ poolSize: 1 }, { nice: 7, burstWorkers: 0 });
+    expect((await ex.execute({ code: 'return 1', operations: OPERATIONS, credential: 'B' }, fakeHost().host)).result).toBe(1);
+    expect(ex.stats().workers).toBe(1);
+    const niced = [...threadNiceness().values()].filter((n) => n !== before);
+    expect(niced).toEqual([]);
+  });
+
+  it("runs a heavy credential's scripts on a worker niced as configured, kept for that credential, and leaves the main thread alone", async () => {
+    const before = getPriority(0);
+    ex = createQuickJsExecutor({ poolSize: 2, wallClockMs: 1500 }, { nice: 7, burstWorkers: 0, heavyCpuMs: 100 });
+    const { host } = fakeHost();
+    // A's busy loop: its run time counts as A's CPU while it runs (the loop itself drops to nice 19).
+    const loop = ex.execute({ code: 'while (true) {}', operations: OPERATIONS, credential: 'A' }, host);
+    await new Promise((r) => setTimeout(r, 300));
+    expect((await ex.execute({ code: 'return 2', operations: OPERATIONS, credential: 'A' }, host)).result).toBe(2);
     const niced = [...threadNiceness().entries()].filter(([, n]) => n === 7);
-    expect(niced.length).toBeGreaterThanOrEqual(1);
+    expect(niced.length).toBe(1);
     expect(niced.some(([tid]) => tid === process.pid)).toBe(false);
     expect(getPriority(0)).toBe(before);
+    expect((await loop).error?.name).toBe('TimeoutError');
+    // B (light) never runs on A's niced worker: it makes room for a worker at the main thread's priority.
+    const started = ex.stats().started;
+    expect((await ex.execute({ code: 'return 3', operations: OPERATIONS, credential: 'B' }, host)).result).toBe(3);
+    expect(ex.stats().started).toBeGreaterThan(started);
+    while ([...threadNiceness().values()].some((n) => n === 7 || n === 19)) await new Promise((r) => setTimeout(r, 20));
   });
 
   it('demotes a script that keeps running to nice 19, then replaces its worker (a thread cannot be raised again)', async () => {
