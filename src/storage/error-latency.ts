@@ -1,0 +1,234 @@
+/**
+ * events.latency without reading every event of the window (issue 19; tables of migration 055).
+ *
+ * Per project, source, filter partition, hour of received time: `error_latency_hours` counts events
+ * per latency bucket (src/domain/errors/latency.ts) and `error_latency_sums` holds their count and
+ * exact latency sum. The partition (`dims`) is what a read filters on: 0 service and environment,
+ * 1 service only, 2 environment only, 3 neither (the unused columns hold ''), so every read is one
+ * index range over hours whatever its filters. Events received more than LATENCY_MAX_AGE_MS after
+ * they happened are not counted (the read leaves them out).
+ *
+ * A read takes the window's whole hours from the tallies and its two partial edge hours from the
+ * events (error_events_received), finds per percentile the bucket holding its rank, then reads the
+ * events of the window in that bucket (error_events_latency: one index range) and sorts them: the
+ * answer is the exact nearest-rank value. What a bucket holds is checked against its tally; a
+ * difference (which would be a bug) makes the caller read every event of the window instead.
+ *
+ * Written once per ingest write batch with the group tallies (src/storage/errors-repo.ts), taken
+ * off by expiry (src/storage/retention-repo.ts), rows left at 0 deleted.
+ */
+import type { Statement } from 'better-sqlite3';
+import type { Db } from './db.js';
+import { exactUnits, latencyBucket, latencyBucketSql, nearestRankIndex, unitsToNumber } from '../domain/errors/latency.js';
+import { HOUR_MS, hourOf } from './migrations/046-error-group-hours.js';
+
+/** events.latency leaves out events received more than this long after they happened. */
+export const LATENCY_MAX_AGE_MS = 3_600_000;
+
+/** An event's latency in SQL (clock skew into the future counts as 0). */
+export const LATENCY_SQL = 'MAX(0, received_ms - timestamp_ms)';
+/** The events events.latency counts (a literal: the partial index error_events_latency is read only by queries naming it so). */
+export const LATENCY_COUNTED_SQL = `received_ms - timestamp_ms <= ${LATENCY_MAX_AGE_MS}`;
+export const LATENCY_BUCKET_SQL = latencyBucketSql(LATENCY_SQL);
+
+export interface LatencyStats {
+  source: string;
+  count: number;
+  p50_ms: number | null;
+  p95_ms: number | null;
+  p99_ms: number | null;
+  max_ms: number | null;
+  avg_ms: number | null;
+}
+
+type HistRow = [pid: number, dims: number, service: string, env: string, hour: number, source: string, bucket: number, n: number];
+type SumRow = [pid: number, dims: number, service: string, env: string, hour: number, source: string, n: number, units: bigint];
+
+/** Counts and sums to add to (or, negative, take off) the tallies; written once per batch. */
+export class LatencyTally {
+  readonly hist = new Map<string, HistRow>();
+  readonly sums = new Map<string, SumRow>();
+
+  /** One event (sign -1: one expired event). */
+  add(pid: number, source: string, service: string, environment: string, receivedMs: number, timestampMs: number, sign = 1): void {
+    if (!(receivedMs - timestampMs <= LATENCY_MAX_AGE_MS)) return;
+    const x = Math.max(0, receivedMs - timestampMs);
+    const bucket = latencyBucket(x);
+    const hour = hourOf(receivedMs);
+    const units = sign > 0 ? exactUnits(x) : -exactUnits(x);
+    for (let dims = 0; dims < 4; dims++) {
+      const svc = dims & 2 ? '' : service;
+      const env = dims & 1 ? '' : environment;
+      this.addRows([pid, dims, svc, env, hour, source, bucket, sign], [pid, dims, svc, env, hour, source, sign, units]);
+    }
+  }
+
+  merge(o: LatencyTally): void {
+    for (const h of o.hist.values()) this.addRows(h, null);
+    for (const s of o.sums.values()) this.addRows(null, s);
+  }
+
+  private addRows(h: HistRow | null, s: SumRow | null): void {
+    if (h) {
+      const k = `${h[0]}\u0000${h[1]}\u0000${h[2]}\u0000${h[3]}\u0000${h[4]}\u0000${h[5]}\u0000${h[6]}`;
+      const r = this.hist.get(k);
+      if (r) r[7] += h[7];
+      else this.hist.set(k, [...h]);
+    }
+    if (s) {
+      const k = `${s[0]}\u0000${s[1]}\u0000${s[2]}\u0000${s[3]}\u0000${s[4]}\u0000${s[5]}`;
+      const r = this.sums.get(k);
+      if (r) {
+        r[6] += s[6];
+        r[7] += s[7];
+      } else this.sums.set(k, [...s]);
+    }
+  }
+}
+
+/** Writes tallies into error_latency_hours / error_latency_sums (adding to what is there; rows left at 0 go). */
+export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
+  const KEY = 'project_id = ? AND dims = ? AND service_name = ? AND environment = ? AND hour = ? AND source = ?';
+  const hist = db.prepare(`INSERT INTO error_latency_hours (project_id, dims, service_name, environment, hour, source, bucket, n) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (project_id, dims, service_name, environment, hour, source, bucket) DO UPDATE SET n = n + excluded.n`);
+  const histEmpty = db.prepare(`DELETE FROM error_latency_hours WHERE ${KEY} AND bucket = ? AND n <= 0`);
+  const sumGet = db.prepare(`SELECT n, sum FROM error_latency_sums WHERE ${KEY}`).raw();
+  const sumPut = db.prepare(`INSERT INTO error_latency_sums (project_id, dims, service_name, environment, hour, source, n, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (project_id, dims, service_name, environment, hour, source) DO UPDATE SET n = excluded.n, sum = excluded.sum`);
+  const sumDel = db.prepare(`DELETE FROM error_latency_sums WHERE ${KEY}`);
+  return (t) => {
+    for (const h of t.hist.values()) {
+      if (h[7] === 0) continue;
+      hist.run(...h);
+      if (h[7] < 0) histEmpty.run(...h.slice(0, 7));
+    }
+    for (const s of t.sums.values()) {
+      if (s[6] === 0 && s[7] === 0n) continue;
+      const key = s.slice(0, 6);
+      const old = sumGet.get(...key) as [number, string] | undefined;
+      const n = (old?.[0] ?? 0) + s[6];
+      const units = (old ? BigInt(`0x${old[1]}`) : 0n) + s[7];
+      if (n <= 0) sumDel.run(...key);
+      else sumPut.run(...key, n, units.toString(16));
+    }
+  };
+}
+
+/** Rebuilds the tallies of every event (migration 055's backfill; the scaling bench seeds with it). */
+export function backfillErrorLatency(db: Db): void {
+  db.exec('DELETE FROM error_latency_hours; DELETE FROM error_latency_sums;');
+  const write = latencyTallyWriter(db);
+  const rows = db
+    .prepare(`SELECT project_id, source, service_name, environment, received_ms, timestamp_ms FROM error_events WHERE ${LATENCY_COUNTED_SQL} ORDER BY project_id, received_ms`)
+    .raw();
+  const t = new LatencyTally();
+  for (const r of rows.iterate() as Iterable<[number, string, string, string, number, number]>) t.add(r[0], r[1], r[2], r[3], r[4], r[5]);
+  // Written after the read (a statement cannot write while another iterates the database).
+  write(t);
+}
+
+/**
+ * The fast read: per source, count, nearest-rank p50/p95/p99, max and average of the latencies of
+ * events received in [fromMs, toMs] — or null when a bucket's events do not match its tally.
+ */
+export function createLatencyReader(db: Db) {
+  const filters = (service: boolean, env: boolean) => `${service ? ' AND service_name = ?' : ''}${env ? ' AND environment = ?' : ''}`;
+  type St = Statement<unknown[]>;
+  const cache = new Map<string, { hist: St; sums: St; edge: St; bucket: St }>();
+  const stmts = (service: boolean, env: boolean) => {
+    const k = `${service}${env}`;
+    let s = cache.get(k);
+    if (!s) {
+      const f = filters(service, env);
+      s = {
+        hist: db
+          .prepare('SELECT source, bucket, SUM(n) FROM error_latency_hours WHERE project_id = ? AND dims = ? AND service_name = ? AND environment = ? AND hour >= ? AND hour < ? GROUP BY source, bucket')
+          .raw(),
+        sums: db.prepare('SELECT source, n, sum FROM error_latency_sums WHERE project_id = ? AND dims = ? AND service_name = ? AND environment = ? AND hour >= ? AND hour < ?').raw(),
+        edge: db
+          .prepare(`SELECT source, ${LATENCY_SQL} FROM error_events INDEXED BY error_events_received WHERE project_id = ? AND received_ms >= ? AND received_ms <= ? AND received_ms - timestamp_ms <= ${LATENCY_MAX_AGE_MS}${f}`)
+          .raw(),
+        bucket: db
+          .prepare(`SELECT ${LATENCY_SQL} FROM error_events INDEXED BY error_events_latency WHERE project_id = ? AND source = ? AND ${LATENCY_BUCKET_SQL} = ?
+            AND received_ms >= ? AND received_ms <= ? AND ${LATENCY_COUNTED_SQL}${f}`)
+          .pluck(),
+      };
+      cache.set(k, s);
+    }
+    return s;
+  };
+
+  return (projectId: string, o: { fromMs: number; toMs: number; service?: string; environment?: string }): LatencyStats[] | null => {
+    const pid = Number(projectId);
+    const hasS = o.service !== undefined;
+    const hasE = o.environment !== undefined;
+    const s = stmts(hasS, hasE);
+    const fargs: unknown[] = [];
+    if (hasS) fargs.push(o.service);
+    if (hasE) fargs.push(o.environment);
+    const dims = (hasS ? 0 : 2) + (hasE ? 0 : 1);
+    const part = [pid, dims, o.service ?? '', o.environment ?? ''];
+    // Whole hours [h0, h1) inside the window; the rest of it (received times are integers) from events.
+    const h0 = Math.ceil(o.fromMs / HOUR_MS) * HOUR_MS;
+    const h1 = Math.floor((Math.floor(o.toMs) + 1) / HOUR_MS) * HOUR_MS;
+    const per = new Map<string, { counts: Map<number, number>; n: number; units: bigint }>();
+    const of = (source: string) => {
+      let p = per.get(source);
+      if (!p) per.set(source, (p = { counts: new Map(), n: 0, units: 0n }));
+      return p;
+    };
+    const edges: [number, number][] = h0 < h1 ? [[o.fromMs, h0 - 1], [h1, o.toMs]] : [[o.fromMs, o.toMs]];
+    if (h0 < h1) {
+      for (const [source, bucket, n] of s.hist.all(...part, h0, h1) as [string, number, number][]) {
+        const p = of(source);
+        p.counts.set(bucket, (p.counts.get(bucket) ?? 0) + n);
+      }
+      for (const [source, n, sum] of s.sums.all(...part, h0, h1) as [string, number, string][]) {
+        const p = of(source);
+        p.n += n;
+        p.units += BigInt(`0x${sum}`);
+      }
+    }
+    for (const [lo, hi] of edges) {
+      if (lo > hi) continue;
+      for (const [source, x] of s.edge.all(pid, lo, hi, ...fargs) as [string, number][]) {
+        const p = of(source);
+        const b = latencyBucket(x);
+        p.counts.set(b, (p.counts.get(b) ?? 0) + 1);
+        p.n++;
+        p.units += exactUnits(x);
+      }
+    }
+    const out: LatencyStats[] = [];
+    for (const source of [...per.keys()].sort()) {
+      const p = per.get(source)!;
+      if (p.n <= 0) continue;
+      const buckets = [...p.counts].filter(([, c]) => c !== 0).sort((a, b) => a[0] - b[0]);
+      if (buckets.some(([, c]) => c < 0) || buckets.reduce((a, [, c]) => a + c, 0) !== p.n) return null;
+      const read = new Map<number, Float64Array>();
+      // The value of 0-based rank r: the bucket holding it, read from the events of the window and sorted.
+      const at = (r: number): number | null => {
+        let below = 0;
+        for (const [b, c] of buckets) {
+          if (r < below + c) {
+            let v = read.get(b);
+            if (!v) {
+              v = Float64Array.from(s.bucket.all(pid, source, b, o.fromMs, o.toMs, ...fargs) as number[]).sort();
+              if (v.length !== c) return null;
+              read.set(b, v);
+            }
+            return v[r - below]!;
+          }
+          below += c;
+        }
+        return null;
+      };
+      const n = p.n;
+      const ranks = [nearestRankIndex(n, 50), nearestRankIndex(n, 95), nearestRankIndex(n, 99), n - 1];
+      const v = ranks.map(at);
+      if (v.some((x) => x === null)) return null;
+      out.push({ source, count: n, p50_ms: v[0]!, p95_ms: v[1]!, p99_ms: v[2]!, max_ms: v[3]!, avg_ms: Math.round((unitsToNumber(p.units) / n) * 1000) / 1000 });
+    }
+    return out;
+  };
+}
