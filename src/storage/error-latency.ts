@@ -129,7 +129,8 @@ export function backfillErrorLatency(db: Db): void {
 
 /**
  * The fast read: per source, count, nearest-rank p50/p95/p99, max and average of the latencies of
- * events received in [fromMs, toMs] — or null when a bucket's events do not match its tally.
+ * events received in [fromMs, toMs] — or null when the window holds no whole hour (its events are
+ * then the read) or when a bucket's events do not match its tally.
  */
 export function createLatencyReader(db: Db) {
   const filters = (service: boolean, env: boolean) => `${service ? ' AND service_name = ?' : ''}${env ? ' AND environment = ?' : ''}`;
@@ -171,23 +172,23 @@ export function createLatencyReader(db: Db) {
     // Whole hours [h0, h1) inside the window; the rest of it (received times are integers) from events.
     const h0 = Math.ceil(o.fromMs / HOUR_MS) * HOUR_MS;
     const h1 = Math.floor((Math.floor(o.toMs) + 1) / HOUR_MS) * HOUR_MS;
+    // Within one or two hours, reading the window's events is the read (the caller's).
+    if (h0 >= h1) return null;
     const per = new Map<string, { counts: Map<number, number>; n: number; units: bigint }>();
     const of = (source: string) => {
       let p = per.get(source);
       if (!p) per.set(source, (p = { counts: new Map(), n: 0, units: 0n }));
       return p;
     };
-    const edges: [number, number][] = h0 < h1 ? [[o.fromMs, h0 - 1], [h1, o.toMs]] : [[o.fromMs, o.toMs]];
-    if (h0 < h1) {
-      for (const [source, bucket, n] of s.hist.all(...part, h0, h1) as [string, number, number][]) {
-        const p = of(source);
-        p.counts.set(bucket, (p.counts.get(bucket) ?? 0) + n);
-      }
-      for (const [source, n, sum] of s.sums.all(...part, h0, h1) as [string, number, string][]) {
-        const p = of(source);
-        p.n += n;
-        p.units += BigInt(`0x${sum}`);
-      }
+    const edges: [number, number][] = [[o.fromMs, h0 - 1], [h1, o.toMs]];
+    for (const [source, bucket, n] of s.hist.all(...part, h0, h1) as [string, number, number][]) {
+      const p = of(source);
+      p.counts.set(bucket, (p.counts.get(bucket) ?? 0) + n);
+    }
+    for (const [source, n, sum] of s.sums.all(...part, h0, h1) as [string, number, string][]) {
+      const p = of(source);
+      p.n += n;
+      p.units += BigInt(`0x${sum}`);
     }
     for (const [lo, hi] of edges) {
       if (lo > hi) continue;
