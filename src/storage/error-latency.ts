@@ -19,7 +19,7 @@
  */
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
-import { exactUnits, latencyBucket, latencyBucketSql, nearestRankIndex, unitsToNumber } from '../domain/errors/latency.js';
+import { ExactSum, exactUnits, latencyBucket, latencyBucketSql, nearestRankIndex, unitsToNumber } from '../domain/errors/latency.js';
 import { HOUR_MS, hourOf } from './migrations/046-error-group-hours.js';
 
 /** events.latency leaves out events received more than this long after they happened. */
@@ -190,6 +190,7 @@ export function createLatencyReader(db: Db) {
       p.n += n;
       p.units += BigInt(`0x${sum}`);
     }
+    const edgeSums = new Map<string, ExactSum>();
     for (const [lo, hi] of edges) {
       if (lo > hi) continue;
       for (const [source, x] of s.edge.all(pid, lo, hi, ...fargs) as [string, number][]) {
@@ -197,9 +198,12 @@ export function createLatencyReader(db: Db) {
         const b = latencyBucket(x);
         p.counts.set(b, (p.counts.get(b) ?? 0) + 1);
         p.n++;
-        p.units += exactUnits(x);
+        let sum = edgeSums.get(source);
+        if (!sum) edgeSums.set(source, (sum = new ExactSum()));
+        sum.add(x);
       }
     }
+    for (const [source, sum] of edgeSums) of(source).units += sum.units();
     const out: LatencyStats[] = [];
     for (const source of [...per.keys()].sort()) {
       const p = per.get(source)!;

@@ -18,7 +18,7 @@ import { createErrorGroupsRepo } from '../../src/storage/error-groups-repo.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import { createRetentionRepo, EXPIRY_TARGETS } from '../../src/storage/retention-repo.js';
 import { backfillErrorLatency, createLatencyReader, LATENCY_BUCKET_SQL, LATENCY_SQL } from '../../src/storage/error-latency.js';
-import { exactUnits, latencyBucket, unitsToNumber } from '../../src/domain/errors/latency.js';
+import { ExactSum, exactUnits, latencyBucket, unitsToNumber } from '../../src/domain/errors/latency.js';
 import type { ErrorEventRecord } from '../../src/domain/telemetry-types.js';
 import { rng } from '../../bench/lib.js';
 
@@ -145,6 +145,12 @@ describe('events.latency from latency bucket tallies', () => {
     expect([0, 1 / 32, 1 / 16, 15.99, 16, 16.2, 31.99, 32, HOUR].map(latencyBucket)).toEqual([-1, 0, 1, 255, 256, 257, 383, 384, 2523]);
     for (const x of [0, Number.MIN_VALUE, 1e-310, 0.1, 1, 123.456, HOUR, 2 ** 53 + 2, 1e300]) expect(unitsToNumber(exactUnits(x))).toBe(x);
     expect(unitsToNumber(exactUnits(0.1) + exactUnits(0.2))).toBe(0.30000000000000004);
+    for (let k = 0; k < 50; k++) {
+      const xs = Array.from({ length: 500 }, () => (k % 2 ? rnd() * 10 ** (int(12) - 6) : Math.max(0, T0 + int(3000) - (T0 + rnd() * 1000))));
+      const sum = new ExactSum();
+      for (const x of xs) sum.add(x);
+      expect(sum.units()).toBe(xs.reduce((a, x) => a + exactUnits(x), 0n));
+    }
   });
 
   it('answers as reading every event does, after ingest and after expiry, and the tallies equal a rebuild', async () => {

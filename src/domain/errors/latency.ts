@@ -32,8 +32,8 @@ const LINEAR_UNITS = 256;
 export function latencyBucket(x: number): number {
   if (x === 0) return -1;
   const v = Math.floor(x * 16);
-  let e = 0;
-  while (e < 18 && v >= LINEAR_UNITS * 2 ** e) e++;
+  // e = how many of 256, 512, … 2^25 v reaches (what the SQL form sums): its bit length less 8.
+  const e = v < LINEAR_UNITS ? 0 : v < 2 ** 31 ? Math.min(18, 24 - Math.clz32(v)) : 18;
   return 128 * e + (v >> e);
 }
 
@@ -88,4 +88,34 @@ export function unitsToNumber(u: bigint): number {
   const half = 1n << BigInt(sh - 1);
   if (rem > half || (rem === half && (m & 1n) === 1n)) m += 1n;
   return Number(m) * pow2(sh - 1074);
+}
+
+/**
+ * An exact running sum of doubles (Shewchuk's non-overlapping partials, as Python's math.fsum keeps
+ * them): a few float operations per value, turned into 2^-1074 units once at the end.
+ */
+export class ExactSum {
+  private readonly partials: number[] = [];
+
+  add(x: number): void {
+    const p = this.partials;
+    let i = 0;
+    for (let j = 0; j < p.length; j++) {
+      let y = p[j]!;
+      if (Math.abs(x) < Math.abs(y)) [x, y] = [y, x];
+      const hi = x + y;
+      const lo = y - (hi - x);
+      if (lo !== 0) p[i++] = lo;
+      x = hi;
+    }
+    p.length = i;
+    p.push(x);
+  }
+
+  /** The sum as an integer count of 2^-1074 (the partials are non-negative sums of non-negative values but for rounding terms). */
+  units(): bigint {
+    let u = 0n;
+    for (const x of this.partials) u += x < 0 ? -exactUnits(-x) : exactUnits(x);
+    return u;
+  }
 }
