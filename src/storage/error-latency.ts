@@ -1,18 +1,19 @@
 /**
  * events.latency without reading every event of the window (issue 19; tables of migration 055).
  *
- * Per project, source, filter partition, hour of received time: `error_latency_hours` counts events
- * per latency bucket (src/domain/errors/latency.ts) and `error_latency_sums` holds their count and
- * exact latency sum. The partition (`dims`) is what a read filters on: 0 service and environment,
- * 1 service only, 2 environment only, 3 neither (the unused columns hold ''), so every read is one
- * index range over hours whatever its filters. Events received more than LATENCY_MAX_AGE_MS after
- * they happened are not counted (the read leaves them out).
+ * Per project, source, filter partition and UTC hour and day of received time,
+ * `error_latency_buckets` counts events per latency bucket (src/domain/errors/latency.ts) and
+ * `error_latency_sums` holds their count and exact latency sum. The partition (`dims`) is what a read
+ * filters on: 0 service and environment, 1 service only, 2 environment only, 3 neither (the unused
+ * columns hold ''), so each period length is one index range whatever the filters. Events received
+ * more than LATENCY_MAX_AGE_MS after they happened are not counted (the read leaves them out).
  *
- * A read takes the window's whole hours from the tallies and its two partial edge hours from the
- * events (error_events_received), finds per percentile the bucket holding its rank, then reads the
- * events of the window in that bucket (error_events_latency: one index range) and sorts them: the
- * answer is the exact nearest-rank value. What a bucket holds is checked against its tally; a
- * difference (which would be a bug) makes the caller read every event of the window instead.
+ * A read takes the window's whole days and its other whole hours from the tallies and its two
+ * partial edge hours from the events (error_events_received), finds per percentile the bucket
+ * holding its rank, then reads the events of the window in that bucket (error_events_latency: one
+ * index range) and sorts them: the answer is the exact nearest-rank value. What a bucket holds is
+ * checked against its tally; a difference (which would be a bug) makes the caller read every event
+ * of the window instead.
  *
  * Written once per ingest write batch with the group tallies (src/storage/errors-repo.ts), taken
  * off by expiry (src/storage/retention-repo.ts), rows left at 0 deleted.
@@ -20,7 +21,11 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { ExactSum, exactUnits, latencyBucket, latencyBucketSql, nearestRankIndex, unitsToNumber } from '../domain/errors/latency.js';
-import { HOUR_MS, hourOf } from './migrations/046-error-group-hours.js';
+import { HOUR_MS } from './migrations/046-error-group-hours.js';
+
+const DAY_MS = 24 * HOUR_MS;
+/** The periods tallied: UTC hours and days of received time (a window reads its whole days, then its whole hours). */
+export const LATENCY_SPANS = [HOUR_MS, DAY_MS] as const;
 
 /** events.latency leaves out events received more than this long after they happened. */
 export const LATENCY_MAX_AGE_MS = 3_600_000;
@@ -41,8 +46,8 @@ export interface LatencyStats {
   avg_ms: number | null;
 }
 
-type HistRow = [pid: number, dims: number, service: string, env: string, hour: number, source: string, bucket: number, n: number];
-type SumRow = [pid: number, dims: number, service: string, env: string, hour: number, source: string, n: number, units: bigint];
+type HistRow = [pid: number, span: number, dims: number, service: string, env: string, start: number, source: string, bucket: number, n: number];
+type SumRow = [pid: number, span: number, dims: number, service: string, env: string, start: number, source: string, n: number, units: bigint];
 
 /** Counts and sums to add to (or, negative, take off) the tallies; written once per batch. */
 export class LatencyTally {
@@ -54,12 +59,14 @@ export class LatencyTally {
     if (!(receivedMs - timestampMs <= LATENCY_MAX_AGE_MS)) return;
     const x = Math.max(0, receivedMs - timestampMs);
     const bucket = latencyBucket(x);
-    const hour = hourOf(receivedMs);
     const units = sign > 0 ? exactUnits(x) : -exactUnits(x);
-    for (let dims = 0; dims < 4; dims++) {
-      const svc = dims & 2 ? '' : service;
-      const env = dims & 1 ? '' : environment;
-      this.addRows([pid, dims, svc, env, hour, source, bucket, sign], [pid, dims, svc, env, hour, source, sign, units]);
+    for (const span of LATENCY_SPANS) {
+      const start = Math.floor(receivedMs / span) * span;
+      for (let dims = 0; dims < 4; dims++) {
+        const svc = dims & 2 ? '' : service;
+        const env = dims & 1 ? '' : environment;
+        this.addRows([pid, span, dims, svc, env, start, source, bucket, sign], [pid, span, dims, svc, env, start, source, sign, units]);
+      }
     }
   }
 
@@ -70,44 +77,44 @@ export class LatencyTally {
 
   private addRows(h: HistRow | null, s: SumRow | null): void {
     if (h) {
-      const k = `${h[0]}\u0000${h[1]}\u0000${h[2]}\u0000${h[3]}\u0000${h[4]}\u0000${h[5]}\u0000${h[6]}`;
+      const k = `${h[0]}\u0000${h[1]}\u0000${h[2]}\u0000${h[3]}\u0000${h[4]}\u0000${h[5]}\u0000${h[6]}\u0000${h[7]}`;
       const r = this.hist.get(k);
-      if (r) r[7] += h[7];
+      if (r) r[8] += h[8];
       else this.hist.set(k, [...h]);
     }
     if (s) {
-      const k = `${s[0]}\u0000${s[1]}\u0000${s[2]}\u0000${s[3]}\u0000${s[4]}\u0000${s[5]}`;
+      const k = `${s[0]}\u0000${s[1]}\u0000${s[2]}\u0000${s[3]}\u0000${s[4]}\u0000${s[5]}\u0000${s[6]}`;
       const r = this.sums.get(k);
       if (r) {
-        r[6] += s[6];
         r[7] += s[7];
+        r[8] += s[8];
       } else this.sums.set(k, [...s]);
     }
   }
 }
 
-/** Writes tallies into error_latency_hours / error_latency_sums (adding to what is there; rows left at 0 go). */
+/** Writes tallies into error_latency_buckets / error_latency_sums (adding to what is there; rows left at 0 go). */
 export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
-  const KEY = 'project_id = ? AND dims = ? AND service_name = ? AND environment = ? AND hour = ? AND source = ?';
-  const hist = db.prepare(`INSERT INTO error_latency_hours (project_id, dims, service_name, environment, hour, source, bucket, n) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (project_id, dims, service_name, environment, hour, source, bucket) DO UPDATE SET n = n + excluded.n`);
-  const histEmpty = db.prepare(`DELETE FROM error_latency_hours WHERE ${KEY} AND bucket = ? AND n <= 0`);
+  const KEY = 'project_id = ? AND span_ms = ? AND dims = ? AND service_name = ? AND environment = ? AND start_ms = ? AND source = ?';
+  const hist = db.prepare(`INSERT INTO error_latency_buckets (project_id, span_ms, dims, service_name, environment, start_ms, source, bucket, n) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (project_id, span_ms, dims, service_name, environment, start_ms, source, bucket) DO UPDATE SET n = n + excluded.n`);
+  const histEmpty = db.prepare(`DELETE FROM error_latency_buckets WHERE ${KEY} AND bucket = ? AND n <= 0`);
   const sumGet = db.prepare(`SELECT n, sum FROM error_latency_sums WHERE ${KEY}`).raw();
-  const sumPut = db.prepare(`INSERT INTO error_latency_sums (project_id, dims, service_name, environment, hour, source, n, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (project_id, dims, service_name, environment, hour, source) DO UPDATE SET n = excluded.n, sum = excluded.sum`);
+  const sumPut = db.prepare(`INSERT INTO error_latency_sums (project_id, span_ms, dims, service_name, environment, start_ms, source, n, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (project_id, span_ms, dims, service_name, environment, start_ms, source) DO UPDATE SET n = excluded.n, sum = excluded.sum`);
   const sumDel = db.prepare(`DELETE FROM error_latency_sums WHERE ${KEY}`);
   return (t) => {
     for (const h of t.hist.values()) {
-      if (h[7] === 0) continue;
+      if (h[8] === 0) continue;
       hist.run(...h);
-      if (h[7] < 0) histEmpty.run(...h.slice(0, 7));
+      if (h[8] < 0) histEmpty.run(...h.slice(0, 8));
     }
     for (const s of t.sums.values()) {
-      if (s[6] === 0 && s[7] === 0n) continue;
-      const key = s.slice(0, 6);
+      if (s[7] === 0 && s[8] === 0n) continue;
+      const key = s.slice(0, 7);
       const old = sumGet.get(...key) as [number, string] | undefined;
-      const n = (old?.[0] ?? 0) + s[6];
-      const units = (old ? BigInt(`0x${old[1]}`) : 0n) + s[7];
+      const n = (old?.[0] ?? 0) + s[7];
+      const units = (old ? BigInt(`0x${old[1]}`) : 0n) + s[8];
       if (n <= 0) sumDel.run(...key);
       else sumPut.run(...key, n, units.toString(16));
     }
@@ -116,7 +123,7 @@ export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
 
 /** Rebuilds the tallies of every event (migration 055's backfill; the scaling bench seeds with it). */
 export function backfillErrorLatency(db: Db): void {
-  db.exec('DELETE FROM error_latency_hours; DELETE FROM error_latency_sums;');
+  db.exec('DELETE FROM error_latency_buckets; DELETE FROM error_latency_sums;');
   const write = latencyTallyWriter(db);
   const rows = db
     .prepare(`SELECT project_id, source, service_name, environment, received_ms, timestamp_ms FROM error_events WHERE ${LATENCY_COUNTED_SQL} ORDER BY project_id, received_ms`)
@@ -143,9 +150,9 @@ export function createLatencyReader(db: Db) {
       const f = filters(service, env);
       s = {
         hist: db
-          .prepare('SELECT source, bucket, SUM(n) FROM error_latency_hours WHERE project_id = ? AND dims = ? AND service_name = ? AND environment = ? AND hour >= ? AND hour < ? GROUP BY source, bucket')
+          .prepare('SELECT source, bucket, SUM(n) FROM error_latency_buckets WHERE project_id = ? AND span_ms = ? AND dims = ? AND service_name = ? AND environment = ? AND start_ms >= ? AND start_ms < ? GROUP BY source, bucket')
           .raw(),
-        sums: db.prepare('SELECT source, n, sum FROM error_latency_sums WHERE project_id = ? AND dims = ? AND service_name = ? AND environment = ? AND hour >= ? AND hour < ?').raw(),
+        sums: db.prepare('SELECT source, n, sum FROM error_latency_sums WHERE project_id = ? AND span_ms = ? AND dims = ? AND service_name = ? AND environment = ? AND start_ms >= ? AND start_ms < ?').raw(),
         edge: db
           .prepare(`SELECT source, ${LATENCY_SQL} FROM error_events INDEXED BY error_events_received WHERE project_id = ? AND received_ms >= ? AND received_ms <= ? AND received_ms - timestamp_ms <= ${LATENCY_MAX_AGE_MS}${f}`)
           .raw(),
@@ -168,7 +175,7 @@ export function createLatencyReader(db: Db) {
     if (hasS) fargs.push(o.service);
     if (hasE) fargs.push(o.environment);
     const dims = (hasS ? 0 : 2) + (hasE ? 0 : 1);
-    const part = [pid, dims, o.service ?? '', o.environment ?? ''];
+    const part = [dims, o.service ?? '', o.environment ?? ''];
     // Whole hours [h0, h1) inside the window; the rest of it (received times are integers) from events.
     const h0 = Math.ceil(o.fromMs / HOUR_MS) * HOUR_MS;
     const h1 = Math.floor((Math.floor(o.toMs) + 1) / HOUR_MS) * HOUR_MS;
@@ -181,14 +188,21 @@ export function createLatencyReader(db: Db) {
       return p;
     };
     const edges: [number, number][] = [[o.fromMs, h0 - 1], [h1, o.toMs]];
-    for (const [source, bucket, n] of s.hist.all(...part, h0, h1) as [string, number, number][]) {
-      const p = of(source);
-      p.counts.set(bucket, (p.counts.get(bucket) ?? 0) + n);
-    }
-    for (const [source, n, sum] of s.sums.all(...part, h0, h1) as [string, number, string][]) {
-      const p = of(source);
-      p.n += n;
-      p.units += BigInt(`0x${sum}`);
+    // Whole days [d0, d1) from the day tallies, the other whole hours from the hour tallies.
+    const d0 = Math.ceil(h0 / DAY_MS) * DAY_MS;
+    const d1 = Math.floor(h1 / DAY_MS) * DAY_MS;
+    const periods: [number, number, number][] = d0 < d1 ? [[DAY_MS, d0, d1], [HOUR_MS, h0, d0], [HOUR_MS, d1, h1]] : [[HOUR_MS, h0, h1]];
+    for (const [span, lo, hi] of periods) {
+      if (lo >= hi) continue;
+      for (const [source, bucket, n] of s.hist.all(pid, span, ...part, lo, hi) as [string, number, number][]) {
+        const p = of(source);
+        p.counts.set(bucket, (p.counts.get(bucket) ?? 0) + n);
+      }
+      for (const [source, n, sum] of s.sums.all(pid, span, ...part, lo, hi) as [string, number, string][]) {
+        const p = of(source);
+        p.n += n;
+        p.units += BigInt(`0x${sum}`);
+      }
     }
     const edgeSums = new Map<string, ExactSum>();
     for (const [lo, hi] of edges) {

@@ -1,7 +1,7 @@
 /**
- * events.latency reads the window's whole hours from per-hour latency bucket tallies kept at ingest
- * (migration 055), its edge hours from events, and the one bucket holding each rank from events. On
- * randomized data (two sources, services and environments including '', fractional, integer and
+ * events.latency reads the window's whole days and hours from per-day and per-hour latency bucket
+ * tallies kept at ingest (migration 055), its edge hours from events, and the one bucket holding each rank from events. On
+ * randomized data over three UTC days (two sources, services and environments including '', fractional, integer and
  * repeated latencies, exactly 0, clock skew into the future, events received later than an hour or
  * exactly an hour after they happened, repeated event ids) its answer equals reading every event of
  * the window — through write batches (a rolled-back job included), windows with edges inside hours,
@@ -53,8 +53,8 @@ function latency(): number {
 }
 
 function event(): KeyedErrorEvent {
-  // Received times over ten hours; event times fractional (microseconds) but for a few.
-  const received = T0 + int(10 * HOUR);
+  // Received times over two and a half days; event times fractional (microseconds) but for a few.
+  const received = T0 + int(60 * HOUR);
   const l = latency();
   const ts = rnd() < 0.8 ? received - l - int(1000) / 1000 + int(1000) / 1000 : received - Math.round(l);
   const id = rnd() < 0.02 && nEvents > 0 ? `e${int(nEvents)}` : `e${nEvents++}`; // a repeated id is ignored
@@ -90,19 +90,20 @@ async function ingestSome(n: number) {
 }
 
 const tallies = () => ({
-  hours: db.prepare('SELECT * FROM error_latency_hours ORDER BY project_id, dims, service_name, environment, hour, source, bucket').all(),
-  sums: db.prepare('SELECT * FROM error_latency_sums ORDER BY project_id, dims, service_name, environment, hour, source').all(),
+  buckets: db.prepare('SELECT * FROM error_latency_buckets ORDER BY project_id, span_ms, dims, service_name, environment, start_ms, source, bucket').all(),
+  sums: db.prepare('SELECT * FROM error_latency_sums ORDER BY project_id, span_ms, dims, service_name, environment, start_ms, source').all(),
 });
 
 function windows(): [number, number][] {
   const w: [number, number][] = [
     [T0 - HOUR, T0 + 11 * HOUR], [T0, T0 + 10 * HOUR], [T0 + HOUR, T0 + 3 * HOUR - 1], [T0 + HOUR, T0 + 3 * HOUR],
     [T0 + HOUR + 0.5, T0 + 3 * HOUR - 7], [T0 + 2 * HOUR + 5, T0 + 2 * HOUR + 1800_000], [T0 + 20 * HOUR, T0 + 21 * HOUR], [T0 + HOUR - 1, T0 + 2 * HOUR],
-    [T0 + 4 * HOUR, T0 + 5 * HOUR - 1], [T0 + 4 * HOUR + 1, T0 + 6 * HOUR - 2],
+    [T0 + 4 * HOUR, T0 + 5 * HOUR - 1], [T0 + 4 * HOUR + 1, T0 + 6 * HOUR - 2], [T0, T0 + 48 * HOUR - 1], [T0 + 24 * HOUR - 1, T0 + 48 * HOUR + 5],
+    [T0 + 3.5 * HOUR, T0 + 50 * HOUR + 17], [T0 - 5 * HOUR, T0 + 70 * HOUR], [T0 + 23 * HOUR + 1, T0 + 25 * HOUR],
   ];
   for (let i = 0; i < 25; i++) {
-    const a = T0 - HOUR + int(12 * HOUR);
-    const b = rnd() < 0.3 ? a + int(HOUR) : a + int(12 * HOUR);
+    const a = T0 - HOUR + int(62 * HOUR);
+    const b = rnd() < 0.3 ? a + int(HOUR) : a + int(62 * HOUR);
     w.push([a, b]);
   }
   return w;
@@ -161,7 +162,7 @@ describe('events.latency from latency bucket tallies', () => {
     expect(tallies()).toEqual(kept);
     // Expiry by event time, in small batches, the cutoff inside an hour.
     while (retention.expireBatch(errorTarget, '1', T0 + 3 * HOUR + 1234.5, 37) > 0);
-    while (retention.expireBatch(errorTarget, '2', T0 + 7 * HOUR + 17, 41) > 0);
+    while (retention.expireBatch(errorTarget, '2', T0 + 30 * HOUR + 17, 41) > 0);
     expect(compareAll('expiry')).toBeGreaterThan(100);
     const afterExpiry = tallies();
     backfillErrorLatency(db);
@@ -169,8 +170,8 @@ describe('events.latency from latency bucket tallies', () => {
     // More ingest after expiry, then everything of project 2 expires: no rows are left for it.
     await ingestSome(600);
     expect(compareAll('ingest after expiry')).toBeGreaterThan(100);
-    while (retention.expireBatch(errorTarget, '2', T0 + 30 * HOUR, 50) > 0);
-    expect(db.prepare('SELECT COUNT(*) FROM error_latency_hours WHERE project_id = 2').pluck().get()).toBe(0);
+    while (retention.expireBatch(errorTarget, '2', T0 + 100 * HOUR, 50) > 0);
+    expect(db.prepare('SELECT COUNT(*) FROM error_latency_buckets WHERE project_id = 2').pluck().get()).toBe(0);
     expect(db.prepare('SELECT COUNT(*) FROM error_latency_sums WHERE project_id = 2').pluck().get()).toBe(0);
     compareAll('all expired');
   });

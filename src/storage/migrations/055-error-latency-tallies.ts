@@ -7,39 +7,43 @@ import { backfillErrorLatency, LATENCY_BUCKET_SQL, LATENCY_COUNTED_SQL } from '.
  * times are REAL), so a histogram cannot give them; these tallies find the bucket holding each rank
  * and the events of that one bucket are read (src/storage/error-latency.ts).
  *
- * `error_latency_hours`: per project, filter partition (`dims`), service, environment, hour of
- * received time, source and latency bucket (src/domain/errors/latency.ts), how many events.
- * `error_latency_sums`: per the same but the bucket, how many events and the exact sum of their
- * latencies (hex of an integer count of 2^-1074). Both written at ingest and taken off by expiry.
+ * `error_latency_buckets`: per project, period length (`span_ms`: an hour or a day), filter
+ * partition (`dims`), service, environment, period start (UTC, of received time), source and latency
+ * bucket (src/domain/errors/latency.ts), how many events. `error_latency_sums`: per the same but the
+ * bucket, how many events and the exact sum of their latencies (hex of an integer count of 2^-1074).
+ * Both written at ingest and taken off by expiry. A window reads its whole days, its other whole
+ * hours (at most 46), and the events of its two partial hours.
  *
  * `error_events_latency`: the counted events (received at most an hour after they happened) by
  * source, latency bucket and received time, so the events of a window in one bucket are one range.
  */
-export const m055ErrorLatencyHours: Migration = {
+export const m055ErrorLatencyTallies: Migration = {
   version: 55,
-  name: 'per-hour latency bucket tallies for events.latency',
+  name: 'per-hour and per-day latency bucket tallies for events.latency',
   sql: `
-CREATE TABLE error_latency_hours (
+CREATE TABLE error_latency_buckets (
   project_id INTEGER NOT NULL,
+  span_ms INTEGER NOT NULL,
   dims INTEGER NOT NULL,
   service_name TEXT NOT NULL,
   environment TEXT NOT NULL,
-  hour INTEGER NOT NULL,
+  start_ms INTEGER NOT NULL,
   source TEXT NOT NULL,
   bucket INTEGER NOT NULL,
   n INTEGER NOT NULL,
-  PRIMARY KEY (project_id, dims, service_name, environment, hour, source, bucket)
+  PRIMARY KEY (project_id, span_ms, dims, service_name, environment, start_ms, source, bucket)
 ) WITHOUT ROWID;
 CREATE TABLE error_latency_sums (
   project_id INTEGER NOT NULL,
+  span_ms INTEGER NOT NULL,
   dims INTEGER NOT NULL,
   service_name TEXT NOT NULL,
   environment TEXT NOT NULL,
-  hour INTEGER NOT NULL,
+  start_ms INTEGER NOT NULL,
   source TEXT NOT NULL,
   n INTEGER NOT NULL,
   sum TEXT NOT NULL,
-  PRIMARY KEY (project_id, dims, service_name, environment, hour, source)
+  PRIMARY KEY (project_id, span_ms, dims, service_name, environment, start_ms, source)
 ) WITHOUT ROWID;
 CREATE INDEX error_events_latency ON error_events(project_id, source, ${LATENCY_BUCKET_SQL}, received_ms, service_name, environment, timestamp_ms)
   WHERE ${LATENCY_COUNTED_SQL};
