@@ -1,9 +1,9 @@
 /**
  * events.latency without reading every event of the window (issue 19; tables of migration 055).
  *
- * Per project, source, filter partition and UTC hour and day of received time,
- * `error_latency_buckets` counts events per latency bucket (src/domain/errors/latency.ts) and
- * `error_latency_sums` holds their count and exact latency sum. The partition (`dims`) is what a read
+ * Per project, source, filter partition and UTC hour and day of received time, a row of
+ * `error_latency_tallies` holds the count of events, their exact latency sum and their counts per
+ * latency bucket (src/domain/errors/latency.ts). The partition (`dims`) is what a read
  * filters on: 0 service and environment, 1 service only, 2 environment only, 3 neither (the unused
  * columns hold ''), so each period length is one index range whatever the filters. Events received
  * more than LATENCY_MAX_AGE_MS after they happened are not counted (the read leaves them out).
@@ -46,13 +46,31 @@ export interface LatencyStats {
   avg_ms: number | null;
 }
 
-type HistRow = [pid: number, span: number, dims: number, service: string, env: string, start: number, source: string, bucket: number, n: number];
-type SumRow = [pid: number, span: number, dims: number, service: string, env: string, start: number, source: string, n: number, units: bigint];
+type Key = [pid: number, span: number, dims: number, service: string, env: string, start: number, source: string];
+/** One row's change: events, latency sum (2^-1074 units) and bucket counts. */
+interface Delta { key: Key; n: number; units: bigint; counts: Map<number, number> }
+
+/** Bucket counts as stored: (bucket, count) pairs of int32, by bucket, none at 0. */
+export function encodeCounts(counts: Map<number, number>): Buffer {
+  const keys = [...counts.keys()].filter((b) => counts.get(b) !== 0).sort((x, y) => x - y);
+  const a = new Int32Array(keys.length * 2);
+  keys.forEach((b, i) => {
+    a[2 * i] = b;
+    a[2 * i + 1] = counts.get(b)!;
+  });
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+}
+
+export function decodeCounts(blob: Uint8Array): Int32Array {
+  // A copy: the blob's bytes need not be 4-byte aligned.
+  const a = new Int32Array(blob.byteLength / 4);
+  new Uint8Array(a.buffer).set(blob);
+  return a;
+}
 
 /** Counts and sums to add to (or, negative, take off) the tallies; written once per batch. */
 export class LatencyTally {
-  readonly hist = new Map<string, HistRow>();
-  readonly sums = new Map<string, SumRow>();
+  readonly rows = new Map<string, Delta>();
 
   /** One event (sign -1: one expired event). */
   add(pid: number, source: string, service: string, environment: string, receivedMs: number, timestampMs: number, sign = 1): void {
@@ -63,67 +81,60 @@ export class LatencyTally {
     for (const span of LATENCY_SPANS) {
       const start = Math.floor(receivedMs / span) * span;
       for (let dims = 0; dims < 4; dims++) {
-        const svc = dims & 2 ? '' : service;
-        const env = dims & 1 ? '' : environment;
-        this.addRows([pid, span, dims, svc, env, start, source, bucket, sign], [pid, span, dims, svc, env, start, source, sign, units]);
+        const d = this.row([pid, span, dims, dims & 2 ? '' : service, dims & 1 ? '' : environment, start, source]);
+        d.n += sign;
+        d.units += units;
+        d.counts.set(bucket, (d.counts.get(bucket) ?? 0) + sign);
       }
     }
   }
 
   merge(o: LatencyTally): void {
-    for (const h of o.hist.values()) this.addRows(h, null);
-    for (const s of o.sums.values()) this.addRows(null, s);
+    for (const x of o.rows.values()) {
+      const d = this.row(x.key);
+      d.n += x.n;
+      d.units += x.units;
+      for (const [b, c] of x.counts) d.counts.set(b, (d.counts.get(b) ?? 0) + c);
+    }
   }
 
-  private addRows(h: HistRow | null, s: SumRow | null): void {
-    if (h) {
-      const k = `${h[0]}\u0000${h[1]}\u0000${h[2]}\u0000${h[3]}\u0000${h[4]}\u0000${h[5]}\u0000${h[6]}\u0000${h[7]}`;
-      const r = this.hist.get(k);
-      if (r) r[8] += h[8];
-      else this.hist.set(k, [...h]);
-    }
-    if (s) {
-      const k = `${s[0]}\u0000${s[1]}\u0000${s[2]}\u0000${s[3]}\u0000${s[4]}\u0000${s[5]}\u0000${s[6]}`;
-      const r = this.sums.get(k);
-      if (r) {
-        r[7] += s[7];
-        r[8] += s[8];
-      } else this.sums.set(k, [...s]);
-    }
+  private row(key: Key): Delta {
+    const k = key.join('\u0000');
+    let d = this.rows.get(k);
+    if (!d) this.rows.set(k, (d = { key, n: 0, units: 0n, counts: new Map() }));
+    return d;
   }
 }
 
-/** Writes tallies into error_latency_buckets / error_latency_sums (adding to what is there; rows left at 0 go). */
+/** Writes tallies into error_latency_tallies (adding to what is there; rows left at 0 events go). */
 export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
   const KEY = 'project_id = ? AND span_ms = ? AND dims = ? AND service_name = ? AND environment = ? AND start_ms = ? AND source = ?';
-  const hist = db.prepare(`INSERT INTO error_latency_buckets (project_id, span_ms, dims, service_name, environment, start_ms, source, bucket, n) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (project_id, span_ms, dims, service_name, environment, start_ms, source, bucket) DO UPDATE SET n = n + excluded.n`);
-  const histEmpty = db.prepare(`DELETE FROM error_latency_buckets WHERE ${KEY} AND bucket = ? AND n <= 0`);
-  const sumGet = db.prepare(`SELECT n, sum FROM error_latency_sums WHERE ${KEY}`).raw();
-  const sumPut = db.prepare(`INSERT INTO error_latency_sums (project_id, span_ms, dims, service_name, environment, start_ms, source, n, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (project_id, span_ms, dims, service_name, environment, start_ms, source) DO UPDATE SET n = excluded.n, sum = excluded.sum`);
-  const sumDel = db.prepare(`DELETE FROM error_latency_sums WHERE ${KEY}`);
+  const get = db.prepare(`SELECT n, sum, counts FROM error_latency_tallies WHERE ${KEY}`).raw();
+  const put = db.prepare(`INSERT INTO error_latency_tallies (project_id, span_ms, dims, service_name, environment, start_ms, source, n, sum, counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (project_id, span_ms, dims, service_name, environment, start_ms, source) DO UPDATE SET n = excluded.n, sum = excluded.sum, counts = excluded.counts`);
+  const del = db.prepare(`DELETE FROM error_latency_tallies WHERE ${KEY}`);
   return (t) => {
-    for (const h of t.hist.values()) {
-      if (h[8] === 0) continue;
-      hist.run(...h);
-      if (h[8] < 0) histEmpty.run(...h.slice(0, 8));
-    }
-    for (const s of t.sums.values()) {
-      if (s[7] === 0 && s[8] === 0n) continue;
-      const key = s.slice(0, 7);
-      const old = sumGet.get(...key) as [number, string] | undefined;
-      const n = (old?.[0] ?? 0) + s[7];
-      const units = (old ? BigInt(`0x${old[1]}`) : 0n) + s[8];
-      if (n <= 0) sumDel.run(...key);
-      else sumPut.run(...key, n, units.toString(16));
+    for (const d of t.rows.values()) {
+      if (d.n === 0 && d.units === 0n && [...d.counts.values()].every((c) => c === 0)) continue;
+      const old = get.get(...d.key) as [number, string, Uint8Array] | undefined;
+      const n = (old?.[0] ?? 0) + d.n;
+      if (n <= 0) {
+        del.run(...d.key);
+        continue;
+      }
+      const counts = new Map(d.counts);
+      if (old) {
+        const a = decodeCounts(old[2]);
+        for (let i = 0; i < a.length; i += 2) counts.set(a[i]!, (counts.get(a[i]!) ?? 0) + a[i + 1]!);
+      }
+      put.run(...d.key, n, ((old ? BigInt(`0x${old[1]}`) : 0n) + d.units).toString(16), encodeCounts(counts));
     }
   };
 }
 
 /** Rebuilds the tallies of every event (migration 055's backfill; the scaling bench seeds with it). */
 export function backfillErrorLatency(db: Db): void {
-  db.exec('DELETE FROM error_latency_buckets; DELETE FROM error_latency_sums;');
+  db.exec('DELETE FROM error_latency_tallies');
   const write = latencyTallyWriter(db);
   const rows = db
     .prepare(`SELECT project_id, source, service_name, environment, received_ms, timestamp_ms FROM error_events WHERE ${LATENCY_COUNTED_SQL} ORDER BY project_id, received_ms`)
@@ -142,17 +153,16 @@ export function backfillErrorLatency(db: Db): void {
 export function createLatencyReader(db: Db) {
   const filters = (service: boolean, env: boolean) => `${service ? ' AND service_name = ?' : ''}${env ? ' AND environment = ?' : ''}`;
   type St = Statement<unknown[]>;
-  const cache = new Map<string, { hist: St; sums: St; edge: St; bucket: St }>();
+  const cache = new Map<string, { rows: St; edge: St; bucket: St }>();
   const stmts = (service: boolean, env: boolean) => {
     const k = `${service}${env}`;
     let s = cache.get(k);
     if (!s) {
       const f = filters(service, env);
       s = {
-        hist: db
-          .prepare('SELECT source, bucket, SUM(n) FROM error_latency_buckets WHERE project_id = ? AND span_ms = ? AND dims = ? AND service_name = ? AND environment = ? AND start_ms >= ? AND start_ms < ? GROUP BY source, bucket')
+        rows: db
+          .prepare('SELECT source, n, sum, counts FROM error_latency_tallies WHERE project_id = ? AND span_ms = ? AND dims = ? AND service_name = ? AND environment = ? AND start_ms >= ? AND start_ms < ?')
           .raw(),
-        sums: db.prepare('SELECT source, n, sum FROM error_latency_sums WHERE project_id = ? AND span_ms = ? AND dims = ? AND service_name = ? AND environment = ? AND start_ms >= ? AND start_ms < ?').raw(),
         edge: db
           .prepare(`SELECT source, ${LATENCY_SQL} FROM error_events INDEXED BY error_events_received WHERE project_id = ? AND received_ms >= ? AND received_ms <= ? AND received_ms - timestamp_ms <= ${LATENCY_MAX_AGE_MS}${f}`)
           .raw(),
@@ -194,14 +204,12 @@ export function createLatencyReader(db: Db) {
     const periods: [number, number, number][] = d0 < d1 ? [[DAY_MS, d0, d1], [HOUR_MS, h0, d0], [HOUR_MS, d1, h1]] : [[HOUR_MS, h0, h1]];
     for (const [span, lo, hi] of periods) {
       if (lo >= hi) continue;
-      for (const [source, bucket, n] of s.hist.all(pid, span, ...part, lo, hi) as [string, number, number][]) {
-        const p = of(source);
-        p.counts.set(bucket, (p.counts.get(bucket) ?? 0) + n);
-      }
-      for (const [source, n, sum] of s.sums.all(pid, span, ...part, lo, hi) as [string, number, string][]) {
+      for (const [source, n, sum, blob] of s.rows.all(pid, span, ...part, lo, hi) as [string, number, string, Uint8Array][]) {
         const p = of(source);
         p.n += n;
         p.units += BigInt(`0x${sum}`);
+        const a = decodeCounts(blob);
+        for (let i = 0; i < a.length; i += 2) p.counts.set(a[i]!, (p.counts.get(a[i]!) ?? 0) + a[i + 1]!);
       }
     }
     const edgeSums = new Map<string, ExactSum>();

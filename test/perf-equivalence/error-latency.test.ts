@@ -90,8 +90,7 @@ async function ingestSome(n: number) {
 }
 
 const tallies = () => ({
-  buckets: db.prepare('SELECT * FROM error_latency_buckets ORDER BY project_id, span_ms, dims, service_name, environment, start_ms, source, bucket').all(),
-  sums: db.prepare('SELECT * FROM error_latency_sums ORDER BY project_id, span_ms, dims, service_name, environment, start_ms, source').all(),
+  rows: db.prepare('SELECT * FROM error_latency_tallies ORDER BY project_id, span_ms, dims, service_name, environment, start_ms, source').all(),
 });
 
 function windows(): [number, number][] {
@@ -171,8 +170,7 @@ describe('events.latency from latency bucket tallies', () => {
     await ingestSome(600);
     expect(compareAll('ingest after expiry')).toBeGreaterThan(100);
     while (retention.expireBatch(errorTarget, '2', T0 + 100 * HOUR, 50) > 0);
-    expect(db.prepare('SELECT COUNT(*) FROM error_latency_buckets WHERE project_id = 2').pluck().get()).toBe(0);
-    expect(db.prepare('SELECT COUNT(*) FROM error_latency_sums WHERE project_id = 2').pluck().get()).toBe(0);
+    expect(db.prepare('SELECT COUNT(*) FROM error_latency_tallies WHERE project_id = 2').pluck().get()).toBe(0);
     compareAll('all expired');
   });
 

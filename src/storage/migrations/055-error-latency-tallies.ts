@@ -7,11 +7,12 @@ import { backfillErrorLatency, LATENCY_BUCKET_SQL, LATENCY_COUNTED_SQL } from '.
  * times are REAL), so a histogram cannot give them; these tallies find the bucket holding each rank
  * and the events of that one bucket are read (src/storage/error-latency.ts).
  *
- * `error_latency_buckets`: per project, period length (`span_ms`: an hour or a day), filter
- * partition (`dims`), service, environment, period start (UTC, of received time), source and latency
- * bucket (src/domain/errors/latency.ts), how many events. `error_latency_sums`: per the same but the
- * bucket, how many events and the exact sum of their latencies (hex of an integer count of 2^-1074).
- * Both written at ingest and taken off by expiry. A window reads its whole days, its other whole
+ * `error_latency_tallies`: per project, period length (`span_ms`: an hour or a day), filter
+ * partition (`dims`), service, environment, period start (UTC, of received time) and source: how
+ * many events, the exact sum of their latencies (hex of an integer count of 2^-1074) and their
+ * counts per latency bucket (src/domain/errors/latency.ts; int32 pairs). One row per period, not
+ * one per bucket: a write batch updates a few dozen rows, not thousands (a row per bucket made the
+ * tallies cost as much as the rest of error ingest). Written at ingest, taken off by expiry. A window reads its whole days, its other whole
  * hours (at most 46), and the events of its two partial hours.
  *
  * `error_events_latency`: the counted events (received at most an hour after they happened) by
@@ -21,19 +22,7 @@ export const m055ErrorLatencyTallies: Migration = {
   version: 55,
   name: 'per-hour and per-day latency bucket tallies for events.latency',
   sql: `
-CREATE TABLE error_latency_buckets (
-  project_id INTEGER NOT NULL,
-  span_ms INTEGER NOT NULL,
-  dims INTEGER NOT NULL,
-  service_name TEXT NOT NULL,
-  environment TEXT NOT NULL,
-  start_ms INTEGER NOT NULL,
-  source TEXT NOT NULL,
-  bucket INTEGER NOT NULL,
-  n INTEGER NOT NULL,
-  PRIMARY KEY (project_id, span_ms, dims, service_name, environment, start_ms, source, bucket)
-) WITHOUT ROWID;
-CREATE TABLE error_latency_sums (
+CREATE TABLE error_latency_tallies (
   project_id INTEGER NOT NULL,
   span_ms INTEGER NOT NULL,
   dims INTEGER NOT NULL,
@@ -43,6 +32,7 @@ CREATE TABLE error_latency_sums (
   source TEXT NOT NULL,
   n INTEGER NOT NULL,
   sum TEXT NOT NULL,
+  counts BLOB NOT NULL,
   PRIMARY KEY (project_id, span_ms, dims, service_name, environment, start_ms, source)
 ) WITHOUT ROWID;
 CREATE INDEX error_events_latency ON error_events(project_id, source, ${LATENCY_BUCKET_SQL}, received_ms, service_name, environment, timestamp_ms)
