@@ -50,14 +50,20 @@ type Key = [pid: number, span: number, dims: number, service: string, env: strin
 /** One row's change: events, latency sum (2^-1074 units) and bucket counts. */
 interface Delta { key: Key; n: number; units: bigint; counts: Map<number, number> }
 
-/** Bucket counts as stored: (bucket, count) pairs of int32, by bucket, none at 0. */
-export function encodeCounts(counts: Map<number, number>): Buffer {
-  const keys = [...counts.keys()].filter((b) => counts.get(b) !== 0).sort((x, y) => x - y);
-  const a = new Int32Array(keys.length * 2);
-  keys.forEach((b, i) => {
-    a[2 * i] = b;
-    a[2 * i + 1] = counts.get(b)!;
-  });
+/** Buckets are -1 … LATENCY_BUCKETS - 2: a dense array of counts is indexed by bucket + 1. */
+const LATENCY_BUCKETS = latencyBucket(LATENCY_MAX_AGE_MS) + 2;
+
+/** Bucket counts as stored: (bucket, count) pairs of int32, by bucket, none at 0; from dense counts (index bucket + 1). */
+export function encodeCounts(dense: Int32Array): Buffer {
+  let k = 0;
+  for (let i = 0; i < dense.length; i++) if (dense[i] !== 0) k++;
+  const a = new Int32Array(k * 2);
+  k = 0;
+  for (let i = 0; i < dense.length; i++) {
+    if (dense[i] === 0) continue;
+    a[k++] = i - 1;
+    a[k++] = dense[i]!;
+  }
   return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 }
 
@@ -113,6 +119,7 @@ export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
   const put = db.prepare(`INSERT INTO error_latency_tallies (project_id, span_ms, dims, service_name, environment, start_ms, source, n, sum, counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (project_id, span_ms, dims, service_name, environment, start_ms, source) DO UPDATE SET n = excluded.n, sum = excluded.sum, counts = excluded.counts`);
   const del = db.prepare(`DELETE FROM error_latency_tallies WHERE ${KEY}`);
+  const dense = new Int32Array(LATENCY_BUCKETS);
   return (t) => {
     for (const d of t.rows.values()) {
       if (d.n === 0 && d.units === 0n && [...d.counts.values()].every((c) => c === 0)) continue;
@@ -122,12 +129,13 @@ export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
         del.run(...d.key);
         continue;
       }
-      const counts = new Map(d.counts);
+      dense.fill(0);
+      for (const [b, c] of d.counts) dense[b + 1]! += c;
       if (old) {
         const a = decodeCounts(old[2]);
-        for (let i = 0; i < a.length; i += 2) counts.set(a[i]!, (counts.get(a[i]!) ?? 0) + a[i + 1]!);
+        for (let i = 0; i < a.length; i += 2) dense[a[i]! + 1]! += a[i + 1]!;
       }
-      put.run(...d.key, n, ((old ? BigInt(`0x${old[1]}`) : 0n) + d.units).toString(16), encodeCounts(counts));
+      put.run(...d.key, n, ((old ? BigInt(`0x${old[1]}`) : 0n) + d.units).toString(16), encodeCounts(dense));
     }
   };
 }
