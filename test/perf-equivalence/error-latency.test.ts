@@ -12,7 +12,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/storage/db.js';
+import Database from 'better-sqlite3';
+import { migrate, openDatabase } from '../../src/storage/db.js';
+import { MIGRATIONS } from '../../src/storage/migrations/index.js';
 import { createErrorsIngestRepo, type KeyedErrorEvent } from '../../src/storage/errors-repo.js';
 import { createErrorGroupsRepo } from '../../src/storage/error-groups-repo.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
@@ -180,5 +182,35 @@ describe('events.latency from latency bucket tallies', () => {
         AND received_ms >= 0 AND received_ms <= 1 AND received_ms - timestamp_ms <= 3600000`)
       .all() as { detail: string }[];
     expect(plan.map((p) => p.detail).join(' ')).toContain('error_events_latency');
+  });
+
+  it('are backfilled from the events stored before migration 055', () => {
+    const raw = new Database(join(dir, 'old.db'));
+    raw.pragma('foreign_keys = ON');
+    migrate(raw, { migrations: MIGRATIONS.filter((m) => m.version < 55) });
+    raw.prepare("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'Org', 0)").run();
+    raw.prepare("INSERT INTO projects (id, org_id, name, slug, created_at) VALUES (1, 'o', 'web', 'web', 0)").run();
+    const ev = raw.prepare(`INSERT INTO error_events (project_id, event_id, group_id, fingerprint_group_id, timestamp_ms, received_ms, source, platform, level, type, message, title,
+      service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json, payload)
+      VALUES (1, ?, 'g', 'g', ?, ?, ?, 'node', 'error', 'Error', '', 'E', ?, ?, '', '', '', NULL, NULL, '{}', NULL, '{}')`);
+    for (let i = 0; i < 2000; i++) {
+      const received = T0 + int(50 * HOUR);
+      ev.run(`o${i}`, received - latency() - int(1000) / 1000, received, rnd() < 0.7 ? 'sentry' : 'otlp', SERVICES[int(SERVICES.length)]!, ENVS[int(ENVS.length)]!);
+    }
+    migrate(raw);
+    const reader = createLatencyReader(raw);
+    const scan = createErrorGroupsRepo(raw);
+    let compared = 0;
+    for (const [fromMs, toMs] of windows())
+      for (const service of [undefined, 'api'])
+        for (const environment of [undefined, 'staging']) {
+          const o = { fromMs, toMs, service, environment };
+          const got = reader('1', o);
+          if (got === null) continue;
+          expect(got, JSON.stringify(o)).toEqual(scan.latencyScan('1', o));
+          if (got.length) compared++;
+        }
+    expect(compared).toBeGreaterThan(20);
+    raw.close();
   });
 });
