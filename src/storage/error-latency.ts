@@ -1,15 +1,15 @@
 /**
  * events.latency without reading every event of the window (issue 19; tables of migration 055).
  *
- * Per project, source, filter partition and UTC hour and day of received time, a row of
+ * Per project, source, filter partition and UTC 5 minutes, hour and day of received time, a row of
  * `error_latency_tallies` holds the count of events, their exact latency sum and their counts per
  * latency bucket (src/domain/errors/latency.ts). The partition (`dims`) is what a read
  * filters on: 0 service and environment, 1 service only, 2 environment only, 3 neither (the unused
  * columns hold ''), so each period length is one index range whatever the filters. Events received
  * more than LATENCY_MAX_AGE_MS after they happened are not counted (the read leaves them out).
  *
- * A read takes the window's whole days and its other whole hours from the tallies and its two
- * partial edge hours from the events (error_events_received), finds per percentile the bucket
+ * A read takes the window's whole days, hours and 5-minute spans from the tallies and its two
+ * partial 5-minute edges from the events (error_events_received), finds per percentile the bucket
  * holding its rank, then reads the events of the window in that bucket (error_events_latency: one
  * index range) and sorts them: the answer is the exact nearest-rank value. What a bucket holds is
  * checked against its tally; a difference (which would be a bug) makes the caller read every event
@@ -24,8 +24,23 @@ import { ExactSum, exactUnits, latencyBucket, latencyBucketSql, nearestRankIndex
 import { HOUR_MS } from './migrations/046-error-group-hours.js';
 
 const DAY_MS = 24 * HOUR_MS;
-/** The periods tallied: UTC hours and days of received time (a window reads its whole days, then its whole hours). */
-export const LATENCY_SPANS = [HOUR_MS, DAY_MS] as const;
+/**
+ * The periods tallied: UTC 5-minute spans, hours and days of received time, each dividing the next.
+ * A window reads its whole days, then its other whole hours (at most 46), then its other whole
+ * 5-minute spans (at most 22), then the events of its two partial 5-minute spans.
+ */
+export const LATENCY_SPANS = [5 * 60_000, HOUR_MS, DAY_MS] as const;
+
+/** The whole periods covering [lo, hi) (both multiples of the finest span), coarsest first. */
+function cover(lo: number, hi: number, spans: readonly number[]): [span: number, lo: number, hi: number][] {
+  if (lo >= hi || !spans.length) return [];
+  const span = spans[spans.length - 1]!;
+  const rest = spans.slice(0, -1);
+  const s0 = Math.ceil(lo / span) * span;
+  const s1 = Math.floor(hi / span) * span;
+  if (s0 >= s1) return cover(lo, hi, rest);
+  return [[span, s0, s1], ...cover(lo, s0, rest), ...cover(s1, hi, rest)];
+}
 
 /** events.latency leaves out events received more than this long after they happened. */
 export const LATENCY_MAX_AGE_MS = 3_600_000;
@@ -155,8 +170,8 @@ export function backfillErrorLatency(db: Db): void {
 
 /**
  * The fast read: per source, count, nearest-rank p50/p95/p99, max and average of the latencies of
- * events received in [fromMs, toMs] — or null when the window holds no whole hour (its events are
- * then the read) or when a bucket's events do not match its tally.
+ * events received in [fromMs, toMs] — or null when the window holds no whole 5-minute span (its
+ * events are then the read) or when a bucket's events do not match its tally.
  */
 export function createLatencyReader(db: Db) {
   const filters = (service: boolean, env: boolean) => `${service ? ' AND service_name = ?' : ''}${env ? ' AND environment = ?' : ''}`;
@@ -194,22 +209,22 @@ export function createLatencyReader(db: Db) {
     if (hasE) fargs.push(o.environment);
     const dims = (hasS ? 0 : 2) + (hasE ? 0 : 1);
     const part = [dims, o.service ?? '', o.environment ?? ''];
-    // Whole hours [h0, h1) inside the window; the rest of it (received times are integers) from events.
-    const h0 = Math.ceil(o.fromMs / HOUR_MS) * HOUR_MS;
-    const h1 = Math.floor((Math.floor(o.toMs) + 1) / HOUR_MS) * HOUR_MS;
-    // Within one or two hours, reading the window's events is the read (the caller's).
-    if (h0 >= h1) return null;
-    const per = new Map<string, { counts: Map<number, number>; n: number; units: bigint }>();
+    // Whole 5-minute spans [f0, f1) inside the window, read from the tallies in the coarsest periods
+    // that cover them; the rest of it (received times are integers) from events.
+    const fine = LATENCY_SPANS[0];
+    const f0 = Math.ceil(o.fromMs / fine) * fine;
+    const f1 = Math.floor((Math.floor(o.toMs) + 1) / fine) * fine;
+    // Within ten minutes, reading the window's events is the read (the caller's).
+    if (f0 >= f1) return null;
+    // Per source: events, latency sum, and counts by bucket + 1.
+    const per = new Map<string, { counts: Float64Array; n: number; units: bigint }>();
     const of = (source: string) => {
       let p = per.get(source);
-      if (!p) per.set(source, (p = { counts: new Map(), n: 0, units: 0n }));
+      if (!p) per.set(source, (p = { counts: new Float64Array(LATENCY_BUCKETS), n: 0, units: 0n }));
       return p;
     };
-    const edges: [number, number][] = [[o.fromMs, h0 - 1], [h1, o.toMs]];
-    // Whole days [d0, d1) from the day tallies, the other whole hours from the hour tallies.
-    const d0 = Math.ceil(h0 / DAY_MS) * DAY_MS;
-    const d1 = Math.floor(h1 / DAY_MS) * DAY_MS;
-    const periods: [number, number, number][] = d0 < d1 ? [[DAY_MS, d0, d1], [HOUR_MS, h0, d0], [HOUR_MS, d1, h1]] : [[HOUR_MS, h0, h1]];
+    const edges: [number, number][] = [[o.fromMs, f0 - 1], [f1, o.toMs]];
+    const periods = cover(f0, f1, LATENCY_SPANS);
     for (const [span, lo, hi] of periods) {
       if (lo >= hi) continue;
       for (const [source, n, sum, blob] of s.rows.all(pid, span, ...part, lo, hi) as [string, number, string, Uint8Array][]) {
@@ -217,7 +232,7 @@ export function createLatencyReader(db: Db) {
         p.n += n;
         p.units += BigInt(`0x${sum}`);
         const a = decodeCounts(blob);
-        for (let i = 0; i < a.length; i += 2) p.counts.set(a[i]!, (p.counts.get(a[i]!) ?? 0) + a[i + 1]!);
+        for (let i = 0; i < a.length; i += 2) p.counts[a[i]! + 1]! += a[i + 1]!;
       }
     }
     const edgeSums = new Map<string, ExactSum>();
@@ -225,8 +240,7 @@ export function createLatencyReader(db: Db) {
       if (lo > hi) continue;
       for (const [source, x] of s.edge.all(pid, lo, hi, ...fargs) as [string, number][]) {
         const p = of(source);
-        const b = latencyBucket(x);
-        p.counts.set(b, (p.counts.get(b) ?? 0) + 1);
+        p.counts[latencyBucket(x) + 1]!++;
         p.n++;
         let sum = edgeSums.get(source);
         if (!sum) edgeSums.set(source, (sum = new ExactSum()));
@@ -238,14 +252,20 @@ export function createLatencyReader(db: Db) {
     for (const source of [...per.keys()].sort()) {
       const p = per.get(source)!;
       if (p.n <= 0) continue;
-      const buckets = [...p.counts].filter(([, c]) => c !== 0).sort((a, b) => a[0] - b[0]);
-      if (buckets.some(([, c]) => c < 0) || buckets.reduce((a, [, c]) => a + c, 0) !== p.n) return null;
+      let total = 0;
+      for (const c of p.counts) {
+        if (c < 0) return null;
+        total += c;
+      }
+      if (total !== p.n) return null;
       const read = new Map<number, Float64Array>();
       // The value of 0-based rank r: the bucket holding it, read from the events of the window and sorted.
       const at = (r: number): number | null => {
         let below = 0;
-        for (const [b, c] of buckets) {
+        for (let i = 0; i < p.counts.length; i++) {
+          const c = p.counts[i]!;
           if (r < below + c) {
+            const b = i - 1;
             let v = read.get(b);
             if (!v) {
               v = Float64Array.from(s.bucket.all(pid, source, b, o.fromMs, o.toMs, ...fargs) as number[]).sort();

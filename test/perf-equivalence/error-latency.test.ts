@@ -1,11 +1,11 @@
 /**
- * events.latency reads the window's whole days and hours from per-day and per-hour latency bucket
- * tallies kept at ingest (migration 055), its edge hours from events, and the one bucket holding each rank from events. On
+ * events.latency reads the window's whole days, hours and 5-minute spans from latency bucket
+ * tallies kept at ingest (migration 055), its partial 5-minute edges from events, and the one bucket holding each rank from events. On
  * randomized data over three UTC days (two sources, services and environments including '', fractional, integer and
  * repeated latencies, exactly 0, clock skew into the future, events received later than an hour or
  * exactly an hour after they happened, repeated event ids) its answer equals reading every event of
  * the window — through write batches (a rolled-back job included), windows with edges inside hours,
- * on hour boundaries or inside one hour, every filter combination, and expiry in small batches with
+ * on hour boundaries or inside one 5-minute span, every filter combination, and expiry in small batches with
  * its cutoff inside an hour. The tallies equal those the migration's backfill rebuilds from events.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -35,6 +35,7 @@ db.prepare("INSERT INTO projects (id, org_id, name, slug, created_at) VALUES (1,
 db.prepare("INSERT INTO projects (id, org_id, name, slug, created_at) VALUES (2, 'o', 'api', 'api', 0)").run();
 
 const HOUR = 3_600_000;
+const FIVE = 300_000;
 const T0 = Date.UTC(2026, 0, 1, 0);
 const rnd = rng(19);
 const int = (n: number) => Math.floor(rnd() * n);
@@ -101,10 +102,11 @@ function windows(): [number, number][] {
     [T0 + HOUR + 0.5, T0 + 3 * HOUR - 7], [T0 + 2 * HOUR + 5, T0 + 2 * HOUR + 1800_000], [T0 + 20 * HOUR, T0 + 21 * HOUR], [T0 + HOUR - 1, T0 + 2 * HOUR],
     [T0 + 4 * HOUR, T0 + 5 * HOUR - 1], [T0 + 4 * HOUR + 1, T0 + 6 * HOUR - 2], [T0, T0 + 48 * HOUR - 1], [T0 + 24 * HOUR - 1, T0 + 48 * HOUR + 5],
     [T0 + 3.5 * HOUR, T0 + 50 * HOUR + 17], [T0 - 5 * HOUR, T0 + 70 * HOUR], [T0 + 23 * HOUR + 1, T0 + 25 * HOUR],
+    [T0 + 7 * FIVE, T0 + 8 * FIVE - 1], [T0 + 7 * FIVE + 1, T0 + 9 * FIVE], [T0 + 7 * FIVE - 3, T0 + 30 * FIVE + 2], [T0 + 11 * HOUR + 17, T0 + 11 * HOUR + 2 * FIVE + 16],
   ];
   for (let i = 0; i < 25; i++) {
     const a = T0 - HOUR + int(62 * HOUR);
-    const b = rnd() < 0.3 ? a + int(HOUR) : a + int(62 * HOUR);
+    const b = rnd() < 0.3 ? a + int(HOUR) : rnd() < 0.2 ? a + int(4 * FIVE) : a + int(62 * HOUR);
     w.push([a, b]);
   }
   return w;
@@ -119,10 +121,10 @@ function compareAll(label: string) {
           const o = { fromMs, toMs, service, environment };
           const at = `${label} ${JSON.stringify({ pid, ...o })}`;
           const expected = groups.latencyScan(pid, o);
-          // A window holding a whole hour is read from the tallies (null: their read gave up); a shorter one from its events.
-          const wholeHour = Math.ceil(fromMs / HOUR) * HOUR + HOUR - 1 <= toMs;
+          // A window holding a whole 5-minute span is read from the tallies (null: their read gave up); a shorter one from its events.
+          const wholeSpan = Math.ceil(fromMs / FIVE) * FIVE + FIVE - 1 <= toMs;
           const got = fast(pid, o);
-          if (wholeHour) {
+          if (wholeSpan) {
             expect(got, at).not.toBeNull();
             expect(got, at).toEqual(expected);
             if (got!.length) compared++;
