@@ -155,17 +155,28 @@ export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
   };
 }
 
-/** Rebuilds the tallies of every event (migration 055's backfill; the scaling bench seeds with it). */
+/**
+ * Rebuilds the tallies of every event (migration 055's backfill; the scaling bench seeds with it),
+ * a UTC day of received time at a time (every period lies within one day): the tallies in memory
+ * are one day's.
+ */
 export function backfillErrorLatency(db: Db): void {
   db.exec('DELETE FROM error_latency_tallies');
   const write = latencyTallyWriter(db);
-  const rows = db
-    .prepare(`SELECT project_id, source, service_name, environment, received_ms, timestamp_ms FROM error_events WHERE ${LATENCY_COUNTED_SQL} ORDER BY project_id, received_ms`)
+  const projects = db.prepare('SELECT DISTINCT project_id FROM error_events').pluck().all() as number[];
+  const range = db.prepare('SELECT MIN(received_ms), MAX(received_ms) FROM error_events WHERE project_id = ?').raw();
+  const day = db
+    .prepare(`SELECT source, service_name, environment, received_ms, timestamp_ms FROM error_events INDEXED BY error_events_received
+      WHERE project_id = ? AND received_ms >= ? AND received_ms < ? AND ${LATENCY_COUNTED_SQL}`)
     .raw();
-  const t = new LatencyTally();
-  for (const r of rows.iterate() as Iterable<[number, string, string, string, number, number]>) t.add(r[0], r[1], r[2], r[3], r[4], r[5]);
-  // Written after the read (a statement cannot write while another iterates the database).
-  write(t);
+  for (const pid of projects) {
+    const [lo, hi] = range.get(pid) as [number, number];
+    for (let d = Math.floor(lo / DAY_MS) * DAY_MS; d <= hi; d += DAY_MS) {
+      const t = new LatencyTally();
+      for (const r of day.all(pid, d, d + DAY_MS) as [string, string, string, number, number][]) t.add(pid, r[0], r[1], r[2], r[3], r[4]);
+      write(t);
+    }
+  }
 }
 
 /**
