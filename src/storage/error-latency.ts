@@ -30,6 +30,7 @@ const DAY_MS = 24 * HOUR_MS;
  * 5-minute spans (at most 22), then the events of its two partial 5-minute spans.
  */
 export const LATENCY_SPANS = [5 * 60_000, HOUR_MS, DAY_MS] as const;
+const FINE_MS = LATENCY_SPANS[0];
 
 /** The whole periods covering [lo, hi) (both multiples of the finest span), coarsest first. */
 function cover(lo: number, hi: number, spans: readonly number[]): [span: number, lo: number, hi: number][] {
@@ -89,42 +90,60 @@ export function decodeCounts(blob: Uint8Array): Int32Array {
   return a;
 }
 
-/** Counts and sums to add to (or, negative, take off) the tallies; written once per batch. */
+/**
+ * Counts and sums to add to (or, negative, take off) the tallies; written once per batch. Kept per
+ * (project, source, service, environment, 5 minutes) while events come, and rolled up into the rows
+ * of every partition and period when written (per event: one map entry, not twelve).
+ */
 export class LatencyTally {
-  readonly rows = new Map<string, Delta>();
+  readonly cells = new Map<string, Delta>();
 
   /** One event (sign -1: one expired event). */
   add(pid: number, source: string, service: string, environment: string, receivedMs: number, timestampMs: number, sign = 1): void {
     if (!(receivedMs - timestampMs <= LATENCY_MAX_AGE_MS)) return;
     const x = Math.max(0, receivedMs - timestampMs);
     const bucket = latencyBucket(x);
-    const units = sign > 0 ? exactUnits(x) : -exactUnits(x);
-    for (const span of LATENCY_SPANS) {
-      const start = Math.floor(receivedMs / span) * span;
-      for (let dims = 0; dims < 4; dims++) {
-        const d = this.row([pid, span, dims, dims & 2 ? '' : service, dims & 1 ? '' : environment, start, source]);
-        d.n += sign;
-        d.units += units;
-        d.counts.set(bucket, (d.counts.get(bucket) ?? 0) + sign);
-      }
-    }
+    const start = Math.floor(receivedMs / FINE_MS) * FINE_MS;
+    const d = this.cell([pid, FINE_MS, 0, service, environment, start, source]);
+    d.n += sign;
+    d.units += sign > 0 ? exactUnits(x) : -exactUnits(x);
+    d.counts.set(bucket, (d.counts.get(bucket) ?? 0) + sign);
   }
 
   merge(o: LatencyTally): void {
-    for (const x of o.rows.values()) {
-      const d = this.row(x.key);
-      d.n += x.n;
-      d.units += x.units;
-      for (const [b, c] of x.counts) d.counts.set(b, (d.counts.get(b) ?? 0) + c);
-    }
+    for (const x of o.cells.values()) addDelta(this.cell(x.key), x);
   }
 
-  private row(key: Key): Delta {
+  /** The changes of every stored row: each cell in each partition and period. */
+  rows(): Delta[] {
+    const rows = new Map<string, Delta>();
+    for (const c of this.cells.values()) {
+      const [pid, , , service, env, start, source] = c.key;
+      for (const span of LATENCY_SPANS) {
+        for (let dims = 0; dims < 4; dims++) {
+          const key: Key = [pid, span, dims, dims & 2 ? '' : service, dims & 1 ? '' : env, Math.floor(start / span) * span, source];
+          const k = key.join('\u0000');
+          let d = rows.get(k);
+          if (!d) rows.set(k, (d = { key, n: 0, units: 0n, counts: new Map() }));
+          addDelta(d, c);
+        }
+      }
+    }
+    return [...rows.values()];
+  }
+
+  private cell(key: Key): Delta {
     const k = key.join('\u0000');
-    let d = this.rows.get(k);
-    if (!d) this.rows.set(k, (d = { key, n: 0, units: 0n, counts: new Map() }));
+    let d = this.cells.get(k);
+    if (!d) this.cells.set(k, (d = { key, n: 0, units: 0n, counts: new Map() }));
     return d;
   }
+}
+
+function addDelta(into: Delta, x: Delta): void {
+  into.n += x.n;
+  into.units += x.units;
+  for (const [b, c] of x.counts) into.counts.set(b, (into.counts.get(b) ?? 0) + c);
 }
 
 /** Writes tallies into error_latency_tallies (adding to what is there; rows left at 0 events go). */
@@ -136,7 +155,7 @@ export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
   const del = db.prepare(`DELETE FROM error_latency_tallies WHERE ${KEY}`);
   const dense = new Int32Array(LATENCY_BUCKETS);
   return (t) => {
-    for (const d of t.rows.values()) {
+    for (const d of t.rows()) {
       if (d.n === 0 && d.units === 0n && [...d.counts.values()].every((c) => c === 0)) continue;
       const old = get.get(...d.key) as [number, string, Uint8Array] | undefined;
       const n = (old?.[0] ?? 0) + d.n;
