@@ -25,11 +25,13 @@ import { HOUR_MS } from './migrations/046-error-group-hours.js';
 
 const DAY_MS = 24 * HOUR_MS;
 /**
- * The periods tallied: UTC 5-minute spans, hours and days of received time, each dividing the next.
- * A window reads its whole days, then its other whole hours (at most 46), then its other whole
- * 5-minute spans (at most 22), then the events of its two partial 5-minute spans.
+ * The periods tallied: UTC 5-minute spans and hours of received time. A window reads its whole hours
+ * (at most 744 rows: 31 days), then its other whole 5-minute spans (at most 22), then the events of
+ * its two partial 5-minute spans. Days were tallied too and dropped: a row per day is rewritten by
+ * every write batch of the day (its bucket counts are the largest blob), and reading 744 hour rows
+ * costs a few milliseconds.
  */
-export const LATENCY_SPANS = [5 * 60_000, HOUR_MS, DAY_MS] as const;
+export const LATENCY_SPANS = [5 * 60_000, HOUR_MS] as const;
 const FINE_MS = LATENCY_SPANS[0];
 
 /** The whole periods covering [lo, hi) (both multiples of the finest span), coarsest first. */
@@ -69,18 +71,39 @@ interface Delta { key: Key; n: number; units: bigint; counts: Map<number, number
 /** Buckets are -1 … LATENCY_BUCKETS - 2: a dense array of counts is indexed by bucket + 1. */
 const LATENCY_BUCKETS = latencyBucket(LATENCY_MAX_AGE_MS) + 2;
 
-/** Bucket counts as stored: (bucket, count) pairs of int32, by bucket, none at 0; from dense counts (index bucket + 1). */
-export function encodeCounts(dense: Int32Array): Buffer {
-  let k = 0;
-  for (let i = 0; i < dense.length; i++) if (dense[i] !== 0) k++;
-  const a = new Int32Array(k * 2);
-  k = 0;
-  for (let i = 0; i < dense.length; i++) {
-    if (dense[i] === 0) continue;
-    a[k++] = i - 1;
-    a[k++] = dense[i]!;
-  }
+/** Bucket counts as stored: (bucket, count) pairs of int32, by bucket, none at 0. */
+export function encodeCounts(counts: Map<number, number>): Buffer {
+  return packPairs([...counts].sort((x, y) => x[0] - y[0]));
+}
+
+function packPairs(sorted: [number, number][]): Buffer {
+  const kept = sorted.filter(([, c]) => c !== 0);
+  const a = new Int32Array(kept.length * 2);
+  kept.forEach(([b, c], i) => {
+    a[2 * i] = b;
+    a[2 * i + 1] = c;
+  });
   return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+}
+
+/** Stored pairs plus changes (both by bucket), stored again. */
+function mergeCounts(stored: Int32Array, delta: Map<number, number>): Buffer {
+  const d = [...delta].sort((x, y) => x[0] - y[0]);
+  const out: [number, number][] = [];
+  let i = 0;
+  let j = 0;
+  while (i < stored.length || j < d.length) {
+    const b = i < stored.length ? stored[i]! : Infinity;
+    if (j < d.length && d[j]![0] < b) out.push(d[j++]!);
+    else if (j < d.length && d[j]![0] === b) {
+      out.push([b, stored[i + 1]! + d[j++]![1]]);
+      i += 2;
+    } else {
+      out.push([b, stored[i + 1]!]);
+      i += 2;
+    }
+  }
+  return packPairs(out);
 }
 
 export function decodeCounts(blob: Uint8Array): Int32Array {
@@ -153,7 +176,6 @@ export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
   const put = db.prepare(`INSERT INTO error_latency_tallies (project_id, span_ms, dims, service_name, environment, start_ms, source, n, sum, counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (project_id, span_ms, dims, service_name, environment, start_ms, source) DO UPDATE SET n = excluded.n, sum = excluded.sum, counts = excluded.counts`);
   const del = db.prepare(`DELETE FROM error_latency_tallies WHERE ${KEY}`);
-  const dense = new Int32Array(LATENCY_BUCKETS);
   return (t) => {
     for (const d of t.rows()) {
       if (d.n === 0 && d.units === 0n && [...d.counts.values()].every((c) => c === 0)) continue;
@@ -163,13 +185,8 @@ export function latencyTallyWriter(db: Db): (t: LatencyTally) => void {
         del.run(...d.key);
         continue;
       }
-      dense.fill(0);
-      for (const [b, c] of d.counts) dense[b + 1]! += c;
-      if (old) {
-        const a = decodeCounts(old[2]);
-        for (let i = 0; i < a.length; i += 2) dense[a[i]! + 1]! += a[i + 1]!;
-      }
-      put.run(...d.key, n, ((old ? BigInt(`0x${old[1]}`) : 0n) + d.units).toString(16), encodeCounts(dense));
+      const counts = old ? mergeCounts(decodeCounts(old[2]), d.counts) : encodeCounts(d.counts);
+      put.run(...d.key, n, ((old ? BigInt(`0x${old[1]}`) : 0n) + d.units).toString(16), counts);
     }
   };
 }

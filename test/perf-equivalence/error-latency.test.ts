@@ -1,12 +1,13 @@
 /**
- * events.latency reads the window's whole days, hours and 5-minute spans from latency bucket
- * tallies kept at ingest (migration 055), its partial 5-minute edges from events, and the one bucket holding each rank from events. On
- * randomized data over three UTC days (two sources, services and environments including '', fractional, integer and
- * repeated latencies, exactly 0, clock skew into the future, events received later than an hour or
- * exactly an hour after they happened, repeated event ids) its answer equals reading every event of
- * the window — through write batches (a rolled-back job included), windows with edges inside hours,
- * on hour boundaries or inside one 5-minute span, every filter combination, and expiry in small batches with
- * its cutoff inside an hour. The tallies equal those the migration's backfill rebuilds from events.
+ * events.latency reads the window's whole hours and 5-minute spans from latency bucket tallies kept
+ * at ingest (migration 055), its partial 5-minute edges from events, and the one bucket holding each
+ * rank from events. On randomized data over three UTC days (two sources, services and environments
+ * including '', fractional, integer and repeated latencies, exactly 0, clock skew into the future,
+ * events received later than an hour or exactly an hour after they happened, repeated event ids) its
+ * answer equals reading every event of the window — through write batches (a rolled-back job
+ * included), windows with edges inside hours, on hour boundaries or inside one 5-minute span, seven
+ * filter combinations, and expiry in small batches with its cutoff inside an hour. The tallies equal
+ * those the migration's backfill rebuilds from events, also for events stored before it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
