@@ -25,6 +25,7 @@ import { DAY, FROM, NOW, ROUTES, SERVICES, int, pick, points, rand, resources, s
 import { userFieldSql, userKeySql } from '../src/domain/errors/users.js';
 import { shortId } from '../src/storage/errors-repo.js';
 import { ERROR_GROUP_HOURS_BACKFILL } from '../src/storage/migrations/046-error-group-hours.js';
+import { backfillErrorLatency } from '../src/storage/error-latency.js';
 import { timeGetP95 } from './lib.js';
 
 const { values: opts } = parseArgs({ options: { sizes: { type: 'string' }, runs: { type: 'string' }, skip: { type: 'string' }, only: { type: 'string' } } });
@@ -165,6 +166,8 @@ function seedErrors(db: ReturnType<typeof createSightline>['db'], pid: number, n
   db.transaction(() => {
     // The per-(group, hour, user key) tallies ingest keeps, as migration 046 backfills them.
     db.exec(ERROR_GROUP_HOURS_BACKFILL);
+    // The per-hour latency bucket tallies behind events.latency, as migration 055 backfills them.
+    backfillErrorLatency(db);
     // The group rollups, as migration 034 backfills them from events.
     for (const [kind, col] of [['environment', 'environment'], ['service', 'service_name'], ['release', 'release']] as const)
       db.prepare(`INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen)

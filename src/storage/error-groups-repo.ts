@@ -5,6 +5,7 @@ import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
 import { HOUR_MS } from './migrations/046-error-group-hours.js';
+import { createLatencyReader, LATENCY_MAX_AGE_MS } from './error-latency.js';
 
 /**
  * The read and workflow side of error groups (the write side, grouping at ingest, is errors-repo.ts):
@@ -347,6 +348,7 @@ export function compileEventTerms(terms: readonly EventQueryTerm[]): { sql: stri
 }
 
 export function createErrorGroupsRepo(db: Db) {
+  const latencyFast = createLatencyReader(db);
   const STATE_JOIN = 'LEFT JOIN error_group_user_state us ON us.group_id = g.id AND us.user_id = ?';
   const STATE_COLS = 'COALESCE(us.bookmarked, 0) AS bookmarked, COALESCE(us.subscribed, 0) AS subscribed';
   const s = {
@@ -856,6 +858,14 @@ export function createErrorGroupsRepo(db: Db) {
      * backlog) say nothing about the pipeline and are left out.
      */
     latency(projectId: string, o: { fromMs: number; toMs: number; service?: string; environment?: string }): LatencyRow[] {
+      return latencyFast(projectId, o) ?? this.latencyScan(projectId, o);
+    },
+
+    /**
+     * events.latency straight from the events of the window (every one read and sorted): the
+     * reference the tallies' read is checked against, and what it falls back to.
+     */
+    latencyScan(projectId: string, o: { fromMs: number; toMs: number; service?: string; environment?: string }): LatencyRow[] {
       const where = ['project_id = ?', 'received_ms >= ?', 'received_ms <= ?', 'received_ms - timestamp_ms <= ?'];
       const args: unknown[] = [Number(projectId), o.fromMs, o.toMs, LATENCY_MAX_AGE_MS];
       if (o.service !== undefined) {
@@ -907,4 +917,4 @@ export type ErrorGroupsRepo = ReturnType<typeof createErrorGroupsRepo>;
 export const SEARCH_TOTAL_CAP = 1000;
 
 /** events.latency leaves out events received more than this long after they happened. */
-export const LATENCY_MAX_AGE_MS = 3_600_000;
+export { LATENCY_MAX_AGE_MS };

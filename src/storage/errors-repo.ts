@@ -5,6 +5,7 @@ import type { ErrorEventRecord } from '../domain/telemetry-types.js';
 import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
 import { hourOf } from './migrations/046-error-group-hours.js';
+import { LatencyTally, latencyTallyWriter } from './error-latency.js';
 
 export interface ErrorGroupRow {
   id: string;
@@ -94,7 +95,9 @@ export function createErrorsIngestRepo(db: Db) {
    */
   const tallies = batchTallies(newTally, (into, from) => into.merge(from), (t) => write(t));
 
+  const writeLatency = latencyTallyWriter(db);
   const write = (t: Tally) => {
+    writeLatency(t.lat);
     const newUsers = new Map<string, number>();
     for (const u of t.users.values()) {
       if (s.user.run(u.group, u.key, u.id, u.ts).changes > 0) newUsers.set(u.group, (newUsers.get(u.group) ?? 0) + 1);
@@ -145,6 +148,7 @@ export function createErrorsIngestRepo(db: Db) {
           target.status = 'unresolved';
         }
         t.add(effective, e, now);
+        t.lat.add(pid, e.source, e.service_name, e.environment, e.received_ms, e.timestamp_ms);
       }
       groups.push(effective);
     }
@@ -214,6 +218,8 @@ interface Tally {
   dims: Map<string, DimTally>;
   users: Map<string, UserTally>;
   hours: Map<string, HourTally>;
+  /** Latency bucket counts and sums behind events.latency (migration 055). */
+  lat: LatencyTally;
   add(group: string, e: ErrorEventRecord, now: number): void;
   merge(o: Tally): void;
 }
@@ -227,6 +233,7 @@ function newTally(): Tally {
   const dims = new Map<string, DimTally>();
   const users = new Map<string, UserTally>();
   const hours = new Map<string, HourTally>();
+  const lat = new LatencyTally();
   const hourUser = (group: string, hour: number, key: string, n: number) => {
     const k = `${group}\u0000${hour}\u0000${key}`;
     const h = hours.get(k);
@@ -262,6 +269,7 @@ function newTally(): Tally {
     dims,
     users,
     hours,
+    lat,
     add(group: string, e: ErrorEventRecord, now: number) {
       const ts = e.timestamp_ms;
       const rank = LEVEL_RANK[e.level] ?? 3;
@@ -283,6 +291,7 @@ function newTally(): Tally {
       for (const d of o.dims.values()) dim(d.group, d.kind, d.value, d.n, d.min, d.max);
       for (const [k, u] of o.users) if (!users.has(k)) users.set(k, u);
       for (const h of o.hours.values()) hourUser(h.group, h.hour, h.key, h.n);
+      lat.merge(o.lat);
     },
   };
 }

@@ -6,6 +6,7 @@ import { LOG_COUNT_TABLES } from './migrations/004-log-counts.js';
 import { rowDimsIdSql } from './log-dims.js';
 import { LOG_HTTP_METHOD_SQL, logTemplateSql } from './attr-keysets.js';
 import { HOUR_SQL } from './migrations/046-error-group-hours.js';
+import { LatencyTally, latencyTallyWriter } from './error-latency.js';
 import { userKeyOf, userKeySql } from '../domain/errors/users.js';
 
 const safeParse = (s: string): unknown => {
@@ -132,19 +133,26 @@ const logsExpiry = (db: Db) => {
  * What goes with expiring error events: their counts in the per-(group, hour, user key) tallies
  * behind the window counts of errors.list / errors.get (migration 046), taken off per batch; rows
  * left at 0 are deleted, so a user whose events of that hour have all expired is no longer counted.
+ * Likewise their latency counts and sums behind events.latency (migration 055).
  */
 const errorEventsExpiry = (db: Db) => {
   // Ingest keys users in JavaScript (userKeyOf), the migration's backfill in SQL: the two agree but
   // for exotic values (a number's text form), so a count the first key does not find is taken off the second's.
-  const of = db.prepare(`SELECT group_id, ${HOUR_SQL('timestamp_ms')}, user_json, COALESCE(${userKeySql('user_json')}, '') FROM error_events WHERE project_id = ? AND event_id = ?`).raw();
+  const of = db
+    .prepare(`SELECT group_id, ${HOUR_SQL('timestamp_ms')}, user_json, COALESCE(${userKeySql('user_json')}, ''), source, service_name, environment, received_ms, timestamp_ms
+      FROM error_events WHERE project_id = ? AND event_id = ?`)
+    .raw();
+  const writeLatency = latencyTallyWriter(db);
   const take = db.prepare('UPDATE error_group_hour_users SET n = n - ? WHERE group_id = ? AND hour = ? AND user_key = ?');
   const empty = db.prepare('DELETE FROM error_group_hour_users WHERE group_id = ? AND hour = ? AND user_key = ? AND n <= 0');
   return {
     run(keys: unknown[][]) {
       const tally = new Map<string, [string, number, string, string, number]>();
+      const lat = new LatencyTally();
       for (const k of keys) {
-        const r = of.get(k[0], k[1]) as [string, number, string | null, string] | undefined;
+        const r = of.get(k[0], k[1]) as [string, number, string | null, string, string, string, string, number, number] | undefined;
         if (!r) continue;
+        lat.add(Number(k[0]), r[4], r[5], r[6], r[7], r[8], -1);
         const key = (r[2] ? userKeyOf(safeParse(r[2])) : null) ?? '';
         const id = `${r[0]}\u0000${r[1]}\u0000${key}\u0000${r[3]}`;
         const t = tally.get(id);
@@ -156,6 +164,7 @@ const errorEventsExpiry = (db: Db) => {
         empty.run(g, h, u);
         if (sqlKey !== u) empty.run(g, h, sqlKey);
       }
+      writeLatency(lat);
     },
   };
 };
