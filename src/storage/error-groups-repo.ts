@@ -5,7 +5,7 @@ import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
 import { HOUR_MS } from './migrations/046-error-group-hours.js';
-import { createLatencyReader, LATENCY_MAX_AGE_MS } from './error-latency.js';
+import { createLatencyReader, LATENCY_MAX_AGE_MS, type LatencyStats } from './error-latency.js';
 
 /**
  * The read and workflow side of error groups (the write side, grouping at ingest, is errors-repo.ts):
@@ -145,15 +145,8 @@ export interface TriageRunRow {
   completed_at: number | null;
 }
 
-export interface LatencyRow {
-  source: string;
-  count: number;
-  p50_ms: number | null;
-  p95_ms: number | null;
-  p99_ms: number | null;
-  max_ms: number | null;
-  avg_ms: number | null;
-}
+/** One source's row of events.latency (the fields of {@link LatencyStats}). */
+export type LatencyRow = LatencyStats;
 
 export type MergeResult =
   | { ok: true; merged: string[] }
