@@ -42,6 +42,17 @@ function valueSetKey(n: number): Buffer {
  * rows use one), so their number is capped: past `maxLists`, new lists stay on their rows (at most
  * some tens of MB of lists, which repeated values repay many times over).
  */
+/**
+ * Whether `key` is met for the second time (then forgotten from `seen`): a value list gets a stored id
+ * only when it repeats, so one-off lists never reach the tables. `seen` is cleared at `cap` entries.
+ */
+function secondSighting(seen: Set<string>, key: string, cap: number): boolean {
+  if (seen.delete(key)) return true;
+  if (seen.size >= cap) seen.clear();
+  seen.add(key);
+  return false;
+}
+
 export function createValueSets(db: Db, maxLists = 100_000) {
   // Prepared on first use: a list is looked up only when it repeats.
   const prepare = () => ({
@@ -57,12 +68,7 @@ export function createValueSets(db: Db, maxLists = 100_000) {
     const id = ids.get(vals);
     if (id !== undefined) return id;
     if (full) return vals;
-    if (!seenOnce.has(vals)) {
-      if (seenOnce.size >= 20_000) seenOnce.clear();
-      seenOnce.add(vals);
-      return vals;
-    }
-    seenOnce.delete(vals);
+    if (!secondSighting(seenOnce, vals, 20_000)) return vals;
     st ??= prepare();
     let n = st.get.get(vals) as Buffer | undefined;
     if (n === undefined) {
@@ -192,12 +198,7 @@ export function createLogAttrEncoder(db: Db, maxTemplates = 100_000) {
     const id = ids.get(vals);
     if (id !== undefined) return id;
     if (full) return null;
-    if (!seenOnce.has(vals)) {
-      if (seenOnce.size >= 5_000) seenOnce.clear();
-      seenOnce.add(vals);
-      return null;
-    }
-    seenOnce.delete(vals);
+    if (!secondSighting(seenOnce, vals, 5_000)) return null;
     st ??= prepare();
     let n = st.get.get(vals) as number | undefined;
     if (n === undefined) {
