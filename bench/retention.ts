@@ -6,24 +6,26 @@
  * 1. Seed: `sightline start` on an empty file (to get a project and keys), stopped; then
  *    `seedExpired` writes a few template rows through the real telemetry writer (so every column,
  *    resource row, rollup and full-text row is what ingestion stores) and copies them N times with
- *    INSERT … SELECT in SQL, spread over days 8 to 2 before now (inside the default 30-day period).
- * 2. Phase A (no expiry): the server restarted with a pass every second (SIGHTLINE_RETENTION_INTERVAL=1)
- *    that finds nothing to delete; ingest + reads for BENCH_SECONDS.
- * 3. Phase B (expiry running): retention.update sets spans, logs and metric points to 1 day, so the
- *    next pass expires all N seeded rows (what ingest sends meanwhile is recent and stays); the same
- *    load runs until system.status shows that pass finished (at least BENCH_SECONDS).
- * 4. Phase C (no expiry, after the pass; when B was cut at BENCH_MAX_SECONDS, on the server restarted
- *    without expiry): the same load for BENCH_SECONDS on the file B left, a second
- *    reference (the file has grown by what A and B ingested; the server has run longer).
- * 5. The file size before expiry (seeded, checkpointed) and after the pass and the server's shutdown
- *    checkpoint (freed pages returned by incremental auto-vacuum; the phases' own ingest stays in).
+ *    INSERT … SELECT in SQL, spread over days 8 to 2 before now (inside the default 30-day period);
+ *    then retention.update sets spans, logs and metric points to 1 day, so every seeded row is due.
+ * 2. Windows, interleaved: BENCH_ROUNDS rounds of one window with expiry running (the server started
+ *    with a pass every second: each window's pass goes on where the last one stopped) and one without
+ *    (the server started with its first pass a day away), in alternating order (on/off, off/on, …).
+ *    Every window is a fresh server, 3 s of unmeasured warm-up load, then BENCH_SECONDS of measured
+ *    ingest + reads. Both conditions see the same file as it grows by the windows' own ingest and
+ *    shrinks by the expiry, the same cold start and the same drift of the machine, so their ratio
+ *    is expiry's own cost (a before/after comparison mixes in the file's growth: session 7 found
+ *    most of "during vs before" was that).
+ * 3. With BENCH_FINISH (default 1): a last server without load runs the pass to its end, and the file
+ *    size before and after it (freed pages returned by incremental auto-vacuum) is printed.
  *
  *   npx tsx bench/retention.ts
  *   npx tsx bench/retention.ts --rows 1000000     (quicker; BENCH_EXPIRE_ROWS=1000000 works too)
  *
- * Env: BENCH_EXPIRE_ROWS (10,000,000), BENCH_SECONDS (20), BENCH_CONNECTIONS (ingest, 4),
- * BENCH_READERS (2), BENCH_DB (keep the file here instead of a temp dir), plus any SIGHTLINE_* for the
- * server (SIGHTLINE_RETENTION_BATCH_ROWS …). Aim: ingest and read p99 at most 20 % worse while expiry runs.
+ * Env: BENCH_EXPIRE_ROWS (10,000,000), BENCH_SECONDS (20, per window), BENCH_ROUNDS (4),
+ * BENCH_CONNECTIONS (ingest, 4), BENCH_READERS (2), BENCH_FINISH (1), BENCH_DB (keep the file here
+ * instead of a temp dir), plus any SIGHTLINE_* for the server (SIGHTLINE_RETENTION_BATCH_ROWS …).
+ * Aim: ingest and read p99 at most 20 % worse while expiry runs.
  */
 import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -51,8 +53,8 @@ if (!Number.isInteger(N) || N < 1000) throw new Error(`--rows / BENCH_EXPIRE_ROW
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const READERS = Number(process.env.BENCH_READERS ?? 2);
-/** Phase B gives up after this long without a finished pass. */
-const MAX_SECONDS = Number(process.env.BENCH_MAX_SECONDS ?? 3600);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const FINISH = process.env.BENCH_FINISH !== '0';
 const BATCH = 512;
 /** How long a pool of request bodies is reused before it is built again with new ids and times. */
 const REFRESH_MS = 5000;
@@ -206,7 +208,7 @@ function logBatch(seed: number): Buffer {
   return Buffer.from(ExportLogsServiceRequest.encode(msg).finish());
 }
 
-interface LoadResult { seconds: number; items: number; failures: number; ackP99: number; reads: Record<string, number[]>; readFailures: number }
+interface LoadResult { seconds: number; items: number; failures: number; acks: number[]; reads: Record<string, number[]>; readFailures: number }
 
 /**
  * Ingest on CONNECTIONS connections (span and log batches in turn) and READERS sequential readers
@@ -267,7 +269,7 @@ async function runLoad(port: number, keys: { ingest: string; admin: string; proj
   agent.destroy();
   acks.sort((a, b) => a - b);
   for (const v of Object.values(reads)) v.sort((a, b) => a - b);
-  return { seconds: (performance.now() - t0) / 1000, items, failures, ackP99: acks.length ? pct(acks, 0.99) : NaN, reads, readFailures };
+  return { seconds: (performance.now() - t0) / 1000, items, failures, acks, reads, readFailures };
 }
 
 // ---- run ----------------------------------------------------------------------------------------
@@ -291,6 +293,30 @@ async function api(port: number, key: string, method: string, path: string, body
 
 interface PassReport { started_at: number; ms: number; expired: Record<string, number>; reclaimed_pages: number }
 
+/** Seeded rows still there (older than a day: nothing the windows ingest), per table. */
+function seededLeft(dbFile: string, before: number): number[] {
+  const check = new Database(dbFile, { readonly: true });
+  try {
+    return ['spans:start_ms', 'logs:time_ms', 'metric_points:time_ms'].map((s) => {
+      const [t, c] = s.split(':');
+      return check.prepare(`SELECT count(*) FROM ${t} WHERE ${c} < ?`).pluck().get(before) as number;
+    });
+  } finally {
+    check.close();
+  }
+}
+
+/** Load results of several windows of one condition, pooled. */
+function pool(rs: LoadResult[]): LoadResult {
+  const reads: Record<string, number[]> = {};
+  for (const r of rs) for (const [n, v] of Object.entries(r.reads)) (reads[n] ??= []).push(...v);
+  for (const v of Object.values(reads)) v.sort((a, b) => a - b);
+  return {
+    seconds: rs.reduce((a, r) => a + r.seconds, 0), items: rs.reduce((a, r) => a + r.items, 0), failures: rs.reduce((a, r) => a + r.failures, 0),
+    acks: rs.flatMap((r) => r.acks).sort((a, b) => a - b), reads, readFailures: rs.reduce((a, r) => a + r.readFailures, 0),
+  };
+}
+
 async function main() {
   const dbFile = process.env.BENCH_DB ?? join(mkdtempSync(join(tmpdir(), 'sl-bench-retention-')), 'bench.db');
   if (existsSync(dbFile)) throw new Error(`${dbFile} exists: BENCH_DB must name a new file`);
@@ -310,91 +336,101 @@ async function main() {
   const sizeBefore = fileBytes(dbFile);
   console.log(`seeded ${k(seededTotal)} rows (${Object.entries(seeded).map(([t, n]) => `${t} ${k(n)}`).join(', ')}) in ${seedSeconds.toFixed(0)} s; file ${mb(sizeBefore)} MB (${dbFile})`);
 
-  const { child, port } = await startBenchServer(dbFile, { SIGHTLINE_RETENTION_INTERVAL: '1' });
-  process.once('exit', () => child.kill('SIGTERM')); // never leave the server behind
-  try {
-    const status = () => api(port, keys.admin, 'GET', `/v1/projects/${keys.project}/system/status`) as Promise<{ retention: PassReport | null; database: { db_bytes: number; wal_bytes: number } }>;
-    // Warm-up (decode workers, statements, page cache), unmeasured.
-    await runLoad(port, keys, (s) => s >= 3);
-    const a = await runLoad(port, keys, (s) => s >= SECONDS);
-    console.log(`phase A (no expiry): ${k(a.items / a.seconds)} items/s`);
+  // Every seeded row due: retention 1 day, set on a server whose first pass is a day away.
+  const setter = await startBenchServer(dbFile, { SIGHTLINE_RETENTION_INTERVAL: '86400' });
+  await api(setter.port, keys.admin, 'PUT', `/v1/projects/${keys.project}/retention`, { spans: 1, logs: 1, metric_points: 1 });
+  await stopServer(setter.child);
 
-    const setAt = Date.now();
-    await api(port, keys.admin, 'PUT', `/v1/projects/${keys.project}/retention`, { spans: 1, logs: 1, metric_points: 1 });
+  const results: Record<'on' | 'off', LoadResult[]> = { on: [], off: [] };
+  const perRound: string[] = [];
+  let expiredInWindows = 0;
+  let onSeconds = 0;
+  let live = { db_bytes: 0, wal_bytes: 0 };
+  const rate = (r: LoadResult) => r.items / r.seconds;
+  const p99 = (r: LoadResult, name?: string) => pct(name ? [...r.reads[name]!].sort((x, y) => x - y) : Object.values(r.reads).flat().sort((x, y) => x - y), 0.99);
+  const ackP99 = (r: LoadResult) => (r.acks.length ? pct([...r.acks].sort((x, y) => x - y), 0.99) : NaN);
+  for (let round = 0; round < ROUNDS; round++) {
+    const order: Array<'on' | 'off'> = round % 2 ? ['off', 'on'] : ['on', 'off'];
+    const got: Partial<Record<'on' | 'off', LoadResult>> = {};
+    for (const cond of order) {
+      const leftBefore = cond === 'on' ? seededLeft(dbFile, now - DAY) : [];
+      const server = await startBenchServer(dbFile, { SIGHTLINE_RETENTION_INTERVAL: cond === 'on' ? (process.env.BENCH_ON_INTERVAL ?? '1') : '86400' });
+      const stop = () => server.child.kill('SIGTERM');
+      process.once('exit', stop); // never leave the server behind
+      try {
+        await runLoad(server.port, keys, (s) => s >= 3); // warm-up: decode workers, statements, page cache; the pass starts
+        const r = await runLoad(server.port, keys, (s) => s >= SECONDS);
+        results[cond].push(r);
+        got[cond] = r;
+        live = (await api(server.port, keys.admin, 'GET', `/v1/projects/${keys.project}/system/status`)).database;
+      } finally {
+        await stopServer(server.child);
+        process.removeListener('exit', stop);
+      }
+      if (cond === 'on') {
+        const leftAfter = seededLeft(dbFile, now - DAY);
+        const went = leftBefore.reduce((a, b) => a + b, 0) - leftAfter.reduce((a, b) => a + b, 0);
+        expiredInWindows += went;
+        onSeconds += got.on!.seconds + 3;
+        console.log(`round ${round + 1} on: ${k(rate(got.on!))} items/s, ${k(went)} seeded rows expired (left: spans ${k(leftAfter[0]!)}, logs ${k(leftAfter[1]!)}, points ${k(leftAfter[2]!)})`);
+      } else console.log(`round ${round + 1} off: ${k(rate(got.off!))} items/s`);
+    }
+    const ratio = (x: number, y: number) => `${((x / y - 1) * 100).toFixed(0)} %`;
+    perRound.push(`| ${round + 1} (${order.join(', ')}) | ${k(rate(got.off!))} / ${k(rate(got.on!))} (${ratio(rate(got.on!), rate(got.off!))}) | ${ackP99(got.off!).toFixed(0)} / ${ackP99(got.on!).toFixed(0)} | ${p99(got.off!).toFixed(0)} / ${p99(got.on!).toFixed(0)} (${ratio(p99(got.on!), p99(got.off!))}) |`);
+  }
+
+  const off = pool(results.off);
+  const on = pool(results.on);
+  const ratio = (x: number, y: number) => `${((x / y - 1) * 100).toFixed(0)} %`;
+  console.log(`\nExpiry of ${k(seededTotal)} seeded rows under load (${CONNECTIONS} ingest connections, OTLP protobuf 512/batch, spans and logs in turn; ${READERS} sequential readers over the last minute), ${ROUNDS} rounds of a ${SECONDS} s window with expiry running and one without, interleaved, pooled:\n`);
+  console.log('| measure | no expiry | expiry running | change (aim: ≤ 20 % worse) |');
+  console.log('|---|---:|---:|---:|');
+  console.log(`| seconds measured | ${off.seconds.toFixed(0)} | ${on.seconds.toFixed(0)} | |`);
+  console.log(`| ingest items/s | ${k(rate(off))} | ${k(rate(on))} | ${ratio(rate(on), rate(off))} |`);
+  console.log(`| ingest ack p99 ms | ${ackP99(off).toFixed(0)} | ${ackP99(on).toFixed(0)} | ${ratio(ackP99(on), ackP99(off))} |`);
+  for (const name of Object.keys(off.reads)) {
+    console.log(`| ${name} p99 ms (n ${off.reads[name]!.length} / ${on.reads[name]!.length}) | ${p99(off, name).toFixed(1)} | ${p99(on, name).toFixed(1)} | ${ratio(p99(on, name), p99(off, name))} |`);
+  }
+  console.log(`| all reads p99 ms | ${p99(off).toFixed(1)} | ${p99(on).toFixed(1)} | ${ratio(p99(on), p99(off))} |`);
+  if (off.failures + on.failures + off.readFailures + on.readFailures) console.log(`| non-200 (ingest/reads) | ${off.failures}/${off.readFailures} | ${on.failures}/${on.readFailures} | |`);
+  console.log('\n| round (order) | ingest items/s off / on | ack p99 ms off / on | all reads p99 ms off / on |');
+  console.log('|---|---:|---:|---:|');
+  for (const row of perRound) console.log(row);
+
+  console.log('\n| expiry | |');
+  console.log('|---|---:|');
+  console.log(`| seeded rows expired during the windows with expiry | ${k(expiredInWindows)} in ${onSeconds.toFixed(0)} s of load (${k(expiredInWindows / onSeconds)} rows/s, the pass backing off under saturating ingest) |`);
+  console.log(`| file before the windows (seeded, checkpointed) | ${mb(sizeBefore)} MB |`);
+  console.log(`| file at the end of the last window (live: db + WAL) | ${mb(live.db_bytes)} + ${mb(live.wal_bytes)} MB (${k(off.items + on.items)} items ingested by the windows) |`);
+  if (FINISH) {
+    // The rest of the pass, without load: it must end, and the freed pages go back to the file system.
+    const server = await startBenchServer(dbFile, { SIGHTLINE_RETENTION_INTERVAL: '1' });
+    const stop = () => server.child.kill('SIGTERM');
+    process.once('exit', stop);
+    const startedAt = Date.now();
     let pass: PassReport | null = null;
-    let polling = true;
-    const poller = (async () => {
-      while (polling) {
-        const r = (await status().catch(() => ({ retention: null }))).retention;
-        const expired = r ? Object.values(r.expired).reduce((x, y) => x + y, 0) : 0;
-        if (r && r.started_at + r.ms >= setAt && expired > 0) pass = r;
-        if (pass) break;
+    try {
+      for (;;) {
+        const r = (await api(server.port, keys.admin, 'GET', `/v1/projects/${keys.project}/system/status`)).retention as PassReport | null;
+        if (r && r.started_at >= startedAt) {
+          pass = r;
+          break;
+        }
         await new Promise((res) => setTimeout(res, 1000));
       }
-    })();
-    const b = await runLoad(port, keys, (s) => (s >= SECONDS && pass !== null) || s >= MAX_SECONDS);
-    polling = false;
-    await poller;
-    const p = pass as PassReport | null;
-    const expiredRows = p ? Object.values(p.expired).reduce((x, y) => x + y, 0) : 0;
-    const wall = p ? (p.started_at + p.ms - setAt) / 1000 : NaN;
-    const live = (await status()).database;
-    // Phase C (after the pass, no expiry): the same load on the file as B left it (bigger by what A and B
-    // ingested), so B can also be compared with a phase that ran after it, not only before.
-    // When phase B was cut at BENCH_MAX_SECONDS the pass is still running: C then restarts the server
-    // without expiry (first pass after a day), so C measures the grown file alone, not more expiry.
-    let server = { child, port };
-    if (!p) {
-      await stopServer(child);
-      server = await startBenchServer(dbFile, { SIGHTLINE_RETENTION_INTERVAL: '86400' });
-      process.once('exit', () => server.child.kill('SIGTERM'));
-      await runLoad(server.port, keys, (s) => s >= 3);
+    } finally {
+      await stopServer(server.child);
+      process.removeListener('exit', stop);
     }
-    const c = await runLoad(server.port, keys, (s) => s >= SECONDS);
-    await stopServer(server.child);
-    const sizeAfter = fileBytes(dbFile);
-
-    // Rows of the seeded window that remain (should be none).
-    const check = new Database(dbFile, { readonly: true });
-    const left = ['spans:start_ms', 'logs:time_ms', 'metric_points:time_ms'].map((s) => {
-      const [t, c] = s.split(':');
-      return check.prepare(`SELECT count(*) FROM ${t} WHERE ${c} < ?`).pluck().get(now - DAY) as number;
-    });
-    check.close();
-
-    const rate = (r: LoadResult) => r.items / r.seconds;
-    const p99 = (r: LoadResult, name?: string) => pct(name ? r.reads[name]! : Object.values(r.reads).flat().sort((x, y) => x - y), 0.99);
-    const ratio = (x: number, y: number) => `${((x / y - 1) * 100).toFixed(0)} %`;
-    console.log(`\nExpiry of ${k(seededTotal)} rows under load (${CONNECTIONS} ingest connections, OTLP protobuf 512/batch, spans and logs in turn; ${READERS} sequential readers over the last minute (a window that does not grow with the run)):\n`);
-    console.log(`| measure | A: no expiry (before) | B: expiry running | C: no expiry (${p ? 'after the pass' : 'pass cut at BENCH_MAX_SECONDS: server restarted without expiry'}) | B vs A (aim ≤ 20 % worse) | B vs C |`);
-    console.log('|---|---:|---:|---:|---:|---:|');
-    console.log(`| seconds measured | ${a.seconds.toFixed(0)} | ${b.seconds.toFixed(0)} | ${c.seconds.toFixed(0)} | | |`);
-    console.log(`| ingest items/s | ${k(rate(a))} | ${k(rate(b))} | ${k(rate(c))} | ${ratio(rate(b), rate(a))} | ${ratio(rate(b), rate(c))} |`);
-    console.log(`| ingest ack p99 ms | ${a.ackP99.toFixed(0)} | ${b.ackP99.toFixed(0)} | ${c.ackP99.toFixed(0)} | ${ratio(b.ackP99, a.ackP99)} | ${ratio(b.ackP99, c.ackP99)} |`);
-    for (const name of Object.keys(a.reads)) {
-      console.log(`| ${name} p99 ms (n A/B/C: ${a.reads[name]!.length}/${b.reads[name]!.length}/${c.reads[name]!.length}) | ${p99(a, name).toFixed(1)} | ${p99(b, name).toFixed(1)} | ${p99(c, name).toFixed(1)} | ${ratio(p99(b, name), p99(a, name))} | ${ratio(p99(b, name), p99(c, name))} |`);
-    }
-    console.log(`| all reads p99 ms | ${p99(a).toFixed(1)} | ${p99(b).toFixed(1)} | ${p99(c).toFixed(1)} | ${ratio(p99(b), p99(a))} | ${ratio(p99(b), p99(c))} |`);
-    if (a.failures + b.failures + c.failures + a.readFailures + b.readFailures + c.readFailures) console.log(`| non-200 (ingest/reads) | ${a.failures}/${a.readFailures} | ${b.failures}/${b.readFailures} | ${c.failures}/${c.readFailures} | | |`);
-    console.log('');
-    console.log('| expiry | |');
-    console.log('|---|---:|');
-    console.log(`| rows expired by the pass | ${k(expiredRows)} (${p ? Object.entries(p.expired).map(([t, n]) => `${t} ${k(n)}`).join(', ') : 'no pass finished'}) |`);
-    console.log(`| pass duration (delete + reclaim) | ${p ? (p.ms / 1000).toFixed(1) : '–'} s (${p ? k(expiredRows / (p.ms / 1000)) : '–'} rows/s) |`);
-    console.log(`| from retention.update to the pass's end | ${wall.toFixed(1)} s |`);
-    console.log(`| pages returned to the file system | ${p ? k(p.reclaimed_pages) : '–'} (${p ? mb(p.reclaimed_pages * pageSize) : '–'} MB) |`);
-    console.log(`| file before expiry (seeded, checkpointed) | ${mb(sizeBefore)} MB |`);
-    console.log(`| file after the pass (live: db + WAL) | ${mb(live.db_bytes)} + ${mb(live.wal_bytes)} MB |`);
-    console.log(`| file after shutdown checkpoint (incl. ${k(a.items + b.items + c.items)} items ingested by the phases) | ${mb(sizeAfter)} MB |`);
-    console.log(`| seeded rows left (spans, logs, metric points) | ${left.join(', ')} |`);
-    // Bytes per record: bench/retention-bytes.ts (measureBytesPerRecord) prints them here once merged.
-    // Bytes on disk per record, each kind written through the server's writer into its own database.
-    const bytes = await measureBytesPerRecord({ rows: Number(process.env.BENCH_BYTES_ROWS ?? 100_000) });
-    console.log(`| bytes per record (${bytes.map((b) => b.kind).join(', ')}) | ${bytes.map((b) => b.perRecord.toFixed(0)).join(', ')} B (aim: ≤ 200 for logs and spans) |`);
-  } finally {
-    await stopServer(child);
-    closeRequests();
+    const expired = Object.values(pass.expired).reduce((x, y) => x + y, 0);
+    console.log(`| the rest of the pass, no load | ${k(expired)} rows (${Object.entries(pass.expired).map(([t, n]) => `${t} ${k(n)}`).join(', ')}) in ${(pass.ms / 1000).toFixed(1)} s (${k(expired / (pass.ms / 1000))} rows/s), ${k(pass.reclaimed_pages)} pages (${mb(pass.reclaimed_pages * pageSize)} MB) returned |`);
+    console.log(`| file after the pass and the shutdown checkpoint | ${mb(fileBytes(dbFile))} MB |`);
   }
+  console.log(`| seeded rows left (spans, logs, metric points) | ${seededLeft(dbFile, now - DAY).join(', ')} |`);
+  // Bytes on disk per record, each kind written through the server's writer into its own database.
+  const bytes = await measureBytesPerRecord({ rows: Number(process.env.BENCH_BYTES_ROWS ?? 100_000) });
+  console.log(`| bytes per record (${bytes.map((b) => b.kind).join(', ')}) | ${bytes.map((b) => b.perRecord.toFixed(0)).join(', ')} B (aim: ≤ 200 for logs and spans) |`);
+  closeRequests();
 }
 
 // Run when executed (not when imported for its seeding function).

@@ -61,14 +61,22 @@ export interface RetentionRunner {
 const tick = () => new Promise<void>((r) => setImmediate(r));
 const sleep = (ms: number) => (ms < 1 ? tick() : new Promise<void>((r) => setTimeout(r, ms)));
 
-/** How busy the event loop was with other work since the last call, 0 to 1. */
-function loopBusy(): () => number {
+/**
+ * How busy the event loop was with other work since the last call, 0 to 1: its active time over the
+ * time passed, counted over at least `minWindowMs`. A pause of one turn (setImmediate) lasts a few
+ * microseconds and the loop never waits for I/O in it, so event-loop utilization over that window
+ * alone is 1 even on an idle server, and expiry then took the saturated back-off after every slice
+ * (an idle pass ran at a few per cent of its speed). Over the minimum window, those microseconds are
+ * what they are: next to nothing, unless other callbacks ran in them.
+ */
+export function loopBusy(minWindowMs = 8): () => number {
   let last = performance.eventLoopUtilization();
   return () => {
     const now = performance.eventLoopUtilization();
-    const u = performance.eventLoopUtilization(now, last).utilization;
+    const { active, idle } = performance.eventLoopUtilization(now, last);
     last = now;
-    return Number.isFinite(u) ? u : 0;
+    const u = active / Math.max(minWindowMs, active + idle);
+    return Number.isFinite(u) ? Math.min(1, Math.max(0, u)) : 0;
   };
 }
 
@@ -164,8 +172,8 @@ export function createRetentionRunner(deps: {
   external?: { kind: RetentionKind; expire(cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> }[];
 }): RetentionRunner {
   const { repo, targets, config, now } = deps;
-  const pacing: Pacing = deps.pacing ?? { clock: () => performance.now(), busy: loopBusy(), pause: sleep };
   const batchMs = config.batchMs ?? 8;
+  const pacing: Pacing = deps.pacing ?? { clock: () => performance.now(), busy: loopBusy(batchMs), pause: sleep };
   const share = Math.min(1, Math.max(0.01, config.busyShare ?? 0.15));
   const saturated = Math.min(share, Math.max(0.01, config.saturatedShare ?? 0.04));
   /** The share's floor under saturation: none (the full share) while the data is above the disk budget's high-water mark, where expiry has to keep up. */

@@ -4,7 +4,7 @@
  * signal and pause), so nothing here depends on the machine's speed.
  */
 import { describe, expect, it } from 'vitest';
-import { createRetentionRunner, paced, shareAt, type Pacing } from '../../src/core/retention.js';
+import { createRetentionRunner, loopBusy, paced, shareAt, type Pacing } from '../../src/core/retention.js';
 import type { ExpiryTarget, RetentionRepo } from '../../src/storage/retention-repo.js';
 import { loadConfig } from '../../src/core/config.js';
 
@@ -260,5 +260,46 @@ describe('SIGHTLINE_RETENTION_SATURATED_SHARE', () => {
     for (const bad of ['0', '1.5', 'half', '-0.1']) {
       expect(() => loadConfig({ SIGHTLINE_RETENTION_SATURATED_SHARE: bad })).toThrow(/share above 0 and at most 1/);
     }
+  });
+});
+
+describe('the event-loop busy measure (real event loop)', () => {
+  it('reads an idle server as idle after a one-turn pause, so an idle pass runs at full speed', async () => {
+    // Steps that take ~1 ms of real CPU each, paced with the real busy measure and real pauses; the
+    // pauses asked for are recorded. Nothing else runs on this event loop, so expiry should get it
+    // all: before the fix, the measure over a setImmediate turn read 1 (fully busy) and every slice
+    // was followed by the saturated back-off, a pause of 24 slices.
+    const busy = loopBusy(8);
+    const asked: number[] = [];
+    let stepMs = 0;
+    let left = 200;
+    const done = await paced(
+      () => {
+        const t0 = performance.now();
+        while (performance.now() - t0 < 1) { /* a 1 ms batch */ }
+        stepMs += performance.now() - t0;
+        left--;
+        return left > 0 ? 1 : 0;
+      },
+      { maxUnits: 1, minUnits: 1, targetMs: 8, share: 0.15, floor: 0.04, stopped: () => false },
+      { clock: () => performance.now(), busy, pause: async (ms) => { asked.push(ms); await new Promise<void>((r) => (ms < 1 ? setImmediate(r) : setTimeout(r, ms))); } },
+    );
+    expect(done).toBe(199);
+    expect(asked.length).toBeGreaterThan(5);
+    // Idle: the pauses together are a small part of the work (the saturated back-off would ask 24× the work).
+    expect(asked.reduce((a, b) => a + b, 0)).toBeLessThan(stepMs);
+  });
+
+  it('still reads a loop kept busy by other work as busy', async () => {
+    const busy = loopBusy(8);
+    busy();
+    // Other work: 30 ms of callbacks within a 40 ms window.
+    const t0 = performance.now();
+    await new Promise<void>((r) => setTimeout(r, 5));
+    const t1 = performance.now();
+    while (performance.now() - t1 < 30) { /* other work */ }
+    await new Promise<void>((r) => setTimeout(r, 5));
+    expect(performance.now() - t0).toBeGreaterThan(30);
+    expect(busy()).toBeGreaterThan(0.5);
   });
 });
