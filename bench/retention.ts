@@ -355,6 +355,7 @@ async function main() {
     for (const cond of order) {
       const leftBefore = cond === 'on' ? seededLeft(dbFile, now - DAY) : [];
       const server = await startBenchServer(dbFile, { SIGHTLINE_RETENTION_INTERVAL: cond === 'on' ? (process.env.BENCH_ON_INTERVAL ?? '1') : '86400' });
+      server.child.stdout!.on('data', (d) => process.stderr.write(d)); // the server's warnings and errors (a failed pass)
       const stop = () => server.child.kill('SIGTERM');
       process.once('exit', stop); // never leave the server behind
       try {
@@ -382,6 +383,7 @@ async function main() {
   const off = pool(results.off);
   const on = pool(results.on);
   const ratio = (x: number, y: number) => `${((x / y - 1) * 100).toFixed(0)} %`;
+  if (ROUNDS > 0) {
   console.log(`\nExpiry of ${k(seededTotal)} seeded rows under load (${CONNECTIONS} ingest connections, OTLP protobuf 512/batch, spans and logs in turn; ${READERS} sequential readers over the last minute), ${ROUNDS} rounds of a ${SECONDS} s window with expiry running and one without, interleaved, pooled:\n`);
   console.log('| measure | no expiry | expiry running | change (aim: ≤ 20 % worse) |');
   console.log('|---|---:|---:|---:|');
@@ -396,6 +398,7 @@ async function main() {
   console.log('\n| round (order) | ingest items/s off / on | ack p99 ms off / on | all reads p99 ms off / on |');
   console.log('|---|---:|---:|---:|');
   for (const row of perRound) console.log(row);
+  }
 
   console.log('\n| expiry | |');
   console.log('|---|---:|');
@@ -405,6 +408,7 @@ async function main() {
   if (FINISH) {
     // The rest of the pass, without load: it must end, and the freed pages go back to the file system.
     const server = await startBenchServer(dbFile, { SIGHTLINE_RETENTION_INTERVAL: '1' });
+    server.child.stdout!.on('data', (d) => process.stderr.write(d));
     const stop = () => server.child.kill('SIGTERM');
     process.once('exit', stop);
     const startedAt = Date.now();

@@ -89,6 +89,12 @@ export interface Pacing {
   pause: (ms: number) => Promise<void>;
 }
 
+/** A batch that found the database locked (SQLITE_BUSY / SQLITE_LOCKED and their extended codes). */
+const isBusy = (err: unknown) => /^SQLITE_(BUSY|LOCKED)/.test(String((err as { code?: unknown })?.code ?? ''));
+/** Pause before a locked batch is taken again, and how many times in a row before the pass gives up. */
+const BUSY_RETRY_MS = 1000;
+const MAX_BUSY_RETRIES = 30;
+
 /** Busy level (event-loop utilization by other work) from which expiry backs off below its share, and the level where it reaches the floor. */
 export const BACKOFF_FROM = 0.5;
 export const BACKOFF_FULL = 0.9;
@@ -124,6 +130,7 @@ export async function paced(
 ): Promise<number> {
   let limit = Math.max(1, Math.min(opts.maxUnits, Math.max(opts.minUnits, Math.round(opts.maxUnits / 4))));
   let total = 0;
+  let busyRetries = 0;
   pacing.busy();
   for (;;) {
     if (opts.stopped()) return total;
@@ -135,7 +142,18 @@ export async function paced(
     let done = false;
     for (;;) {
       const t0 = pacing.clock();
-      const n = step(limit);
+      let n: number;
+      try {
+        n = step(limit);
+      } catch (err) {
+        // The database stayed locked past the busy timeout (another process's long write, a
+        // checkpoint): the batch rolled back; wait and take it again rather than end the pass.
+        if (!isBusy(err) || ++busyRetries > MAX_BUSY_RETRIES) throw err;
+        pacing.busy();
+        await pacing.pause(BUSY_RETRY_MS);
+        continue;
+      }
+      busyRetries = 0;
       const took = Math.max(0, pacing.clock() - t0);
       total += n;
       opts.onStep?.(n);

@@ -272,7 +272,11 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
     expireBatch(target, projectId, cutoffMs, limit) {
       const t = perTarget.get(target)!;
       const cut = target.alignMs ? Math.floor(cutoffMs / target.alignMs) * target.alignMs : cutoffMs;
-      return t.batch(projectId, Math.floor(cut / target.unitMs), limit) as number;
+      // IMMEDIATE: the write lock first, waiting for it (busy timeout). A deferred transaction that
+      // reads its keys first and then writes cannot wait: when another connection holds the write
+      // lock then (the WAL checkpoint worker's RESTART) SQLite fails it at once with SQLITE_BUSY,
+      // which ended the pass (seen at 10M rows: the next pass only came an interval later).
+      return t.batch.immediate(projectId, Math.floor(cut / target.unitMs), limit) as number;
     },
     oldest(target, projectId) {
       const v = perTarget.get(target)!.oldest.get(projectId) as number | null;

@@ -303,3 +303,34 @@ describe('the event-loop busy measure (real event loop)', () => {
     expect(busy()).toBeGreaterThan(0.5);
   });
 });
+
+describe('a batch that finds the database locked', () => {
+  it('is taken again after a pause instead of ending the pass; other errors still end it', async () => {
+    const sim = simulated({ msPerUnit: 0.01, busy: 0 });
+    const t = rows(sim, 300);
+    let locked = 2;
+    const done = await paced(
+      (limit) => {
+        if (locked > 0 && t.left < 200) {
+          locked--;
+          throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+        }
+        return t.step(limit);
+      },
+      { maxUnits: 50, minUnits: 16, targetMs: 8, share: 0.15, stopped: () => false },
+      sim.pacing,
+    );
+    expect(done).toBe(300);
+    expect(t.left).toBe(0);
+    expect(sim.pauses.filter((p) => p >= 1000)).toHaveLength(2);
+
+    const broken = paced(
+      () => {
+        throw Object.assign(new Error('no such table: spans'), { code: 'SQLITE_ERROR' });
+      },
+      { maxUnits: 50, minUnits: 16, targetMs: 8, share: 0.15, stopped: () => false },
+      simulated({ msPerUnit: 0.01, busy: 0 }).pacing,
+    );
+    await expect(broken).rejects.toThrow('no such table');
+  });
+});
