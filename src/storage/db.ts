@@ -46,6 +46,7 @@ export function openDatabase(file: string, opts: OpenOptions = {}): Db {
   db.pragma('foreign_keys = ON');
   db.pragma('temp_store = MEMORY');
   db.pragma('cache_size = -65536');
+  writeTransactionsFirstTakeTheLock(db);
   try {
     migrate(db, { ...opts, file });
   } catch (err) {
@@ -53,6 +54,23 @@ export function openDatabase(file: string, opts: OpenOptions = {}): Db {
     throw err;
   }
   return db;
+}
+
+/**
+ * `db.transaction(fn)` called as it is runs BEGIN IMMEDIATE (its `.deferred` is still there). Every
+ * transaction this code opens writes, and many read first (an upsert's look-up, expiry's keys): as
+ * a deferred transaction that read and then asked for the write lock, one fails at once with
+ * SQLITE_BUSY, without the busy timeout, when another connection holds the lock then — the WAL
+ * checkpoint worker's RESTART, another process on the same file. Taking the lock first, it waits.
+ * Nested calls are savepoints either way.
+ */
+function writeTransactionsFirstTakeTheLock(db: Db): void {
+  const transaction = db.transaction.bind(db);
+  db.transaction = ((fn: (...args: never[]) => unknown) => {
+    const t = transaction(fn);
+    const immediate = t.immediate;
+    return Object.assign((...args: never[]) => immediate(...args), { default: immediate, deferred: t.deferred, immediate, exclusive: t.exclusive });
+  }) as Db['transaction'];
 }
 
 /**

@@ -286,8 +286,11 @@ describe('the event-loop busy measure (real event loop)', () => {
     );
     expect(done).toBe(199);
     expect(asked.length).toBeGreaterThan(5);
-    // Idle: the pauses together are a small part of the work (the saturated back-off would ask 24× the work).
-    expect(asked.reduce((a, b) => a + b, 0)).toBeLessThan(stepMs);
+    // Idle: the pauses together stay a fraction of the work. With the old measure every other slice
+    // was followed by the saturated back-off (24 slices), about 12× the work in all; a loaded test
+    // machine that deschedules this thread between slices reads as busy for a while, so the bound
+    // leaves room for that.
+    expect(asked.reduce((a, b) => a + b, 0)).toBeLessThan(3 * stepMs);
   });
 
   it('still reads a loop kept busy by other work as busy', async () => {

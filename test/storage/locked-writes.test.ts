@@ -1,8 +1,9 @@
 /**
- * An expiry batch waits for the write lock instead of failing: it takes the lock first (BEGIN
- * IMMEDIATE). As a deferred transaction that read its keys and then wrote, it failed with
+ * Write transactions wait for the write lock instead of failing: they take it first (BEGIN
+ * IMMEDIATE). As deferred transactions that read and then wrote, they failed at once with
  * SQLITE_BUSY whenever another connection held the write lock at that moment (the WAL checkpoint
- * worker's RESTART does, for as long as it copies the log), and the failure ended the whole pass.
+ * worker's RESTART does, for as long as it copies the log; so does another process on the file):
+ * an expiry batch's failure ended the whole pass, an upsert's failed its request.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRequire } from 'node:module';
@@ -67,6 +68,28 @@ describe('expiry under a held write lock', () => {
     await lock.done;
     expect(retention.expireBatch(target, '1', 10_000, 100)).toBe(12);
     expect(db.prepare('SELECT count(*) FROM logs').pluck().get()).toBe(0);
+    db.close();
+  });
+
+  it('any transaction opened with db.transaction that reads, then writes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sl-locked-'));
+    dirs.push(dir);
+    const file = join(dir, 'x.db');
+    const db = openDatabase(file);
+    const read = db.prepare("SELECT days FROM retention_settings WHERE project_id = '2' AND kind = 'logs'").pluck();
+    const write = db.prepare("INSERT INTO retention_settings (project_id, kind, days, updated_at) VALUES ('2', 'logs', ?, 0) ON CONFLICT DO UPDATE SET days = excluded.days");
+    const upsert = db.transaction((days: number) => {
+      const before = read.get();
+      write.run(days);
+      return before ?? null;
+    });
+    expect(upsert(7)).toBeNull();
+    const lock = await holdWriteLock(file, 300);
+    expect(upsert(14)).toBe(7);
+    await lock.done;
+    expect(read.get()).toBe(14);
+    // Still there for a caller that wants it: the deferred form.
+    expect(typeof upsert.deferred).toBe('function');
     db.close();
   });
 });
