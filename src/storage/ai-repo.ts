@@ -4,6 +4,7 @@
  * contribution, a replaced row (same observation id) subtracts the old one first. Inside a write
  * batch (createWriteBatcher) the rollup and session/user upserts wait for the batch's end, once per key.
  */
+import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
 import { batchTallies } from './write-batcher.js';
 import { FLAG_COLUMNS, type FlagColumn, type ObservationRow, type ScoreDraft } from '../domain/ai/observation.js';
@@ -132,6 +133,12 @@ export interface FixDispatch {
   completed_ms: number | null;
 }
 
+/** A trace's, session's or user's first and last observation start (an outer bound: it only grows). */
+type Range = { first_ms: number; last_ms: number };
+/** The window [fromMs, toMs) narrowed to a range; no range (nothing stored for the id) gives an empty window. */
+const narrowed = (fromMs: number, toMs: number, r: Range | undefined) =>
+  r ? { fromMs: Math.max(fromMs, r.first_ms), toMs: Math.min(toMs, r.last_ms + 1) } : { fromMs: 0, toMs: 0 };
+
 /** LIKE pattern for a case-insensitive substring (ASCII) with % and _ escaped. */
 const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
@@ -184,6 +191,9 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
        WHERE t.project_id = ? AND t.trace_id = ?`,
     ),
     traceRange: db.prepare('SELECT first_ms, last_ms FROM agent_obs_traces WHERE project_id = ? AND trace_id = ?'),
+    // A session's (user's) first and last activity: an outer bound of its observations' start times (migration 053).
+    sessionRange: db.prepare('SELECT first_ms, last_ms FROM agent_sessions WHERE project_id = ? AND session_id = ?'),
+    userRange: db.prepare('SELECT first_ms, last_ms FROM agent_users WHERE project_id = ? AND user_id = ?'),
     anyIn: db.prepare('SELECT 1 FROM agent_observations INDEXED BY agent_obs_time WHERE project_id = ? AND started_ms >= ? AND started_ms < ? LIMIT 1').pluck(),
     traceUpsert: db.prepare(
       'INSERT INTO agent_obs_traces (project_id, trace_id, first_ms, last_ms) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)',
@@ -219,6 +229,9 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
         release = CASE WHEN excluded.release != '' THEN excluded.release ELSE release END,
         environment = CASE WHEN excluded.environment != '' THEN excluded.environment ELSE environment END,
         metadata = CASE WHEN excluded.metadata != '{}' THEN excluded.metadata ELSE metadata END`,
+    ),
+    sessionRows: db.prepare(
+      'SELECT * FROM agent_observations WHERE project_id = ? AND started_ms >= ? AND started_ms <= ? AND session_id = ? ORDER BY started_ms, observation_id LIMIT ?',
     ),
     traceGet: db.prepare('SELECT * FROM agent_traces WHERE project_id = ? AND trace_id = ?'),
     privacyGet: db.prepare('SELECT privacy_mode FROM ai_settings WHERE project_id = ?').pluck(),
@@ -453,13 +466,24 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
   /**
    * With a trace_id filter, the window narrowed to the trace's time range (migration 039: there is no
    * per-observation trace index; the time index walks the range). Every observation of the trace
-   * starts within [first_ms, last_ms]; an unknown trace gives an empty window.
+   * starts within [first_ms, last_ms]; an unknown trace gives an empty window. A session_id or user_id
+   * filter narrows it the same way to the session's (user's) first and last activity (migration 053:
+   * no per-observation session or user index either).
    */
-  function narrowToTrace<F extends ObservationFilters>(projectId: string, f: F): F {
-    if (f.trace_id === undefined) return f;
-    const r = st.traceRange.get(Number(projectId), f.trace_id) as { first_ms: number; last_ms: number } | undefined;
-    if (!r) return { ...f, fromMs: 0, toMs: 0 };
-    return { ...f, fromMs: Math.max(f.fromMs, r.first_ms), toMs: Math.min(f.toMs, r.last_ms + 1) };
+  function narrowToTrace<F extends ObservationFilters>(projectId: string, filters: F): F {
+    let f = filters;
+    const pid = Number(projectId);
+    const ranges: [string | undefined, Database.Statement][] = [
+      [f.trace_id, st.traceRange],
+      [f.session_id, st.sessionRange],
+      [f.user_id, st.userRange],
+    ];
+    for (const [id, stmt] of ranges) {
+      if (id === undefined) continue;
+      const r = stmt.get(pid, id) as Range | undefined;
+      f = { ...f, ...narrowed(f.fromMs, f.toMs, r) };
+    }
+    return f;
   }
 
   function list(projectId: string, filters: ObservationFilters, limit: number, offset: number): { rows: StoredObservation[]; total: number } {
@@ -652,11 +676,17 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     return { count, top };
   }
 
-  const sessionRows = (projectId: string, sessionId: string, limit: number) =>
-    db.prepare('SELECT * FROM agent_observations WHERE project_id = ? AND session_id = ? ORDER BY started_ms, observation_id LIMIT ?').all(Number(projectId), sessionId, limit) as StoredObservation[];
+  /** A session's observations: the time index over the session's activity range (agent_sessions), filtered on session_id. */
+  function sessionRows(projectId: string, sessionId: string, limit: number): StoredObservation[] {
+    const pid = Number(projectId);
+    const r = st.sessionRange.get(pid, sessionId) as Range | undefined;
+    if (!r) return [];
+    return st.sessionRows.all(pid, r.first_ms, r.last_ms, sessionId, limit) as StoredObservation[];
+  }
 
   function userBreakdown(projectId: string, userId: string, fromMs: number, toMs: number) {
-    const args = [Number(projectId), userId, fromMs, toMs];
+    const w = narrowed(fromMs, toMs, st.userRange.get(Number(projectId), userId) as Range | undefined);
+    const args = [Number(projectId), userId, w.fromMs, w.toMs];
     const base = "FROM agent_observations WHERE project_id = ? AND user_id = ? AND started_ms >= ? AND started_ms < ?";
     const totals = db
       .prepare(
