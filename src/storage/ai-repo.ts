@@ -22,6 +22,8 @@ export type RollupDim = (typeof ROLLUP_DIMS)[number];
 const PARTY_SORT_MAX = 5000;
 /** Entries of the small id level (agent_obs_ids_new, migration 041) that make the writer move them into the big one. */
 export const OBS_ID_LEVEL_MAX = 16_384;
+/** Writes of at least this many observations probe the id levels for all their keys in one query. */
+const PROBE_MIN = 4;
 const SUM_COLS = ['cost_sum', 'prompt_sum', 'completion_sum', 'tokens_sum', 'duration_sum', 'gen_duration_sum', 'tool_n'] as const;
 
 const OBS_COLUMNS = [
@@ -181,6 +183,13 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     // (`+`: the row ids, not the time index on project_id.)
     byId: db.prepare(`SELECT * FROM agent_observations WHERE id IN (${OBS_ROWIDS_SQL}) AND +project_id = ? AND +observation_id = ?`),
     idNew: db.prepare('INSERT INTO agent_obs_ids_new (project_id, k, obs) VALUES (?, ?, ?)'),
+    // The keys (of a JSON array of keys) present in either id level. Params: project, keys, project, keys.
+    keysKnown: db
+      .prepare(
+        `SELECT k FROM agent_obs_ids_new WHERE project_id = ? AND k IN (SELECT value FROM json_each(?))
+         UNION ALL SELECT k FROM agent_obs_ids WHERE project_id = ? AND k IN (SELECT value FROM json_each(?))`,
+      )
+      .pluck(),
     idNewCount: db.prepare('SELECT count(*) FROM agent_obs_ids_new').pluck(),
     idMove: db.prepare('INSERT OR IGNORE INTO agent_obs_ids (project_id, k, obs) SELECT project_id, k, obs FROM agent_obs_ids_new ORDER BY 1, 2, 3'),
     idClear: db.prepare('DELETE FROM agent_obs_ids_new'),
@@ -260,6 +269,8 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     // Session/user totals of this write alone first: one that only lost rows is left out (below).
     const parties = [new Map<string, Party>(), new Map<string, Party>()] as const;
     const contrib = new Float64Array(width);
+    let lastHour = NaN;
+    const lastCells: (Cell | undefined)[] = new Array(ROLLUP_DIMS.length + 1);
     for (const { row: r, sign } of changes) {
       const hour = Math.floor(r.started_ms / HOUR) * HOUR;
       const gen = r.observation_type === 'generation';
@@ -275,12 +286,18 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
       contrib[j++] = sign * r.duration_ms;
       contrib[j++] = gen ? sign * r.duration_ms : 0;
       contrib[j++] = r.observation_type === 'tool_call' ? sign : 0;
+      if (hour !== lastHour) (lastHour = hour), lastCells.fill(undefined);
       for (let d = -1; d < ROLLUP_DIMS.length; d++) {
         const dim = d < 0 ? '' : ROLLUP_DIMS[d]!;
         const value = d < 0 ? '' : String(r[dim as RollupDim]);
-        const k = `${pid}\u0000${hour}\u0000${dim}\u0000${value}`;
-        let e = cells.get(k);
-        if (!e) cells.set(k, (e = { pid, hour, dim, value, v: new Float64Array(width) }));
+        // The previous row's cell of this dimension when the hour and value are the same (the usual case in a batch).
+        let e = lastCells[d + 1];
+        if (!e || e.value !== value) {
+          const k = `${pid}\u0000${hour}\u0000${dim}\u0000${value}`;
+          e = cells.get(k);
+          if (!e) cells.set(k, (e = { pid, hour, dim, value, v: new Float64Array(width) }));
+          lastCells[d + 1] = e;
+        }
         const v = e.v;
         for (let i = 0; i < width; i++) v[i]! += contrib[i]!;
       }
@@ -390,12 +407,20 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     const args: unknown[] = new Array(1 + NOBS + NF);
     const traces = new Map<string, [number, number]>();
     idNewCount ??= st.idNewCount.get() as number;
-    for (const r of rows) {
-      const old = byId(pid, r.observation_id);
+    // Which of the write's id keys either level holds, in one query: an id whose key is in neither
+    // (nor earlier in this write) is new and needs no lookup — the usual case, span ids are random.
+    // (Every stored observation has its key in a level; keys can collide, so a known key is looked up.)
+    const keys = rows.length >= PROBE_MIN ? rows.map((r) => obsIdKey(r.observation_id)) : null;
+    const known = keys ? new Set(st.keysKnown.all(pid, JSON.stringify(keys), pid, JSON.stringify(keys)) as number[]) : null;
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
+      const k = keys ? keys[i]! : obsIdKey(r.observation_id);
+      const old = known && !known.has(k) ? undefined : byId(pid, r.observation_id);
       insertArgs(pid, r, args);
       if (!old) {
         const rowid = st.insert.run(args).lastInsertRowid;
-        st.idNew.run(pid, obsIdKey(r.observation_id), rowid);
+        st.idNew.run(pid, k, rowid);
+        known?.add(k);
         idNewCount++;
       } else {
         // A resend of what is stored (an exporter's retry, a replayed batch) changes nothing: no
