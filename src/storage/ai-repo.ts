@@ -751,11 +751,12 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     batchParticipant,
     writeScores,
     get,
-    list,
+    // The range reads (trace, session, user) and the rows in one read transaction (another process may write between).
+    list: snapshot(list),
     qualitySums: snapshot(qualitySums),
     missingExamples,
     scoreCounts,
-    exportRows,
+    exportRows: snapshot(exportRows),
     scoresForObservations,
     listScores,
     scoreSummary,
@@ -763,8 +764,8 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     usageBy: snapshot(usageBy),
     usageByDay: snapshot(usageByDay),
     parties,
-    sessionRows,
-    userBreakdown,
+    sessionRows: snapshot(sessionRows),
+    userBreakdown: snapshot(userBreakdown),
     observationsOfTrace: (projectId: string, traceId: string) => st.ofTrace.all(Number(projectId), traceId) as StoredObservation[],
     upsertTrace(projectId: string, t: TraceInfo) {
       st.trace.run(Number(projectId), t.trace_id, t.name, t.session_id, t.user_id, JSON.stringify(t.tags), t.release, t.environment, JSON.stringify(t.metadata));
