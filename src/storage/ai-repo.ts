@@ -4,6 +4,7 @@
  * contribution, a replaced row (same observation id) subtracts the old one first. Inside a write
  * batch (createWriteBatcher) the rollup and session/user upserts wait for the batch's end, once per key.
  */
+import type Database from 'better-sqlite3';
 import type { Db } from './db.js';
 import { batchTallies } from './write-batcher.js';
 import { FLAG_COLUMNS, type FlagColumn, type ObservationRow, type ScoreDraft } from '../domain/ai/observation.js';
@@ -21,6 +22,8 @@ export type RollupDim = (typeof ROLLUP_DIMS)[number];
 const PARTY_SORT_MAX = 5000;
 /** Entries of the small id level (agent_obs_ids_new, migration 041) that make the writer move them into the big one. */
 export const OBS_ID_LEVEL_MAX = 16_384;
+/** Writes of at least this many observations probe the id levels for all their keys in one query. */
+const PROBE_MIN = 4;
 const SUM_COLS = ['cost_sum', 'prompt_sum', 'completion_sum', 'tokens_sum', 'duration_sum', 'gen_duration_sum', 'tool_n'] as const;
 
 const OBS_COLUMNS = [
@@ -132,6 +135,12 @@ export interface FixDispatch {
   completed_ms: number | null;
 }
 
+/** A trace's, session's or user's first and last observation start (an outer bound: it only grows). */
+type Range = { first_ms: number; last_ms: number };
+/** The window [fromMs, toMs) narrowed to a range; no range (nothing stored for the id) gives an empty window. */
+const narrowed = (fromMs: number, toMs: number, r: Range | undefined) =>
+  r ? { fromMs: Math.max(fromMs, r.first_ms), toMs: Math.min(toMs, r.last_ms + 1) } : { fromMs: 0, toMs: 0 };
+
 /** LIKE pattern for a case-insensitive substring (ASCII) with % and _ escaped. */
 const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
@@ -174,6 +183,13 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     // (`+`: the row ids, not the time index on project_id.)
     byId: db.prepare(`SELECT * FROM agent_observations WHERE id IN (${OBS_ROWIDS_SQL}) AND +project_id = ? AND +observation_id = ?`),
     idNew: db.prepare('INSERT INTO agent_obs_ids_new (project_id, k, obs) VALUES (?, ?, ?)'),
+    // The keys (of a JSON array of keys) present in either id level. Params: project, keys, project, keys.
+    keysKnown: db
+      .prepare(
+        `SELECT k FROM agent_obs_ids_new WHERE project_id = ? AND k IN (SELECT value FROM json_each(?))
+         UNION ALL SELECT k FROM agent_obs_ids WHERE project_id = ? AND k IN (SELECT value FROM json_each(?))`,
+      )
+      .pluck(),
     idNewCount: db.prepare('SELECT count(*) FROM agent_obs_ids_new').pluck(),
     idMove: db.prepare('INSERT OR IGNORE INTO agent_obs_ids (project_id, k, obs) SELECT project_id, k, obs FROM agent_obs_ids_new ORDER BY 1, 2, 3'),
     idClear: db.prepare('DELETE FROM agent_obs_ids_new'),
@@ -184,6 +200,9 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
        WHERE t.project_id = ? AND t.trace_id = ?`,
     ),
     traceRange: db.prepare('SELECT first_ms, last_ms FROM agent_obs_traces WHERE project_id = ? AND trace_id = ?'),
+    // A session's (user's) first and last activity: an outer bound of its observations' start times (migration 053).
+    sessionRange: db.prepare('SELECT first_ms, last_ms FROM agent_sessions WHERE project_id = ? AND session_id = ?'),
+    userRange: db.prepare('SELECT first_ms, last_ms FROM agent_users WHERE project_id = ? AND user_id = ?'),
     anyIn: db.prepare('SELECT 1 FROM agent_observations INDEXED BY agent_obs_time WHERE project_id = ? AND started_ms >= ? AND started_ms < ? LIMIT 1').pluck(),
     traceUpsert: db.prepare(
       'INSERT INTO agent_obs_traces (project_id, trace_id, first_ms, last_ms) VALUES (?, ?, ?, ?) ON CONFLICT DO UPDATE SET first_ms = min(first_ms, excluded.first_ms), last_ms = max(last_ms, excluded.last_ms)',
@@ -220,6 +239,9 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
         environment = CASE WHEN excluded.environment != '' THEN excluded.environment ELSE environment END,
         metadata = CASE WHEN excluded.metadata != '{}' THEN excluded.metadata ELSE metadata END`,
     ),
+    sessionRows: db.prepare(
+      'SELECT * FROM agent_observations WHERE project_id = ? AND started_ms >= ? AND started_ms <= ? AND session_id = ? ORDER BY started_ms, observation_id LIMIT ?',
+    ),
     traceGet: db.prepare('SELECT * FROM agent_traces WHERE project_id = ? AND trace_id = ?'),
     privacyGet: db.prepare('SELECT privacy_mode FROM ai_settings WHERE project_id = ?').pluck(),
     privacySet: db.prepare('INSERT INTO ai_settings (project_id, privacy_mode, updated_ms) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET privacy_mode = excluded.privacy_mode, updated_ms = excluded.updated_ms'),
@@ -247,6 +269,8 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     // Session/user totals of this write alone first: one that only lost rows is left out (below).
     const parties = [new Map<string, Party>(), new Map<string, Party>()] as const;
     const contrib = new Float64Array(width);
+    let lastHour = NaN;
+    const lastCells: (Cell | undefined)[] = new Array(ROLLUP_DIMS.length + 1);
     for (const { row: r, sign } of changes) {
       const hour = Math.floor(r.started_ms / HOUR) * HOUR;
       const gen = r.observation_type === 'generation';
@@ -262,12 +286,18 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
       contrib[j++] = sign * r.duration_ms;
       contrib[j++] = gen ? sign * r.duration_ms : 0;
       contrib[j++] = r.observation_type === 'tool_call' ? sign : 0;
+      if (hour !== lastHour) (lastHour = hour), lastCells.fill(undefined);
       for (let d = -1; d < ROLLUP_DIMS.length; d++) {
         const dim = d < 0 ? '' : ROLLUP_DIMS[d]!;
         const value = d < 0 ? '' : String(r[dim as RollupDim]);
-        const k = `${pid}\u0000${hour}\u0000${dim}\u0000${value}`;
-        let e = cells.get(k);
-        if (!e) cells.set(k, (e = { pid, hour, dim, value, v: new Float64Array(width) }));
+        // The previous row's cell of this dimension when the hour and value are the same (the usual case in a batch).
+        let e = lastCells[d + 1];
+        if (!e || e.value !== value) {
+          const k = `${pid}\u0000${hour}\u0000${dim}\u0000${value}`;
+          e = cells.get(k);
+          if (!e) cells.set(k, (e = { pid, hour, dim, value, v: new Float64Array(width) }));
+          lastCells[d + 1] = e;
+        }
         const v = e.v;
         for (let i = 0; i < width; i++) v[i]! += contrib[i]!;
       }
@@ -377,12 +407,20 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     const args: unknown[] = new Array(1 + NOBS + NF);
     const traces = new Map<string, [number, number]>();
     idNewCount ??= st.idNewCount.get() as number;
-    for (const r of rows) {
-      const old = byId(pid, r.observation_id);
+    // Which of the write's id keys either level holds, in one query: an id whose key is in neither
+    // (nor earlier in this write) is new and needs no lookup — the usual case, span ids are random.
+    // (Every stored observation has its key in a level; keys can collide, so a known key is looked up.)
+    const keys = rows.length >= PROBE_MIN ? rows.map((r) => obsIdKey(r.observation_id)) : null;
+    const known = keys ? new Set(st.keysKnown.all(pid, JSON.stringify(keys), pid, JSON.stringify(keys)) as number[]) : null;
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]!;
+      const k = keys ? keys[i]! : obsIdKey(r.observation_id);
+      const old = known && !known.has(k) ? undefined : byId(pid, r.observation_id);
       insertArgs(pid, r, args);
       if (!old) {
         const rowid = st.insert.run(args).lastInsertRowid;
-        st.idNew.run(pid, obsIdKey(r.observation_id), rowid);
+        st.idNew.run(pid, k, rowid);
+        known?.add(k);
         idNewCount++;
       } else {
         // A resend of what is stored (an exporter's retry, a replayed batch) changes nothing: no
@@ -453,13 +491,24 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
   /**
    * With a trace_id filter, the window narrowed to the trace's time range (migration 039: there is no
    * per-observation trace index; the time index walks the range). Every observation of the trace
-   * starts within [first_ms, last_ms]; an unknown trace gives an empty window.
+   * starts within [first_ms, last_ms]; an unknown trace gives an empty window. A session_id or user_id
+   * filter narrows it the same way to the session's (user's) first and last activity (migration 053:
+   * no per-observation session or user index either).
    */
-  function narrowToTrace<F extends ObservationFilters>(projectId: string, f: F): F {
-    if (f.trace_id === undefined) return f;
-    const r = st.traceRange.get(Number(projectId), f.trace_id) as { first_ms: number; last_ms: number } | undefined;
-    if (!r) return { ...f, fromMs: 0, toMs: 0 };
-    return { ...f, fromMs: Math.max(f.fromMs, r.first_ms), toMs: Math.min(f.toMs, r.last_ms + 1) };
+  function narrowToTrace<F extends ObservationFilters>(projectId: string, filters: F): F {
+    let f = filters;
+    const pid = Number(projectId);
+    const ranges: [string | undefined, Database.Statement][] = [
+      [f.trace_id, st.traceRange],
+      [f.session_id, st.sessionRange],
+      [f.user_id, st.userRange],
+    ];
+    for (const [id, stmt] of ranges) {
+      if (id === undefined) continue;
+      const r = stmt.get(pid, id) as Range | undefined;
+      f = { ...f, ...narrowed(f.fromMs, f.toMs, r) };
+    }
+    return f;
   }
 
   function list(projectId: string, filters: ObservationFilters, limit: number, offset: number): { rows: StoredObservation[]; total: number } {
@@ -652,11 +701,17 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     return { count, top };
   }
 
-  const sessionRows = (projectId: string, sessionId: string, limit: number) =>
-    db.prepare('SELECT * FROM agent_observations WHERE project_id = ? AND session_id = ? ORDER BY started_ms, observation_id LIMIT ?').all(Number(projectId), sessionId, limit) as StoredObservation[];
+  /** A session's observations: the time index over the session's activity range (agent_sessions), filtered on session_id. */
+  function sessionRows(projectId: string, sessionId: string, limit: number): StoredObservation[] {
+    const pid = Number(projectId);
+    const r = st.sessionRange.get(pid, sessionId) as Range | undefined;
+    if (!r) return [];
+    return st.sessionRows.all(pid, r.first_ms, r.last_ms, sessionId, limit) as StoredObservation[];
+  }
 
   function userBreakdown(projectId: string, userId: string, fromMs: number, toMs: number) {
-    const args = [Number(projectId), userId, fromMs, toMs];
+    const w = narrowed(fromMs, toMs, st.userRange.get(Number(projectId), userId) as Range | undefined);
+    const args = [Number(projectId), userId, w.fromMs, w.toMs];
     const base = "FROM agent_observations WHERE project_id = ? AND user_id = ? AND started_ms >= ? AND started_ms < ?";
     const totals = db
       .prepare(
@@ -696,11 +751,12 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     batchParticipant,
     writeScores,
     get,
-    list,
+    // The range reads (trace, session, user) and the rows in one read transaction (another process may write between).
+    list: snapshot(list),
     qualitySums: snapshot(qualitySums),
     missingExamples,
     scoreCounts,
-    exportRows,
+    exportRows: snapshot(exportRows),
     scoresForObservations,
     listScores,
     scoreSummary,
@@ -708,8 +764,8 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     usageBy: snapshot(usageBy),
     usageByDay: snapshot(usageByDay),
     parties,
-    sessionRows,
-    userBreakdown,
+    sessionRows: snapshot(sessionRows),
+    userBreakdown: snapshot(userBreakdown),
     observationsOfTrace: (projectId: string, traceId: string) => st.ofTrace.all(Number(projectId), traceId) as StoredObservation[],
     upsertTrace(projectId: string, t: TraceInfo) {
       st.trace.run(Number(projectId), t.trace_id, t.name, t.session_id, t.user_id, JSON.stringify(t.tags), t.release, t.environment, JSON.stringify(t.metadata));

@@ -102,6 +102,40 @@ describe('observations by id (two id levels)', () => {
     db.close();
   });
 
+  it('a write of many rows (its keys probed in one query) stores what row-by-row writes store', () => {
+    // The same writes twice: as batches (one probe of both levels for all keys) and one row per write
+    // (a lookup per row): replacements from either level, the same id twice in a batch, a colliding
+    // key, the same id in another project, resends.
+    const run = (file: string, oneByOne: boolean) => {
+      const db = openDatabase(join(dir, file));
+      const repo = createAiRepo(db, { idLevelMax: 6 });
+      const write = (pid: string, rows: ReturnType<typeof obs>[]) => {
+        for (const part of oneByOne ? rows.map((r) => [r]) : [rows]) db.transaction(() => repo.writeObservations(pid, part))();
+      };
+      write('1', Array.from({ length: 9 }, (_, i) => obs(`a${i}`, T0 + i))); // a0..a8: big level after the move
+      write('1', [obs('b0', T0 + 20), obs('b1', T0 + 21)]); // small level
+      // b's key also names a0's row (a collision in the big level).
+      const a0 = db.prepare("SELECT id FROM agent_observations WHERE observation_id = 'a0'").pluck().get();
+      db.prepare('INSERT INTO agent_obs_ids (project_id, k, obs) VALUES (1, ?, ?)').run(obsIdKey('coll'), a0);
+      write('1', [obs('a3', T0 + 30, 'o3'), obs('b1', T0 + 31, 'o3'), obs('n0', T0 + 32), obs('n0', T0 + 33, 'o4-mini'), obs('coll', T0 + 34), obs('a5', T0 + 5), obs('n1', T0 + 35)]);
+      write('2', [obs('a3', T0 + 40), obs('b1', T0 + 41), obs('x', T0 + 42), obs('y', T0 + 43)]);
+      write('1', [obs('coll', T0 + 36, 'o3'), obs('a0', T0, 'o3'), obs('n1', T0 + 35), obs('n2', T0 + 37)]);
+      const out = {
+        rows: db.prepare('SELECT project_id, observation_id, model, started_ms FROM agent_observations ORDER BY project_id, observation_id').all(),
+        rollup: db.prepare('SELECT * FROM agent_obs_1h ORDER BY project_id, hour_ms, dim, value').all(),
+        ids: db.prepare('SELECT o.project_id, o.observation_id FROM agent_observations o ORDER BY 1, 2').all().length,
+      };
+      db.close();
+      return out;
+    };
+    const batched = run('p1.db', false);
+    expect(batched).toEqual(run('p2.db', true));
+    expect(batched.rows).toHaveLength(19);
+    expect(batched.rows).toContainEqual({ project_id: 1, observation_id: 'n0', model: 'o4-mini', started_ms: T0 + 33 });
+    expect(batched.rows).toContainEqual({ project_id: 1, observation_id: 'a0', model: 'o3', started_ms: T0 });
+    expect(batched.rows).toContainEqual({ project_id: 1, observation_id: 'coll', model: 'o3', started_ms: T0 + 36 });
+  });
+
   it('migration 041 indexes the observations stored before it and drops the unique index', () => {
     const db = openDatabase(join(dir, 'c.db'), { migrations: MIGRATIONS.filter((m) => m.version < 41) });
     const ins = db.prepare("INSERT INTO agent_observations (project_id, observation_id, observation_type, started_ms, received_ms) VALUES (?, ?, 'generation', ?, 0)");
