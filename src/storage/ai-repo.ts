@@ -741,7 +741,8 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
    * the same rows even when another connection (another process) writes in between.
    */
   const snapshot = <A extends unknown[], R>(f: (...a: A) => R): ((...a: A) => R) => {
-    const t = db.transaction(f);
+    // Deferred: it only reads (db.transaction runs BEGIN IMMEDIATE, for writers).
+    const t = db.transaction(f).deferred;
     return (...a: A) => t(...a);
   };
 
