@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -96,7 +97,7 @@ describe('write batcher (group commit)', () => {
        db.exec('BEGIN IMMEDIATE');
        parentPort.postMessage('locked');
        setTimeout(() => { db.exec('COMMIT'); db.close(); parentPort.postMessage('released'); }, 300);`,
-      { eval: true, workerData: { file, sqlite: require.resolve('better-sqlite3') } },
+      { eval: true, workerData: { file, sqlite: createRequire(import.meta.url).resolve('better-sqlite3') } },
     );
     try {
       const messages: string[] = [];
