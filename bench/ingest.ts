@@ -22,6 +22,8 @@
  *
  *   npx tsx bench/ingest.ts [seconds-per-phase=8] [connections=8]
  *   npx tsx bench/ingest.ts --storage-only     (the in-process tables only)
+ *   npx tsx bench/ingest.ts 10 8 --spans-only [--no-main]   (the 8-per-trace span phase alone: rate, p50/p99/max ack)
+ * A non-200 response prints its status and body (the first three per phase).
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -46,6 +48,8 @@ const STORAGE_ONLY = process.argv.includes('--storage-only');
 const ERRORS_ONLY = process.argv.includes('--errors-only');
 /** The error write path alone, in this process: decoded Sentry events through the write batcher (group commit), events per CPU second. */
 const ERRORS_STORAGE = process.argv.includes('--errors-storage');
+/** Only the 8-spans-per-trace phase, on a main-thread server then on the workers (--no-main: workers only): the issue 19 tail-latency loop; prints the slowest acknowledgement and the load average. */
+const SPANS_ONLY = process.argv.includes('--spans-only');
 const SECONDS = Number(argv[0] ?? 8);
 const CONNECTIONS = Number(argv[1] ?? 8);
 const SPANS_PER_TRACE = 8;
@@ -106,7 +110,7 @@ function envelope(seed: number): Buffer {
   return Buffer.from(`${JSON.stringify({ event_id: id, sent_at: new Date().toISOString() })}\n{"type":"event"}\n${JSON.stringify(event)}\n`);
 }
 
-interface PhaseResult { name: string; items: number; seconds: number; p99: number; p50: number; probeP99: number; probeMax: number }
+interface PhaseResult { name: string; items: number; seconds: number; p99: number; p50: number; max: number; requests: number; failures: number; over1s: number; probeP99: number; probeMax: number }
 
 async function runPhase(name: string, port: number, path: string, headers: Record<string, string>, bodies: Buffer[], itemsPerRequest: number): Promise<PhaseResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
@@ -139,8 +143,12 @@ async function runPhase(name: string, port: number, path: string, headers: Recor
       const start = performance.now();
       const status = await new Promise<number>((resolve, reject) => {
         const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent, headers: { ...headers, 'content-length': body.length } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode ?? 0));
+          const chunks: Buffer[] = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => {
+            if (res.statusCode !== 200 && failures < 3) console.error(`${name}: ${res.statusCode} after ${(performance.now() - start).toFixed(0)} ms: ${Buffer.concat(chunks).toString('utf8').slice(0, 300)}`);
+            resolve(res.statusCode ?? 0);
+          });
         });
         req.on('error', reject);
         req.end(body);
@@ -157,7 +165,7 @@ async function runPhase(name: string, port: number, path: string, headers: Recor
   probe.sort((a, b) => a - b);
   if (failures) console.error(`${name}: ${failures} non-200 responses`);
   latencies.sort((a, b) => a - b);
-  return { name, items: requests * itemsPerRequest, seconds, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0, p50: latencies[Math.floor(latencies.length * 0.5)] ?? 0, probeP99: probe[Math.floor(probe.length * 0.99)] ?? 0, probeMax: probe[probe.length - 1] ?? 0 };
+  return { name, items: requests * itemsPerRequest, seconds, max: latencies[latencies.length - 1] ?? 0, requests: latencies.length, failures, over1s: latencies.filter((x) => x > 1000).length, p99: latencies[Math.floor(latencies.length * 0.99)] ?? 0, p50: latencies[Math.floor(latencies.length * 0.5)] ?? 0, probeP99: probe[Math.floor(probe.length * 0.99)] ?? 0, probeMax: probe[probe.length - 1] ?? 0 };
 }
 
 // ---- storage write path alone (in this process) ---------------------------------------------
@@ -465,6 +473,14 @@ async function runMode(workers: string | undefined) {
   ] as const) {
     await Promise.all(Array.from({ length: 4 }, () => fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers, body })));
   }
+  if (SPANS_ONLY) {
+    const cpu0 = serverCpuSeconds(child.pid!);
+    const r = await runPhase(`spans (OTLP protobuf, 512/batch, ${SPANS_PER_TRACE} per trace)`, port, '/ingest/v1/traces', otlpHeaders, traces, BATCH);
+    const cpu = serverCpuSeconds(child.pid!) - cpu0;
+    console.log(`server CPU ${(cpu * 1e6 / r.items).toFixed(1)} µs per span (${cpu.toFixed(2)} CPU s for ${r.items} spans)`);
+    child.kill('SIGTERM');
+    return { results: [r], rss: NaN };
+  }
   if (ERRORS_ONLY) {
     const cpu0 = serverCpuSeconds(child.pid!);
     const r = await runPhase('error events (Sentry envelopes, grouped)', port, `/ingest/api/${project}/envelope/?sentry_key=${key}`, { 'content-type': 'application/x-sentry-envelope' }, envelopes, 1);
@@ -526,6 +542,15 @@ async function errorStorageBench(n = Number(process.env.BENCH_ERROR_EVENTS ?? 40
 async function main() {
   if (ERRORS_STORAGE) {
     await errorStorageBench();
+    return;
+  }
+  if (SPANS_ONLY) {
+    // As in the full run, a server decoding on the main thread runs (and is stopped) first, unless --no-main.
+    const modes = process.argv.includes('--no-main') ? [process.env.SIGHTLINE_INGEST_WORKERS] : ['0', process.env.SIGHTLINE_INGEST_WORKERS];
+    for (const m of modes) {
+      const r = (await runMode(m)).results[0]!;
+      console.log(`[${m === '0' ? 'main thread' : 'workers'}] ${r.name}: ${k(r.items / r.seconds)}/s, p50 ack ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, max ${r.max.toFixed(0)} ms, over 1 s: ${r.over1s} of ${r.requests}, non-200: ${r.failures}; ${SECONDS}s, ${CONNECTIONS} connections; load ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
+    }
     return;
   }
   if (ERRORS_ONLY) {

@@ -12,6 +12,9 @@ db.pragma('busy_timeout = 20');
 db.pragma('synchronous = NORMAL');
 let stopped = false;
 let nextRestart = 0;
+/** Passive passes at most before a RESTART, and the new frames under which a pass ends them. */
+const CATCH_UP_PASSES = 4;
+const CATCH_UP_FRAMES = 256;
 
 /** One round: copy committed WAL frames into the database file; a long WAL is restarted (blocks writers briefly). */
 function round() {
@@ -24,6 +27,15 @@ function round() {
     // A RESTART that could not finish (a reader still on an old snapshot) is not tried again for a
     // second: each try holds the write lock for up to the busy timeout.
     if (r && r.log > restartFrames && Date.now() >= nextRestart) {
+      // A RESTART holds the write lock while it copies what the last pass left and syncs the file:
+      // the server's writer waits (its event loop with it). Passive passes first, while the writer
+      // goes on, until one finds little new (the writer committed under CATCH_UP_FRAMES meanwhile),
+      // so the RESTART copies and syncs only a few frames.
+      for (let pass = 0; pass < CATCH_UP_PASSES; pass++) {
+        const before = r.log;
+        r = db.pragma('wal_checkpoint(PASSIVE)')[0];
+        if (!r || r.log < before || r.log - before < CATCH_UP_FRAMES) break;
+      }
       r = db.pragma('wal_checkpoint(RESTART)')[0];
       if (r?.busy) nextRestart = Date.now() + 1000;
     }

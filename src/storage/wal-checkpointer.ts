@@ -15,6 +15,10 @@ import type { Db } from './db.js';
  * The worker waits at most 20 ms for locks (a RESTART holds the write lock while it waits for
  * readers: a long wait there stalled other writers past their busy timeout); a round that cannot get
  * in gives up and the next one tries again.
+ * Before a RESTART, passive passes catch up with the writer, so the RESTART (during which the
+ * server's writer, and its event loop, wait) copies and syncs only a few frames. The writer begins
+ * its transactions IMMEDIATE (write-batcher.ts): a deferred one that had read first would fail at
+ * once with SQLITE_BUSY while a RESTART holds the lock, instead of waiting for it.
  * The writer's own automatic checkpoint stays as a fallback at `fallbackPages`, should the worker
  * lag or die. Durability is unchanged (synchronous=NORMAL: commits survive a process crash).
  */

@@ -103,6 +103,12 @@ export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly
     queue = [];
     const results: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
     try {
+      // BEGIN IMMEDIATE: the write lock first, then the reads. In a deferred transaction a job that
+      // reads before it writes (resource ids, error groups) holds a read snapshot when it asks for
+      // the write lock, and SQLite answers SQLITE_BUSY at once instead of waiting its busy timeout
+      // whenever another connection holds that lock: the WAL checkpointer's RESTART (wal-checkpointer.ts)
+      // did so for tens of ms about once a second under ingest, failing every job of the batch
+      // (503 storage_unavailable, retry after 30 s). Immediate, the commit waits those ms instead.
       db.transaction(() => {
         for (const p of participants) p.begin();
         for (const job of jobs) {
@@ -115,7 +121,7 @@ export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly
           }
         }
         for (const p of participants) p.end();
-      })();
+      }).immediate();
     } catch (error) {
       // SQLite rolls the whole transaction back on some errors (disk full, I/O error), so the commit
       // fails with "no transaction is active": the write that hit the error says why, for every job.

@@ -1,4 +1,9 @@
 import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 
@@ -75,5 +80,42 @@ describe('write batcher (group commit)', () => {
     expect((d.prepare('SELECT COUNT(*) n FROM t').get() as { n: number }).n).toBe(0); // queued, not yet written
     await pending;
     expect((d.prepare('SELECT COUNT(*) n FROM t').get() as { n: number }).n).toBe(1);
+  });
+
+  it('waits for another connection holding the write lock (a WAL RESTART checkpoint) instead of failing a job that reads before it writes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sl-wb-lock-'));
+    const file = join(dir, 'db.sqlite');
+    const d = new Database(file);
+    d.pragma('journal_mode = WAL');
+    d.pragma('busy_timeout = 5000');
+    d.exec('CREATE TABLE t (v INTEGER PRIMARY KEY)');
+    // Another connection on another thread takes the write lock, as the checkpoint worker's
+    // wal_checkpoint(RESTART) does, and lets it go 300 ms later.
+    const holder = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+       const db = new (require(workerData.sqlite))(workerData.file);
+       db.exec('BEGIN IMMEDIATE');
+       parentPort.postMessage('locked');
+       setTimeout(() => { db.exec('COMMIT'); db.close(); parentPort.postMessage('released'); }, 300);`,
+      { eval: true, workerData: { file, sqlite: createRequire(import.meta.url).resolve('better-sqlite3') } },
+    );
+    try {
+      const messages: string[] = [];
+      const released = new Promise<void>((resolve) => holder.on('message', (m: string) => (messages.push(m), m === 'released' && resolve())));
+      while (!messages.includes('locked')) await new Promise((r) => setTimeout(r, 5));
+      const run = createWriteBatcher(d);
+      const job = run(() => {
+        const n = (d.prepare('SELECT COUNT(*) n FROM t').get() as { n: number }).n; // a read first (a snapshot)
+        d.prepare('INSERT INTO t (v) VALUES (?)').run(n + 1); // then the write lock
+        return n + 1;
+      });
+      await expect(job).resolves.toBe(1);
+      await released;
+      expect(d.prepare('SELECT v FROM t').all()).toEqual([{ v: 1 }]);
+    } finally {
+      await holder.terminate();
+      d.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
