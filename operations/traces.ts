@@ -324,8 +324,16 @@ export const operations = defineOperation({
     const { groups } = await repo.entryGroups(pid, { service: input.service_name, operation });
     const needs = sortNeeds(input.sort);
     // Read only what the sort needs for every group; the full detail only for the rows returned.
+    // When every group fits in `limit`, every one is returned: read their detail once.
+    const all = groups.length <= input.limit;
     const matched: OperationGroup[] = [];
-    if (needs === 'last') {
+    if (all) {
+      const d = await repo.groupsDetail(pid, groups, f, true);
+      groups.forEach((g, i) => {
+        const x = d[i]!;
+        if (x.count > 0) matched.push({ ...g, last_ms: x.last_ms!, count: x.count, errors: x.errors, durations: x.durations, p50: x.p50, p95: x.p95, buckets: x.buckets ?? undefined });
+      });
+    } else if (needs === 'last') {
       const last = await repo.groupsLastSeen(pid, groups, f);
       groups.forEach((g, i) => last[i] !== null && matched.push({ ...g, last_ms: last[i]! }));
     } else if (needs === 'counts') {
@@ -336,11 +344,15 @@ export const operations = defineOperation({
       const d = await repo.groupsDetail(pid, groups, f, false);
       groups.forEach((g, i) => d[i]!.count > 0 && matched.push({ ...g, last_ms: d[i]!.last_ms!, count: d[i]!.count, errors: d[i]!.errors, durations: d[i]!.durations, p50: d[i]!.p50, p95: d[i]!.p95 }));
     }
-    matched.sort(compareGroups(input.sort));
+    const cmp = compareGroups(input.sort);
+    // (By last seen, ties go by name, as when only the last-seen times are read.)
+    matched.sort(all && needs === 'last' ? (a, b) => cmp({ ...a, count: undefined }, { ...b, count: undefined }) : cmp);
     const shown = matched.slice(0, input.limit);
     // Rows whose detail the sort already read need only their sparklines.
     const detailed = needs !== 'last' && needs !== 'counts';
-    const top: OperationGroup[] = detailed
+    const top: OperationGroup[] = all
+      ? shown
+      : detailed
       ? (await repo.groupsSparklines(pid, shown, f)).map((buckets, i) => ({ ...shown[i]!, buckets }))
       : (await repo.groupsDetail(pid, shown, f, true)).map((d, i) => {
           const g = shown[i]!;
