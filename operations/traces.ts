@@ -579,6 +579,8 @@ const MAP_ROW_BUDGET = 12_000;
 const MAP_PROBE = 100_000;
 /** Around each slice, spans read only as parents and children of the counted ones. */
 const MAP_MARGIN_MS = 5_000;
+/** Slices read at once (the ones past an early stop are read for nothing). */
+const MAP_SLICES_AHEAD = 4;
 
 const nodeSchema = z.object({
   service_name: z.string().describe('Service, or the name of a callee seen only in client spans (database system, messaging system/destination, peer service or host).'),
@@ -642,9 +644,10 @@ export const serviceMap = defineOperation({
     const f: EntryFilter = { fromMs: w.fromMs, toMs: w.toMs, status: input.status, minDurationMs: input.min_duration };
 
     // Exact entry-span counts per service.
+    // (Asked at once with the estimate below: on ClickHouse each is a query of its own.)
     const counts = new Map<string, { request_count: number; error_count: number }>();
-    const { groups } = await repo.entryGroups(pid);
-    const groupCounts = await repo.groupsCounts(pid, groups, f);
+    const countsRead = repo.entryGroups(pid).then(async ({ groups }) => ({ groups, groupCounts: await repo.groupsCounts(pid, groups, f) }));
+    const [{ groups, groupCounts }, est] = await Promise.all([countsRead, repo.estimateSpans(pid, w.fromMs, w.toMs, MAP_PROBE)]);
     for (const [i, g] of groups.entries()) {
       const c = groupCounts[i]!;
       const cur = counts.get(g.service_name) ?? { request_count: 0, error_count: 0 };
@@ -654,17 +657,24 @@ export const serviceMap = defineOperation({
     }
 
     // Spans for the edges: the whole window, or evenly spread slices of it.
-    const est = await repo.estimateSpans(pid, w.fromMs, w.toMs, MAP_PROBE);
     const fraction = est.count <= MAP_ROW_BUDGET ? 1 : MAP_ROW_BUDGET / est.count;
     const slices = planSlices(w.fromMs, w.toMs, fraction);
     const spans: MapSpan[] = [];
     let covered = 0;
-    for (const sl of slices) {
-      const rows = await repo.mapSpans(pid, sl.fromMs - MAP_MARGIN_MS, sl.toMs + MAP_MARGIN_MS, sl.fromMs, sl.toMs);
-      for (const r of rows) spans.push(r);
-      covered += sl.toMs - sl.fromMs;
-      // Denser than estimated: stop early (the slices come in an order spread over the window).
-      if (fraction < 1 && spans.length > 2 * MAP_ROW_BUDGET) break;
+    // Slices are read MAP_SLICES_AHEAD at a time (each a round trip on ClickHouse) and taken in order.
+    let stop = false;
+    for (let i = 0; i < slices.length && !stop; i += MAP_SLICES_AHEAD) {
+      const part = slices.slice(i, i + MAP_SLICES_AHEAD);
+      const read = await Promise.all(part.map((sl) => repo.mapSpans(pid, sl.fromMs - MAP_MARGIN_MS, sl.toMs + MAP_MARGIN_MS, sl.fromMs, sl.toMs)));
+      for (const [j, rows] of read.entries()) {
+        for (const r of rows) spans.push(r);
+        covered += part[j]!.toMs - part[j]!.fromMs;
+        // Denser than estimated: stop early (the slices come in an order spread over the window).
+        if (fraction < 1 && spans.length > 2 * MAP_ROW_BUDGET) {
+          stop = true;
+          break;
+        }
+      }
     }
     const sampleFraction = fraction >= 1 ? 1 : covered / (w.toMs - w.fromMs);
 
