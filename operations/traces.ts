@@ -580,7 +580,7 @@ const MAP_PROBE = 100_000;
 /** Around each slice, spans read only as parents and children of the counted ones. */
 const MAP_MARGIN_MS = 5_000;
 /** Slices read at once (the ones past an early stop are read for nothing). */
-const MAP_SLICES_AHEAD = 8;
+const MAP_SLICES_AHEAD = 4;
 
 const nodeSchema = z.object({
   service_name: z.string().describe('Service, or the name of a callee seen only in client spans (database system, messaging system/destination, peer service or host).'),
@@ -661,11 +661,11 @@ export const serviceMap = defineOperation({
     const slices = planSlices(w.fromMs, w.toMs, fraction);
     const spans: MapSpan[] = [];
     let covered = 0;
-    // Slices are read MAP_SLICES_AHEAD at a time (one query on ClickHouse, where a query is a round trip) and taken in order.
+    // Slices are read MAP_SLICES_AHEAD at a time (each a round trip on ClickHouse) and taken in order.
     let stop = false;
     for (let i = 0; i < slices.length && !stop; i += MAP_SLICES_AHEAD) {
       const part = slices.slice(i, i + MAP_SLICES_AHEAD);
-      const read = await repo.mapSpansRanges(pid, part.map((sl) => ({ fromMs: sl.fromMs - MAP_MARGIN_MS, toMs: sl.toMs + MAP_MARGIN_MS, coreFromMs: sl.fromMs, coreToMs: sl.toMs })));
+      const read = await Promise.all(part.map((sl) => repo.mapSpans(pid, sl.fromMs - MAP_MARGIN_MS, sl.toMs + MAP_MARGIN_MS, sl.fromMs, sl.toMs)));
       for (const [j, rows] of read.entries()) {
         for (const r of rows) spans.push(r);
         covered += part[j]!.toMs - part[j]!.fromMs;

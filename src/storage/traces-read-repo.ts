@@ -625,8 +625,6 @@ export type TracesReader = {
   spanServices(projectId: string, spans: { trace_id: string; span_id: string }[]): Promise<(string | null)[]>;
   /** Services of the children of each (trace, span) asked for; in the order given. */
   childServicesOf(projectId: string, spans: { trace_id: string; span_id: string }[]): Promise<string[][]>;
-  /** {@link TracesReadRepo.mapSpans} of each range, in the order given (a span in two ranges is in both answers). */
-  mapSpansRanges(projectId: string, ranges: { fromMs: number; toMs: number; coreFromMs: number; coreToMs: number }[]): Promise<MapSpan[][]>;
 };
 
 /** The SQLite repository behind the asynchronous interface (each call still runs synchronously). */
@@ -649,7 +647,6 @@ export function asyncTracesReader(repo: TracesReadRepo): TracesReader {
     traceSummaries: async (pid, traceIds) => new Map(traceIds.map((t) => [t, repo.traceSummary(pid, t)])),
     spanServices: async (pid, spans) => spans.map((sp) => repo.parentService(pid, sp.trace_id, sp.span_id)),
     childServicesOf: async (pid, spans) => spans.map((sp) => repo.childServices(pid, sp.trace_id, sp.span_id)),
-    mapSpansRanges: async (pid, ranges) => ranges.map((r) => repo.mapSpans(pid, r.fromMs, r.toMs, r.coreFromMs, r.coreToMs)),
   };
   return { ...(out as Omit<TracesReader, keyof typeof batch>), ...batch } as TracesReader;
 }

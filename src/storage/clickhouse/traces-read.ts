@@ -429,35 +429,23 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     },
 
     async mapSpans(projectId, fromMs, toMs, coreFromMs, coreToMs): Promise<MapSpan[]> {
-      return (await reader.mapSpansRanges(projectId, [{ fromMs, toMs, coreFromMs, coreToMs }]))[0]!;
-    },
-
-    async mapSpansRanges(projectId, ranges): Promise<MapSpan[][]> {
-      const out: MapSpan[][] = ranges.map(() => []);
-      if (!ranges.length) return out;
-      // One query for every range; a span goes to each range it starts in.
       const rows = await q(`SELECT trace_id, span_id, parent_span_id, service_name, kind, duration_ms, status_code, start_ms,
-        if(kind IN (3, 4), attributes, '') AS attributes FROM spans WHERE project_id = ${lit(Number(projectId))}
-        AND (${ranges.map((r) => `(start_ms >= ${lit(r.fromMs)} AND start_ms < ${lit(r.toMs)})`).join(' OR ')})`);
-      for (const r of rows) {
+        if(kind IN (3, 4), attributes, '') AS attributes FROM spans WHERE project_id = ${lit(Number(projectId))} AND start_ms >= ${lit(fromMs)} AND start_ms < ${lit(toMs)}`);
+      return rows.map((r) => {
         const start = Number(r.start_ms);
         const kind = Number(r.kind);
-        ranges.forEach((g, i) => {
-          if (start < g.fromMs || start >= g.toMs) return;
-          out[i]!.push({
-            trace_id: r.trace_id,
-            span_id: r.span_id,
-            parent_span_id: r.parent_span_id || null,
-            service_name: r.service_name,
-            kind,
-            duration_ms: Number(r.duration_ms),
-            status_code: Number(r.status_code),
-            core: start >= g.coreFromMs && start < g.coreToMs,
-            attributes: kind === 3 || kind === 4 ? r.attributes : null,
-          });
-        });
-      }
-      return out;
+        return {
+          trace_id: r.trace_id,
+          span_id: r.span_id,
+          parent_span_id: r.parent_span_id || null,
+          service_name: r.service_name,
+          kind,
+          duration_ms: Number(r.duration_ms),
+          status_code: Number(r.status_code),
+          core: start >= coreFromMs && start < coreToMs,
+          attributes: kind === 3 || kind === 4 ? r.attributes : null,
+        };
+      });
     },
 
     async estimateSpans(projectId, fromMs, toMs, probe) {
