@@ -579,8 +579,8 @@ const MAP_ROW_BUDGET = 12_000;
 const MAP_PROBE = 100_000;
 /** Around each slice, spans read only as parents and children of the counted ones. */
 const MAP_MARGIN_MS = 5_000;
-/** Slices read at once (the ones past an early stop are read for nothing). */
-const MAP_SLICES_AHEAD = 4;
+/** Slices read at once, each its own query (the ones past an early stop are read for nothing; one query over 8 slices' ranges took 1.7× the CPU of 8 single-range ones on 18.16). */
+const MAP_SLICES_AHEAD = 8;
 
 const nodeSchema = z.object({
   service_name: z.string().describe('Service, or the name of a callee seen only in client spans (database system, messaging system/destination, peer service or host).'),
