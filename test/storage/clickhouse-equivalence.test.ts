@@ -153,6 +153,11 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('trace reads on SQLite and
       `/trace-operations?${w}&min_duration=100&sort=error_rate&limit=100`,
       `/trace-operations?from=${new Date(NOW - 16 * HOUR).toISOString()}&to=${new Date(NOW - 13 * HOUR - 7).toISOString()}&limit=100`,
       `/services?${w}`,
+      // windows cut inside minutes, fewer rows than groups: counts and last-seen times from whole minutes plus the partial ends
+      `/trace-operations?from=${new Date(NOW - 19 * HOUR + 12_345).toISOString()}&to=${new Date(NOW - 11 * HOUR - 54_321).toISOString()}&status=error&limit=3`,
+      `/trace-operations?from=${new Date(NOW - 17 * HOUR - 1).toISOString()}&to=${new Date(NOW - 12 * HOUR + 999).toISOString()}&environment=staging&sort=count&limit=4`,
+      `/trace-operations?from=${new Date(NOW - 15 * HOUR + 30_000).toISOString()}&to=${new Date(NOW - 15 * HOUR + 50_000).toISOString()}&limit=2`,
+      `/services?from=${new Date(NOW - 18 * HOUR + 777).toISOString()}&to=${new Date(NOW - 10 * HOUR - 777).toISOString()}&status=ok`,
     ];
     for (const p of paths) {
       const x = await api(a, 'GET', `/v1/projects/${a.projectId}${p}`, { key: a.keys.admin });

@@ -191,6 +191,53 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     }
   }
 
+  /**
+   * Entry-span count, errors and latest start per group matching the filter (not `minDurationMs`),
+   * keyed by {@link key}: whole minutes of the window from `entry_minutes` (schema.ts, migration 3),
+   * its partial first and last minutes from `spans` (few granules on its (project, start) key). The
+   * same numbers as counting `entry_spans`, for a fraction of the reading.
+   */
+  async function minuteCounts(projectId: string, groups: EntryGroupKey[], f: EntryFilter): Promise<Map<string, { n: number; errors: number; last: number }>> {
+    const out = new Map<string, { n: number; errors: number; last: number }>();
+    if (!groups.length) return out;
+    const pid = lit(Number(projectId));
+    const m0 = Math.ceil(f.fromMs / 60_000);
+    const m1 = Math.floor(f.toMs / 60_000);
+    const env = f.environment !== undefined ? ` AND environment = ${lit(f.environment)}` : '';
+    const edges = (m0 < m1 ? [[f.fromMs, m0 * 60_000], [m1 * 60_000, f.toMs]] : [[f.fromMs, f.toMs]]).filter(([a, b]) => a! < b!);
+    const reads: Promise<any[]>[] = [];
+    if (m0 < m1) {
+      const all = groupsOf.get(projectId);
+      const only = all === undefined || groups.length * 2 < all ? ` AND (service_name, operation) IN (${groups.map((g) => `(${lit(g.service_name)}, ${lit(g.operation)})`).join(', ')})` : '';
+      reads.push(q(`SELECT service_name, operation, countMerge(n) AS n, sumMerge(errors) AS errors, maxMerge(last_ms) AS last_all, maxMerge(last_ok_ms) AS last_ok,
+        maxMerge(last_error_ms) AS last_error FROM entry_minutes WHERE project_id = ${pid} AND minute >= ${m0} AND minute < ${m1}${env}${only} GROUP BY service_name, operation`));
+    }
+    if (edges.length) {
+      reads.push(q(`SELECT service_name, operation, count() AS n, countIf(status_code = 2) AS errors, max(start_ms) AS last_all, maxIf(start_ms, status_code <> 2) AS last_ok,
+        maxIf(start_ms, status_code = 2) AS last_error FROM spans WHERE project_id = ${pid} AND is_entry = 1${env}
+        AND (${edges.map(([a, b]) => `(start_ms >= ${lit(a)} AND start_ms < ${lit(b)})`).join(' OR ')}) GROUP BY service_name, operation`));
+    }
+    for (const rows of await Promise.all(reads)) {
+      for (const r of rows) {
+        const all = Number(r.n);
+        const errors = Number(r.errors);
+        const n = f.status === 'error' ? errors : f.status === 'ok' ? all - errors : all;
+        if (n <= 0) continue;
+        const last = Number(f.status === 'error' ? r.last_error : f.status === 'ok' ? r.last_ok : r.last_all);
+        const k = key(r);
+        const cur = out.get(k);
+        const e = f.status === 'ok' ? 0 : errors;
+        if (!cur) out.set(k, { n, errors: e, last });
+        else {
+          cur.n += n;
+          cur.errors += e;
+          if (last > cur.last) cur.last = last;
+        }
+      }
+    }
+    return out;
+  }
+
   /** An entry span's sparkline bucket in the window (0 to SPARKLINE_BUCKETS - 1, clamped by the reader). */
   const bucketOf = (f: EntryFilter) => `toInt64(floor((start_ms - ${lit(f.fromMs)}) * ${SPARKLINE_BUCKETS} / ${lit(f.toMs - f.fromMs)}))`;
 
@@ -253,6 +300,10 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     },
 
     async groupsLastSeen(projectId, groups, f) {
+      if (f.minDurationMs === undefined) {
+        const c = await minuteCounts(projectId, groups, f);
+        return groups.map((g) => c.get(key(g))?.last ?? null);
+      }
       const rows = await grouped(projectId, groups, f, 'max(start_ms) AS last_ms');
       return groups.map((g) => {
         const r = rows.get(key(g));
@@ -261,6 +312,13 @@ export function createChTracesReader(engine: ChEngine, sqlite: Pick<TracesReader
     },
 
     async groupsCounts(projectId, groups, f) {
+      if (f.minDurationMs === undefined) {
+        const c = await minuteCounts(projectId, groups, f);
+        return groups.map((g) => {
+          const r = c.get(key(g));
+          return { count: r?.n ?? 0, errors: r?.errors ?? 0 };
+        });
+      }
       const rows = await grouped(projectId, groups, f, 'countIf(status_code = 2) AS errors');
       return groups.map((g) => {
         const r = rows.get(key(g));
