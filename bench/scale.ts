@@ -14,10 +14,15 @@
  *    traces.get; p95 of sequential calls after a warm-up.
  *
  *   npx tsx bench/scale.ts [--spans 1000000] [--seconds 8] [--procs 1,2,3] [--connections 8] [--runs 15] [--sqlite-max 2000000]
+ *     [--clickhouse-url http://127.0.0.1:8123] [--keep DIR]
  *
  * SQLite is seeded and read only up to --sqlite-max spans (its seeding is the slow part at 10M).
+ * `--clickhouse-url` uses a running server instead of starting a private one; with `--keep DIR` as
+ * well, the ClickHouse side's seeded data stays between runs (database `bench_keep_<spans>` on that
+ * server, the control file and keys in DIR) and a later run with the same DIR and size reads it
+ * without seeding again (seeding 10M spans takes minutes).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
@@ -37,6 +42,8 @@ const PROCS = flag('procs', '1,2,3').split(',').map(Number).filter((x) => x > 0)
 const CONNECTIONS = Number(flag('connections', '8'));
 const RUNS = Number(flag('runs', '15'));
 const SQLITE_MAX = Number(flag('sqlite-max', '2000000'));
+const CH_URL = flag('clickhouse-url', '');
+const KEEP = flag('keep', '');
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
 const DAY = 86_400_000;
 const SERVICES = ['web', 'checkout', 'payments', 'search', 'inventory', 'users'];
@@ -98,10 +105,30 @@ interface Seeded {
   close(): Promise<void>;
 }
 
-/** A server on one backend with N spans written through its span writer (the store path). */
-export async function seeded(n: number, clickhouseUrl: string | null): Promise<Seeded> {
-  const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scale-'));
-  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', rateLimit: { limit: 1e9, windowSeconds: 60 }, logLevel: 'warn', clickhouseUrl }, { now: () => NOW });
+/**
+ * A server on one backend with N spans written through its span writer (the store path). With
+ * `keep` (a directory), the control file and keys stay there and a later call with the same
+ * directory, size and ClickHouse URL reuses them and the spans already stored (seedSeconds: NaN).
+ */
+export async function seeded(n: number, clickhouseUrl: string | null, keep?: string): Promise<Seeded> {
+  const dir = keep ?? mkdtempSync(join(tmpdir(), 'sl-bench-scale-'));
+  if (keep) mkdirSync(keep, { recursive: true });
+  const stateFile = join(dir, 'state.json');
+  const opts = { dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', rateLimit: { limit: 1e9, windowSeconds: 60 }, logLevel: 'warn' as const, clickhouseUrl };
+  if (keep && existsSync(stateFile)) {
+    const st = JSON.parse(readFileSync(stateFile, 'utf8')) as { n: number; url: string | null; admin: string; project: string; traceIds: string[]; errorTraceIds: string[] };
+    if (st.n !== n || st.url !== clickhouseUrl) throw new Error(`${keep} holds ${st.n} spans for ${st.url}: use another --keep directory`);
+    const s = createSightline(opts, { now: () => NOW });
+    const server = await s.listen();
+    return {
+      base: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+      ...st,
+      seedSeconds: NaN,
+      cpuSeconds: NaN,
+      close: () => s.close(),
+    };
+  }
+  const s = createSightline(opts, { now: () => NOW });
   const boot = bootstrapOrganization(s.services, { org: 'Bench', project: 'bench', email: 'bench@example.com', now: NOW });
   const traceIds: string[] = [];
   const errorTraceIds: string[] = [];
@@ -118,6 +145,7 @@ export async function seeded(n: number, clickhouseUrl: string | null): Promise<S
   await s.services.clickhouse?.spans.flush();
   const seedSeconds = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(cpu0);
+  if (keep) writeFileSync(stateFile, JSON.stringify({ n, url: clickhouseUrl, admin: boot.admin_key, project: boot.project_id, traceIds, errorTraceIds }));
   const server = await s.listen();
   const port = (server.address() as { port: number }).port;
   return {
@@ -130,7 +158,7 @@ export async function seeded(n: number, clickhouseUrl: string | null): Promise<S
     cpuSeconds: (c.user + c.system) / 1e6,
     async close() {
       await s.close();
-      rmSync(dir, { recursive: true, force: true });
+      if (!keep) rmSync(dir, { recursive: true, force: true });
     },
   };
 }
@@ -198,17 +226,23 @@ async function ingest(servers: BenchServer[], key: string): Promise<{ rate: numb
 }
 
 async function main() {
-  const ch = await startClickHouseServer();
-  console.error(`clickhouse-server ${ch.version} at ${ch.url}; load average ${loadavg()[0]!.toFixed(1)}`);
+  const ch = CH_URL
+    ? { url: CH_URL.replace(/\/+$/, ''), version: (await (await fetch(`${CH_URL.replace(/\/+$/, '')}/?query=${encodeURIComponent('SELECT version()')}`)).text()).trim(), stop: async () => {} }
+    : await startClickHouseServer();
+  if (KEEP && !CH_URL) throw new Error('--keep needs --clickhouse-url (a private server is removed at the end)');
+  console.error(`clickhouse-server ${ch.version} at ${ch.url}; load average ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
   const rows: string[] = [];
   try {
     // 1 + 3: store path and reads, ClickHouse then SQLite.
-    const chDb = `bench_${Date.now()}`;
-    const chSeeded = await seeded(N, `${ch.url}/${chDb}`);
-    console.error(`ClickHouse: ${N.toLocaleString('en')} spans in ${chSeeded.seedSeconds.toFixed(1)} s (${chSeeded.cpuSeconds.toFixed(1)} CPU s in this process)`);
+    const chDb = KEEP ? `bench_keep_${N}` : `bench_${Date.now()}`;
+    const chSeeded = await seeded(N, `${ch.url}/${chDb}`, KEEP || undefined);
+    if (Number.isNaN(chSeeded.seedSeconds)) console.error(`ClickHouse: ${N.toLocaleString('en')} spans kept in ${chDb} (${KEEP}), not seeded again`);
+    else console.error(`ClickHouse: ${N.toLocaleString('en')} spans in ${chSeeded.seedSeconds.toFixed(1)} s (${chSeeded.cpuSeconds.toFixed(1)} CPU s in this process)`);
+    const load0 = loadavg().map((x) => x.toFixed(1)).join(' ');
     const chReads = await reads(chSeeded);
+    console.error(`ClickHouse reads: load average ${load0} before, ${loadavg().map((x) => x.toFixed(1)).join(' ')} after`);
     await chSeeded.close();
-    await dropDatabase(ch.url, chDb);
+    if (!KEEP) await dropDatabase(ch.url, chDb);
     let sqSeeded: Seeded | null = null;
     let sqReads: Map<string, number> | null = null;
     if (N <= SQLITE_MAX) {
@@ -240,7 +274,7 @@ async function main() {
     console.log(`\nbench/scale.ts — ${N.toLocaleString('en')} spans; clickhouse-server ${ch.version}; load average ${loadavg()[0]!.toFixed(1)} at the end\n`);
     console.log('| store path (this process, no HTTP) | spans/s |');
     console.log('|---|---:|');
-    console.log(`| ClickHouse span store | ${Math.round(N / chSeeded.seedSeconds).toLocaleString('en')} |`);
+    console.log(`| ClickHouse span store | ${Number.isNaN(chSeeded.seedSeconds) ? '– (kept)' : Math.round(N / chSeeded.seedSeconds).toLocaleString('en')} |`);
     if (sqSeeded) console.log(`| SQLite span writer | ${Math.round(N / sqSeeded.seedSeconds).toLocaleString('en')} |`);
     console.log(`\n| processes (OTLP over HTTP, ${CONNECTIONS} connections, ${SECONDS} s) | spans/s acknowledged | p50 / p99 ack ms | non-200 | spans in ClickHouse |`);
     console.log('|---:|---:|---:|---:|---:|');

@@ -324,8 +324,16 @@ export const operations = defineOperation({
     const { groups } = await repo.entryGroups(pid, { service: input.service_name, operation });
     const needs = sortNeeds(input.sort);
     // Read only what the sort needs for every group; the full detail only for the rows returned.
+    // When every group fits in `limit`, every one is returned: read their detail once.
+    const all = groups.length <= input.limit;
     const matched: OperationGroup[] = [];
-    if (needs === 'last') {
+    if (all) {
+      const d = await repo.groupsDetail(pid, groups, f, true);
+      groups.forEach((g, i) => {
+        const x = d[i]!;
+        if (x.count > 0) matched.push({ ...g, last_ms: x.last_ms!, count: x.count, errors: x.errors, durations: x.durations, p50: x.p50, p95: x.p95, buckets: x.buckets ?? undefined });
+      });
+    } else if (needs === 'last') {
       const last = await repo.groupsLastSeen(pid, groups, f);
       groups.forEach((g, i) => last[i] !== null && matched.push({ ...g, last_ms: last[i]! }));
     } else if (needs === 'counts') {
@@ -336,11 +344,15 @@ export const operations = defineOperation({
       const d = await repo.groupsDetail(pid, groups, f, false);
       groups.forEach((g, i) => d[i]!.count > 0 && matched.push({ ...g, last_ms: d[i]!.last_ms!, count: d[i]!.count, errors: d[i]!.errors, durations: d[i]!.durations, p50: d[i]!.p50, p95: d[i]!.p95 }));
     }
-    matched.sort(compareGroups(input.sort));
+    const cmp = compareGroups(input.sort);
+    // (By last seen, ties go by name, as when only the last-seen times are read.)
+    matched.sort(all && needs === 'last' ? (a, b) => cmp({ ...a, count: undefined }, { ...b, count: undefined }) : cmp);
     const shown = matched.slice(0, input.limit);
     // Rows whose detail the sort already read need only their sparklines.
     const detailed = needs !== 'last' && needs !== 'counts';
-    const top: OperationGroup[] = detailed
+    const top: OperationGroup[] = all
+      ? shown
+      : detailed
       ? (await repo.groupsSparklines(pid, shown, f)).map((buckets, i) => ({ ...shown[i]!, buckets }))
       : (await repo.groupsDetail(pid, shown, f, true)).map((d, i) => {
           const g = shown[i]!;
@@ -567,6 +579,8 @@ const MAP_ROW_BUDGET = 12_000;
 const MAP_PROBE = 100_000;
 /** Around each slice, spans read only as parents and children of the counted ones. */
 const MAP_MARGIN_MS = 5_000;
+/** Slices read at once, each its own query (the ones past an early stop are read for nothing; one query over 8 slices' ranges took 1.7× the CPU of 8 single-range ones on 18.16). */
+const MAP_SLICES_AHEAD = 8;
 
 const nodeSchema = z.object({
   service_name: z.string().describe('Service, or the name of a callee seen only in client spans (database system, messaging system/destination, peer service or host).'),
@@ -630,9 +644,10 @@ export const serviceMap = defineOperation({
     const f: EntryFilter = { fromMs: w.fromMs, toMs: w.toMs, status: input.status, minDurationMs: input.min_duration };
 
     // Exact entry-span counts per service.
+    // (Asked at once with the estimate below: on ClickHouse each is a query of its own.)
     const counts = new Map<string, { request_count: number; error_count: number }>();
-    const { groups } = await repo.entryGroups(pid);
-    const groupCounts = await repo.groupsCounts(pid, groups, f);
+    const countsRead = repo.entryGroups(pid).then(async ({ groups }) => ({ groups, groupCounts: await repo.groupsCounts(pid, groups, f) }));
+    const [{ groups, groupCounts }, est] = await Promise.all([countsRead, repo.estimateSpans(pid, w.fromMs, w.toMs, MAP_PROBE)]);
     for (const [i, g] of groups.entries()) {
       const c = groupCounts[i]!;
       const cur = counts.get(g.service_name) ?? { request_count: 0, error_count: 0 };
@@ -642,17 +657,24 @@ export const serviceMap = defineOperation({
     }
 
     // Spans for the edges: the whole window, or evenly spread slices of it.
-    const est = await repo.estimateSpans(pid, w.fromMs, w.toMs, MAP_PROBE);
     const fraction = est.count <= MAP_ROW_BUDGET ? 1 : MAP_ROW_BUDGET / est.count;
     const slices = planSlices(w.fromMs, w.toMs, fraction);
     const spans: MapSpan[] = [];
     let covered = 0;
-    for (const sl of slices) {
-      const rows = await repo.mapSpans(pid, sl.fromMs - MAP_MARGIN_MS, sl.toMs + MAP_MARGIN_MS, sl.fromMs, sl.toMs);
-      for (const r of rows) spans.push(r);
-      covered += sl.toMs - sl.fromMs;
-      // Denser than estimated: stop early (the slices come in an order spread over the window).
-      if (fraction < 1 && spans.length > 2 * MAP_ROW_BUDGET) break;
+    // Slices are read MAP_SLICES_AHEAD at a time (each a round trip on ClickHouse) and taken in order.
+    let stop = false;
+    for (let i = 0; i < slices.length && !stop; i += MAP_SLICES_AHEAD) {
+      const part = slices.slice(i, i + MAP_SLICES_AHEAD);
+      const read = await Promise.all(part.map((sl) => repo.mapSpans(pid, sl.fromMs - MAP_MARGIN_MS, sl.toMs + MAP_MARGIN_MS, sl.fromMs, sl.toMs)));
+      for (const [j, rows] of read.entries()) {
+        for (const r of rows) spans.push(r);
+        covered += part[j]!.toMs - part[j]!.fromMs;
+        // Denser than estimated: stop early (the slices come in an order spread over the window).
+        if (fraction < 1 && spans.length > 2 * MAP_ROW_BUDGET) {
+          stop = true;
+          break;
+        }
+      }
     }
     const sampleFraction = fraction >= 1 ? 1 : covered / (w.toMs - w.fromMs);
 

@@ -55,6 +55,31 @@ function makeSpans(r: () => number, traces: number): SpanRecord[] {
   return out;
 }
 
+/**
+ * Root spans 10 to 20 hours before NOW (outside the windows of the random reads), in groups of 1 to
+ * 45 spans and a few large ones, with repeated durations: ClickHouse finds each percentile's ranks
+ * without sorting (traces-read.ts, valueAtRank), at every group size.
+ */
+function percentileSpans(r: () => number): SpanRecord[] {
+  const out: SpanRecord[] = [];
+  const hex = (n: number) => Array.from({ length: n }, () => Math.floor(r() * 16).toString(16)).join('');
+  const sizes = [...Array.from({ length: 45 }, (_, i) => i + 1), 97, 200, 401, 1000, 2500];
+  for (const n of sizes) {
+    const svc = n % 2 ? 'pct-odd' : 'pct-even';
+    const few = n % 3 === 0; // few distinct durations: long runs of equal values
+    for (let i = 0; i < n; i++) {
+      const start = NOW - 20 * HOUR + Math.floor(r() * 10 * HOUR);
+      const dur = few ? Math.floor(r() * 4) * 2.5 : Math.round(r() * r() * 80_000) / 8;
+      out.push({
+        trace_id: hex(32), span_id: hex(16), parent_span_id: null, trace_state: '', name: `GET /p${n}`, kind: 2, start_ms: start, end_ms: start + dur,
+        status_code: r() < 0.1 ? 2 : 1, status_message: '', attributes: { 'http.route': `/p${n}` }, events: [], links: [],
+        resource: { 'service.name': svc, 'deployment.environment.name': r() < 0.5 ? 'prod' : 'staging' }, scope: { name: 'eq', version: '1', attributes: {} }, service_name: svc,
+      });
+    }
+  }
+  return out;
+}
+
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('trace reads on SQLite and on ClickHouse', () => {
   let a: TestServer;
   let b: TestServer;
@@ -64,9 +89,11 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('trace reads on SQLite and
     b = await startTestServer({ now: () => NOW });
     const spans = makeSpans(rng(20), 400);
     for (const sp of spans) if (!sp.parent_span_id) traceIds.push(sp.trace_id);
+    const pcts = percentileSpans(rng(21));
     for (const s of [a, b]) {
       // several batches, as ingest writes them (a trace's spans may arrive in two)
       for (let i = 0; i < spans.length; i += 97) await s.s.services.writeBatch(() => s.s.services.telemetry.insertSpans(s.projectId, spans.slice(i, i + 97), 'otlp', NOW));
+      for (let i = 0; i < pcts.length; i += 500) await s.s.services.writeBatch(() => s.s.services.telemetry.insertSpans(s.projectId, pcts.slice(i, i + 500), 'otlp', NOW));
     }
   });
   afterAll(async () => {
@@ -113,5 +140,42 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('trace reads on SQLite and
       if (x.status === 200) compared++;
     }
     expect(compared).toBeGreaterThan(60);
+  });
+
+  it('answer operation stats with the same percentiles at every group size', async () => {
+    const w = `from=${new Date(NOW - 21 * HOUR).toISOString()}&to=${new Date(NOW - 9 * HOUR).toISOString()}`;
+    const paths = [
+      `/trace-operations?${w}&sort=p95&limit=100`,
+      `/trace-operations?${w}&sort=last_seen&limit=100`,
+      `/trace-operations?${w}&sort=count&limit=7`,
+      `/trace-operations?${w}&sort=p95&limit=5&service_name=pct-odd`,
+      `/trace-operations?${w}&status=ok&environment=prod&limit=100`,
+      `/trace-operations?${w}&min_duration=100&sort=error_rate&limit=100`,
+      `/trace-operations?from=${new Date(NOW - 16 * HOUR).toISOString()}&to=${new Date(NOW - 13 * HOUR - 7).toISOString()}&limit=100`,
+      `/services?${w}`,
+      // windows cut inside minutes, fewer rows than groups: counts and last-seen times from whole minutes plus the partial ends
+      `/trace-operations?from=${new Date(NOW - 19 * HOUR + 12_345).toISOString()}&to=${new Date(NOW - 11 * HOUR - 54_321).toISOString()}&status=error&limit=3`,
+      `/trace-operations?from=${new Date(NOW - 17 * HOUR - 1).toISOString()}&to=${new Date(NOW - 12 * HOUR + 999).toISOString()}&environment=staging&sort=count&limit=4`,
+      `/trace-operations?from=${new Date(NOW - 15 * HOUR + 30_000).toISOString()}&to=${new Date(NOW - 15 * HOUR + 50_000).toISOString()}&limit=2`,
+      `/services?from=${new Date(NOW - 18 * HOUR + 777).toISOString()}&to=${new Date(NOW - 10 * HOUR - 777).toISOString()}&status=ok`,
+    ];
+    for (const p of paths) {
+      const x = await api(a, 'GET', `/v1/projects/${a.projectId}${p}`, { key: a.keys.admin });
+      const y = await api(b, 'GET', `/v1/projects/${b.projectId}${p}`, { key: b.keys.admin });
+      expect(x.status, p).toBe(200);
+      expect(y.body, p).toEqual(x.body);
+    }
+    const rows = (await api(b, 'GET', `/v1/projects/${b.projectId}${paths[0]}`, { key: b.keys.admin })).body.data as { p95_ms: number | null }[];
+    expect(rows.length).toBe(50);
+  });
+
+  it('estimate the spans of a window as SQLite does', async () => {
+    for (const probe of [1, 7, 50, 400, 5000]) {
+      for (const [from, to] of [[NOW - 21 * HOUR, NOW], [NOW - 6 * HOUR, NOW - HOUR], [NOW - 15 * HOUR, NOW - 15 * HOUR + 60_000]]) {
+        const x = await a.s.services.tracesRead.estimateSpans(a.projectId, from!, to!, probe);
+        const y = await b.s.services.tracesRead.estimateSpans(b.projectId, from!, to!, probe);
+        expect(y, `${probe} ${from}-${to}`).toEqual(x);
+      }
+    }
   });
 });

@@ -135,8 +135,8 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', (
   });
 });
 
-describe.skipIf(mode !== 'server' && mode !== 'chdb')('entry_spans (migration 2)', () => {
-  it('holds every entry span the writer stores, and is filled from the spans stored before it', async () => {
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('entry_spans and entry_minutes (migrations 2 and 3)', () => {
+  it('hold every entry span the writer stores, and are filled from the spans stored before them', async () => {
     const engine = newEngine();
     try {
       // A database at version 1, as the previous release left it, with spans written then.
@@ -146,17 +146,31 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('entry_spans (migration 2)
       await engine.insert('sightline_migrations', [{ version: 1, name: 'spans', applied_ms: 0 }]);
       const child = (i: number) => span(i, { parent_span_id: span(i - 1).span_id, kind: 3 }); // a client span: not an entry
       await engine.insert('spans', [span(1), child(2), span(3)].map((sp) => spanRow(7, sp, 'otlp', 1)));
-      expect(await migrateClickHouse(engine)).toBe(1);
+      expect(await migrateClickHouse(engine)).toBe(CH_MIGRATIONS.length - 1);
       const entries = async () => (await engine.query<{ span_id: string }>('SELECT span_id FROM entry_spans ORDER BY span_id')).map((r) => r.span_id.replace(/^0+/, ''));
+      const minutes = async () => {
+        const [r] = await engine.query<{ n: number; errors: number; last: number }>(
+          'SELECT countMerge(n) AS n, sumMerge(errors) AS errors, maxMerge(last_ms) AS last FROM entry_minutes WHERE project_id = 7',
+        );
+        const [e] = await engine.query<{ n: number; errors: number; last: number }>(
+          'SELECT count() AS n, countIf(status_code = 2) AS errors, max(start_ms) AS last FROM entry_spans WHERE project_id = 7',
+        );
+        expect({ n: Number(r!.n), errors: Number(r!.errors), last: Number(r!.last) }).toEqual({ n: Number(e!.n), errors: Number(e!.errors), last: Number(e!.last) });
+        return Number(r!.n);
+      };
       expect(await entries()).toEqual(['2', '4']);
-      // Applying it again (another process) copies nothing twice.
+      expect(await minutes()).toBe(2);
+      // Applying them again (another process) copies nothing twice.
       for (const st of CH_MIGRATIONS[1]!.statements) await engine.command(st);
+      for (const st of CH_MIGRATIONS[2]!.statements) await engine.command(st);
       expect(await entries()).toEqual(['2', '4']);
-      // From now on the writer adds entry spans itself.
+      expect(await minutes()).toBe(2);
+      // From now on the writer adds entry spans itself, and the view counts them.
       const store = createChSpanStore(engine);
       store.add('7', [span(5), child(6)], 'otlp', 1);
       await store.flush();
       expect(await entries()).toEqual(['2', '4', '6']);
+      expect(await minutes()).toBe(3);
     } finally {
       if (mode === 'server') await dropDatabase(serverUrl!, (engine as ReturnType<typeof createHttpEngine>).database);
       await engine.close();
@@ -223,6 +237,9 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('retention of spans in Cli
     expect(await left()).toEqual([`${P}:${id(3)}`, `${O}:${id(5)}`, `${O}:${id(6)}`]);
     const entriesLeft = await ch.engine.query<{ project_id: number; span_id: string }>('SELECT project_id, span_id FROM entry_spans ORDER BY project_id, span_id');
     expect(entriesLeft.map((r) => `${r.project_id}:${r.span_id.replace(/^0+/, '')}`)).toEqual(await left());
+    // The per-minute counts expire with them.
+    const counted = await ch.engine.query<{ project_id: number; n: number }>('SELECT project_id, countMerge(n) AS n FROM entry_minutes GROUP BY project_id ORDER BY project_id');
+    expect(counted.map((r) => `${r.project_id}:${Number(r.n)}`)).toEqual([`${P}:1`, `${O}:2`]);
     expect(report.expired.spans).toBe(3);
     const get = (traceId: string) => api(t, 'GET', `/v1/projects/${P}/traces/${traceId}`, { key: t.keys.admin }).then((r) => r.status);
     expect(await get(at(2, 10).trace_id)).toBe(404);

@@ -4,10 +4,11 @@ const DAY_MS = 86_400_000;
 
 /** Tables of spans in ClickHouse, with the column their day partition and their expiry follow. */
 const SPAN_TABLES = [
-  { table: 'spans', time: 'start_ms', day: false },
-  { table: 'entry_spans', time: 'start_ms', day: false },
-  { table: 'trace_chunks', time: 'max_start_ms', day: false },
-  { table: 'entry_operations', time: 'day', day: true },
+  { table: 'spans', time: 'start_ms', unit: 'ms' },
+  { table: 'entry_spans', time: 'start_ms', unit: 'ms' },
+  { table: 'entry_minutes', time: 'minute', unit: 'minute' },
+  { table: 'trace_chunks', time: 'max_start_ms', unit: 'ms' },
+  { table: 'entry_operations', time: 'day', unit: 'day' },
 ] as const;
 
 const dayNumber = (ms: number) => {
@@ -43,7 +44,7 @@ export async function expireClickHouseSpans(engine: ChEngine, cutoffs: { project
     }
     for (const d of days) {
       if (d.cut <= global) continue;
-      const cond = `project_id = ${lit(d.pid)} AND ${t.time} < ${lit(t.day ? dayNumber(d.cut) : d.cut)}`;
+      const cond = `project_id = ${lit(d.pid)} AND ${t.time} < ${lit(t.unit === 'day' ? dayNumber(d.cut) : t.unit === 'minute' ? d.cut / 60_000 : d.cut)}`;
       const [c] = await engine.query<{ n: number }>(`SELECT count() AS n FROM ${t.table} WHERE ${cond}`);
       if (!c || !Number(c.n)) continue;
       await engine.command(`ALTER TABLE ${t.table} DELETE WHERE ${cond}`);

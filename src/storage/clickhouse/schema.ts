@@ -13,6 +13,12 @@ export interface ChMigration {
   statements: string[];
 }
 
+/** An entry_spans row's contribution to `entry_minutes` (migration 3), and its key. */
+const ENTRY_MINUTE_COLS = `project_id, service_name, operation, toUInt32(intDiv(toUInt64(start_ms), 60000)) AS minute, environment, countState() AS n,
+  sumState(toUInt64(status_code = 2)) AS errors, maxState(start_ms) AS last_ms, maxState(if(status_code = 2, 0., start_ms)) AS last_ok_ms,
+  maxState(if(status_code = 2, start_ms, 0.)) AS last_error_ms`;
+const ENTRY_MINUTE_KEY = 'project_id, service_name, operation, minute, environment';
+
 const DAY = (col: string) => `toYYYYMMDD(toDateTime(toUInt32(intDiv(toUInt64(${col}), 1000))))`;
 
 export const CH_MIGRATIONS: ChMigration[] = [
@@ -96,6 +102,35 @@ export const CH_MIGRATIONS: ChMigration[] = [
       // previous version writes no entry rows.
       `INSERT INTO entry_spans SELECT project_id, service_name, operation, start_ms, trace_id, span_id, environment, duration_ms, status_code
         FROM spans WHERE is_entry = 1 AND (SELECT count() FROM entry_spans) = 0`,
+    ],
+  },
+  {
+    version: 3,
+    name: 'entry_minutes',
+    statements: [
+      // Entry spans counted per (group, UTC minute, environment): count, errors and the latest start
+      // of all, ok and error spans, as aggregate states merged when read. Operation counts and
+      // last-seen times and the service map's request counts read whole minutes here and the
+      // window's partial first and last minutes from `spans` (traces-read.ts), instead of every
+      // entry span of the window. Filled by the materialized view below on each insert into
+      // entry_spans (by any process, whatever its version); expires with the spans.
+      `CREATE TABLE IF NOT EXISTS entry_minutes (
+        project_id UInt32,
+        service_name String,
+        operation String,
+        minute UInt32,
+        environment String,
+        n AggregateFunction(count),
+        errors AggregateFunction(sum, UInt64),
+        last_ms AggregateFunction(max, Float64),
+        last_ok_ms AggregateFunction(max, Float64),
+        last_error_ms AggregateFunction(max, Float64)
+      ) ENGINE = AggregatingMergeTree PARTITION BY toYYYYMMDD(toDateTime(minute * 60)) ORDER BY (project_id, service_name, operation, minute, environment)`,
+      // The entry spans stored before this migration (once: a second process finds the table filled),
+      // then the view that counts every later insert. Spans inserted between the two statements (by
+      // a process still ingesting during the upgrade) are not counted here: upgrade with ingest stopped.
+      `INSERT INTO entry_minutes SELECT ${ENTRY_MINUTE_COLS} FROM entry_spans WHERE (SELECT count() FROM entry_minutes) = 0 GROUP BY ${ENTRY_MINUTE_KEY}`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS entry_minutes_mv TO entry_minutes AS SELECT ${ENTRY_MINUTE_COLS} FROM entry_spans GROUP BY ${ENTRY_MINUTE_KEY}`,
     ],
   },
 ];
