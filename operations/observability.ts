@@ -219,12 +219,12 @@ export const summary = defineOperation({
     const errorGroups = ctx.services.errorGroups;
     const base = { service: input.service_name, environment: input.environment, offset: 0, userId: null };
     const newest = errorGroups
-      .list(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, sort: 'first_seen', limit: SECTION })
-      .rows.filter((g) => g.first_seen >= w.fromMs && g.first_seen < w.toMs);
+      .listRows(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, sort: 'first_seen', limit: SECTION })
+      .filter((g) => g.first_seen >= w.fromMs && g.first_seen < w.toMs);
     const prevFrom = w.fromMs - (w.toMs - w.fromMs);
     const regressed = errorGroups
-      .list(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, statuses: ['unresolved'], sort: 'last_seen', limit: REGRESSION_CANDIDATES })
-      .rows.filter((g) => g.first_seen < prevFrom && errorGroups.firstEventIn(pid, g.id, prevFrom, w.fromMs - 0.001) === null)
+      .listRows(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, statuses: ['unresolved'], sort: 'last_seen', limit: REGRESSION_CANDIDATES })
+      .filter((g) => g.first_seen < prevFrom && errorGroups.firstEventIn(pid, g.id, prevFrom, w.fromMs - 0.001) === null)
       .slice(0, SECTION);
 
     // Slowest operations: entry-span p95 per (service, operation), as traces.operations computes it.
