@@ -9,46 +9,58 @@ import { ENTRY, type EntryGroupKey } from './traces-read-repo.js';
  *
  * A row per project, hour (of start time), service, operation and environment: entry spans, failed
  * ones, and counts per duration bucket (int32 pairs). Durations are the integer microseconds the
- * operation reads use (`round(duration_ms * 1000)`), bucketed 8 per octave (exact below 16 µs).
+ * operation reads use (`round(duration_ms * 1000)`), bucketed 32 per octave (exact below 64 µs).
  * Percentiles stay exact: the tallies say which bucket holds each rank, and only the spans of those
- * buckets are read back (and only for the groups whose p95 can reach the top). Written in the ingest
+ * buckets are read back (one range of the index spans_entry_duration each, and only for the groups
+ * whose p95 can reach the top). Written in the ingest
  * transaction from the rows just stored, taken off by span expiry, backfilled by the migration.
  */
 export const HOUR_MS = 3_600_000;
-/** Highest bucket index + 1 (`durationBucket` of 2^53 µs is 407). */
-const BUCKETS = 416;
+/** Buckets per octave (a power of two); durations below 2 × SUB µs have a bucket each. */
+const SUB = 32;
+const SUB_BITS = 5;
+/** Highest bucket index + 1 (`durationBucket` of 2^53 µs is 48 × SUB + 2 × SUB − 1). */
+const BUCKETS = 50 * SUB;
 /** Integer microseconds of a span's duration, as the operation reads compute it. */
 export const DURATION_US_SQL = 'CAST(round(duration_ms * 1000) AS INTEGER)';
 
-/** Bucket of a non-negative integer duration in µs: the value itself below 16, then 8 per octave. */
+/** Bucket of a non-negative integer duration in µs: the value itself below 2 × SUB, then SUB per octave (≤ 3.1 % wide). */
 export function durationBucket(u: number): number {
-  if (u < 16) return u < 0 ? 0 : u;
-  let e = u < 2 ** 31 ? 28 - Math.clz32(u) : 0;
-  if (u >= 2 ** 31) for (let x = u; x >= 16; x = Math.floor(x / 2)) e++;
-  return 8 * e + Math.floor(u / 2 ** e);
+  if (u < 2 * SUB) return u < 0 ? 0 : u;
+  let e: number;
+  if (u < 2 ** 31) e = 31 - Math.clz32(u) - SUB_BITS;
+  else {
+    e = 0;
+    for (let x = u; x >= 2 * SUB; x = Math.floor(x / 2)) e++;
+  }
+  return SUB * e + Math.floor(u / 2 ** e);
 }
 
 /** Smallest and largest µs value of a bucket. */
 export function bucketRange(b: number): [number, number] {
-  if (b < 16) return [b, b];
-  const e = Math.floor(b / 8) - 1;
-  const x = b - 8 * e;
+  if (b < 2 * SUB) return [b, b];
+  const e = Math.floor(b / SUB) - 1;
+  const x = b - SUB * e;
   return [x * 2 ** e, (x + 1) * 2 ** e - 1];
 }
 
 function encode(counts: Map<number, number>): Buffer {
   const keys = [...counts.keys()].filter((k) => counts.get(k) !== 0).sort((a, b) => a - b);
-  const a = new Int32Array(keys.length * 2);
+  const out = Buffer.alloc(keys.length * 8);
   keys.forEach((k, i) => {
-    a[2 * i] = k;
-    a[2 * i + 1] = counts.get(k)!;
+    out.writeInt32LE(k, 8 * i);
+    out.writeInt32LE(counts.get(k)!, 8 * i + 4);
   });
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+  return out;
 }
 
 function decodeInto(blob: Buffer, into: (b: number, n: number) => void): void {
-  const a = new Int32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
-  for (let i = 0; i + 1 < a.length; i += 2) into(a[i]!, a[i + 1]!);
+  for (let i = 0; i + 8 <= blob.length; i += 8) into(blob.readInt32LE(i), blob.readInt32LE(i + 4));
+}
+
+/** Adds a blob's counts into a dense array (the read's hot loop). */
+function addInto(blob: Buffer, dense: Float64Array): void {
+  for (let i = 0; i + 8 <= blob.length; i += 8) dense[blob.readInt32LE(i)] += blob.readInt32LE(i + 4);
 }
 
 interface Tally {
@@ -182,7 +194,7 @@ export function createOperationRollupReader(db: Db) {
           if (!g) continue;
           g.n += n;
           g.errors += errors;
-          decodeInto(counts, (b, c) => (g.dense[b] += c));
+          addInto(counts, g.dense);
         }
       }
       // Partial hours at the edges, from the spans.
@@ -231,11 +243,16 @@ export function createOperationRollupReader(db: Db) {
         const inBucket = new Map<number, number[]>(buckets.map((b) => [b, []]));
         for (const u of g.edge) inBucket.get(durationBucket(u))?.push(u);
         if (h2 > h1) {
-          const ranges = buckets.map(() => `${DURATION_US_SQL} BETWEEN ? AND ?`).join(' OR ');
-          const vs = stmt(`SELECT ${DURATION_US_SQL} ${GROUP}${env} AND (${ranges})`)
-            .pluck()
-            .all(pid, g.key.service_name, g.key.operation, h1, h2, ...envArg, ...buckets.flatMap(bucketRange)) as number[];
-          for (const u of vs) inBucket.get(durationBucket(u))!.push(u);
+          // One range of spans_entry_duration per bucket (durations a little wider, then the exact µs).
+          const q = stmt(
+            `SELECT ${DURATION_US_SQL} AS u FROM spans INDEXED BY spans_entry_duration WHERE project_id = ? AND service_name = ? AND operation = ?
+               AND duration_ms >= ? AND duration_ms <= ? AND start_ms >= ? AND start_ms < ? AND ${ENTRY}${env} AND u BETWEEN ? AND ?`,
+          ).pluck();
+          for (const b of buckets) {
+            const [lo, hi] = bucketRange(b);
+            const vs = q.all(pid, g.key.service_name, g.key.operation, (lo - 1) / 1000, (hi + 1) / 1000, h1, h2, ...envArg, lo, hi) as number[];
+            for (const u of vs) inBucket.get(b)!.push(u);
+          }
         }
         for (const [b, vs] of inBucket) {
           if (vs.length !== g.dense[b]) throw new RollupMismatch(`bucket ${b}: ${vs.length} spans, tallied ${g.dense[b]}`);

@@ -108,7 +108,8 @@ describe('slowest operations from the hourly entry-span tallies', () => {
       expect(b).toBeGreaterThanOrEqual(prev);
       prev = b;
     }
-    for (let b = 0; b < 200; b++) expect(bucketRange(b + 1)[0]).toBe(bucketRange(b)[1] + 1);
+    for (let b = 0; b < 1500; b++) expect(bucketRange(b + 1)[0]).toBe(bucketRange(b)[1] + 1);
+    for (let b = 0; b < 1500; b++) expect(durationBucket(bucketRange(b)[0])).toBe(b);
   });
 
   for (const [label, from, to] of WINDOWS) {
