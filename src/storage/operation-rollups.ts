@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import { ENTRY, type EntryGroupKey } from './traces-read-repo.js';
@@ -11,8 +12,10 @@ import { ENTRY, type EntryGroupKey } from './traces-read-repo.js';
  * ones, and counts per duration bucket (int32 pairs). Durations are the integer microseconds the
  * operation reads use (`round(duration_ms * 1000)`), bucketed 32 per octave (exact below 64 µs).
  * Percentiles stay exact: the tallies say which bucket holds each rank, and only the spans of those
- * buckets are read back (one range of the index spans_entry_duration each, and only for the groups
- * whose p95 can reach the top). Written in the ingest
+ * buckets are read back, and only for the groups whose p95 can reach the top (at 32 buckets per
+ * octave, 14–16 of 56 groups in bench/scaling.ts at 1M spans, where every route has the same
+ * duration distribution). An index by duration would read only the bucket's spans but cost ~24 % more
+ * CPU per span written (measured), so the groups' window ranges of spans_entry are walked instead. Written in the ingest
  * transaction from the rows just stored, taken off by span expiry, backfilled by the migration.
  */
 export const HOUR_MS = 3_600_000;
@@ -44,23 +47,83 @@ export function bucketRange(b: number): [number, number] {
   return [x * 2 ** e, (x + 1) * 2 ** e - 1];
 }
 
+/*
+ * Counts per bucket as bytes: per non-zero bucket in ascending order, the varint of its distance
+ * from the previous one and the zigzag varint of its count (2–3 bytes a bucket: a tally row is
+ * rewritten by every write batch touching its hour, so its size is most of what the tallies cost).
+ */
 function encode(counts: Map<number, number>): Buffer {
   const keys = [...counts.keys()].filter((k) => counts.get(k) !== 0).sort((a, b) => a - b);
-  const out = Buffer.alloc(keys.length * 8);
-  keys.forEach((k, i) => {
-    out.writeInt32LE(k, 8 * i);
-    out.writeInt32LE(counts.get(k)!, 8 * i + 4);
-  });
-  return out;
+  const out: number[] = [];
+  const varint = (v: number) => {
+    while (v >= 128) {
+      out.push((v % 128) | 128);
+      v = Math.floor(v / 128);
+    }
+    out.push(v);
+  };
+  let prev = 0;
+  for (const k of keys) {
+    const c = counts.get(k)!;
+    varint(k - prev);
+    varint(c >= 0 ? 2 * c : -2 * c - 1);
+    prev = k;
+  }
+  return Buffer.from(out);
 }
 
-function decodeInto(blob: Buffer, into: (b: number, n: number) => void): void {
-  for (let i = 0; i + 8 <= blob.length; i += 8) into(blob.readInt32LE(i), blob.readInt32LE(i + 4));
+function decodeInto(blob: Uint8Array, into: (b: number, n: number) => void): void {
+  let i = 0;
+  let b = 0;
+  const varint = () => {
+    let v = 0;
+    let m = 1;
+    for (;;) {
+      const x = blob[i++]!;
+      v += (x & 127) * m;
+      if (x < 128) return v;
+      m *= 128;
+    }
+  };
+  while (i < blob.length) {
+    b += varint();
+    const z = varint();
+    into(b, z % 2 ? -(z + 1) / 2 : z / 2);
+  }
 }
 
 /** Adds a blob's counts into a dense array (the read's hot loop). */
-function addInto(blob: Buffer, dense: Float64Array): void {
-  for (let i = 0; i + 8 <= blob.length; i += 8) dense[blob.readInt32LE(i)] += blob.readInt32LE(i + 4);
+function addInto(blob: Uint8Array, dense: Float64Array): void {
+  decodeInto(blob, (b, n) => (dense[b] += n));
+}
+
+/** A stored blob plus some counts (bucket → count), merged in one pass without decoding into a map. */
+function mergeInto(stored: Uint8Array | null, add: Map<number, number>): Buffer {
+  const extra = [...add].filter((x) => x[1] !== 0).sort((a, b) => a[0] - b[0]);
+  if (!stored || !stored.length) return encode(new Map(extra));
+  const out: number[] = [];
+  const varint = (v: number) => {
+    while (v >= 128) {
+      out.push((v % 128) | 128);
+      v = Math.floor(v / 128);
+    }
+    out.push(v);
+  };
+  let prev = 0;
+  const emit = (b: number, c: number) => {
+    if (c === 0) return;
+    varint(b - prev);
+    varint(c >= 0 ? 2 * c : -2 * c - 1);
+    prev = b;
+  };
+  let j = 0;
+  decodeInto(stored, (b, c) => {
+    while (j < extra.length && extra[j]![0] < b) emit(extra[j]![0], extra[j++]![1]);
+    if (j < extra.length && extra[j]![0] === b) c += extra[j++]![1];
+    emit(b, c);
+  });
+  while (j < extra.length) emit(extra[j]![0], extra[j++]![1]);
+  return Buffer.from(out);
 }
 
 interface Tally {
@@ -72,37 +135,74 @@ interface Tally {
   n: number;
   errors: number;
   counts: Map<number, number>;
+  stored: Uint8Array | null;
 }
 
 /** Entry spans of some rows, as [project_id, service_name, operation, environment, start_ms, µs, status_code]. */
 const ROW_COLS = `project_id, service_name, operation, environment, start_ms, ${DURATION_US_SQL}, status_code`;
 type Row = [number, string, string, string, number, number, number];
 
-/** Adds (sign +1) or takes off (-1) rows into per-(group, hour) tallies, then writes them. */
+/** Rows written per multi-row INSERT of tallies. */
+const PUT_ROWS = 64;
+
+/**
+ * Adds (sign +1) or takes off (-1) rows into per-(group, hour) tallies, then writes them: the
+ * stored rows of the keys touched are read by one statement and written back by a few multi-row
+ * inserts (a statement per key made the tallies cost twice as much per span).
+ */
 function tallyWriter(db: Db) {
-  const get = db.prepare('SELECT n, errors, counts FROM span_op_hours WHERE project_id = ? AND hour = ? AND service_name = ? AND operation = ? AND environment = ?');
-  const put = db.prepare('INSERT OR REPLACE INTO span_op_hours (project_id, hour, service_name, operation, environment, n, errors, counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+  const get = db
+    .prepare(
+      `SELECT s.project_id, s.hour, s.service_name, s.operation, s.environment, s.n, s.errors, s.counts FROM json_each(?) j
+       CROSS JOIN span_op_hours s ON s.project_id = j.value ->> 0 AND s.hour = j.value ->> 1 AND s.service_name = j.value ->> 2
+         AND s.operation = j.value ->> 3 AND s.environment = j.value ->> 4`,
+    )
+    .raw();
+  const puts = new Map<number, Statement>();
+  const put = (n: number) => {
+    let st = puts.get(n);
+    if (!st) {
+      const values = Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+      puts.set(n, (st = db.prepare(`INSERT OR REPLACE INTO span_op_hours (project_id, hour, service_name, operation, environment, n, errors, counts) VALUES ${values}`)));
+    }
+    return st;
+  };
   const del = db.prepare('DELETE FROM span_op_hours WHERE project_id = ? AND hour = ? AND service_name = ? AND operation = ? AND environment = ?');
+  const keyOf = (pid: number, hour: number, service: string, operation: string, environment: string) => `${pid}\u0000${hour}\u0000${service}\u0000${operation}\u0000${environment}`;
   return (rows: Iterable<Row>, sign: 1 | -1) => {
     const m = new Map<string, Tally>();
     for (const [pid, service, operation, environment, start, u, status] of rows) {
       const hour = Math.floor(start / HOUR_MS) * HOUR_MS;
-      const k = `${pid}\u0000${hour}\u0000${service}\u0000${operation}\u0000${environment}`;
+      const k = keyOf(pid, hour, service, operation, environment);
       let t = m.get(k);
-      if (!t) m.set(k, (t = { pid, service, operation, environment, hour, n: 0, errors: 0, counts: new Map() }));
+      if (!t) m.set(k, (t = { pid, service, operation, environment, hour, n: 0, errors: 0, counts: new Map(), stored: null }));
       t.n += sign;
       if (status === 2) t.errors += sign;
       const b = durationBucket(u);
       t.counts.set(b, (t.counts.get(b) ?? 0) + sign);
     }
-    for (const t of m.values()) {
-      const key = [t.pid, t.hour, t.service, t.operation, t.environment] as const;
-      const old = get.get(...key) as { n: number; errors: number; counts: Buffer } | undefined;
-      if (old) decodeInto(old.counts, (b, n) => t.counts.set(b, (t.counts.get(b) ?? 0) + n));
-      const n = t.n + (old?.n ?? 0);
-      if (n <= 0) del.run(...key);
-      else put.run(...key, n, t.errors + (old?.errors ?? 0), encode(t.counts));
+    if (!m.size) return;
+    const stored = get.all(JSON.stringify([...m.values()].map((t) => [t.pid, t.hour, t.service, t.operation, t.environment]))) as [number, number, string, string, string, number, number, Buffer][];
+    for (const [pid, hour, service, operation, environment, n, errors, counts] of stored) {
+      const t = m.get(keyOf(pid, hour, service, operation, environment));
+      if (!t) continue;
+      t.n += n;
+      t.errors += errors;
+      t.stored = counts;
     }
+    let args: unknown[] = [];
+    const flush = () => {
+      if (args.length) put(args.length / 8).run(...args);
+      args = [];
+    };
+    for (const t of m.values()) {
+      if (t.n <= 0) del.run(t.pid, t.hour, t.service, t.operation, t.environment);
+      else {
+        args.push(t.pid, t.hour, t.service, t.operation, t.environment, t.n, t.errors, mergeInto(t.stored, t.counts));
+        if (args.length === PUT_ROWS * 8) flush();
+      }
+    }
+    flush();
   };
 }
 
@@ -162,7 +262,7 @@ export class RollupMismatch extends Error {}
  * values from the spans of the bucket holding each rank, for the groups whose p95 can reach the top.
  */
 export function createOperationRollupReader(db: Db) {
-  const cache = new Map<string, ReturnType<Db['prepare']>>();
+  const cache = new Map<string, Statement>();
   const stmt = (sql: string) => {
     let s = cache.get(sql);
     if (!s) cache.set(sql, (s = db.prepare(sql)));
@@ -243,16 +343,12 @@ export function createOperationRollupReader(db: Db) {
         const inBucket = new Map<number, number[]>(buckets.map((b) => [b, []]));
         for (const u of g.edge) inBucket.get(durationBucket(u))?.push(u);
         if (h2 > h1) {
-          // One range of spans_entry_duration per bucket (durations a little wider, then the exact µs).
-          const q = stmt(
-            `SELECT ${DURATION_US_SQL} AS u FROM spans INDEXED BY spans_entry_duration WHERE project_id = ? AND service_name = ? AND operation = ?
-               AND duration_ms >= ? AND duration_ms <= ? AND start_ms >= ? AND start_ms < ? AND ${ENTRY}${env} AND u BETWEEN ? AND ?`,
-          ).pluck();
-          for (const b of buckets) {
-            const [lo, hi] = bucketRange(b);
-            const vs = q.all(pid, g.key.service_name, g.key.operation, (lo - 1) / 1000, (hi + 1) / 1000, h1, h2, ...envArg, lo, hi) as number[];
-            for (const u of vs) inBucket.get(b)!.push(u);
-          }
+          // The group's entry spans of the whole hours, in time order (spans_entry), only those of the buckets kept.
+          const ranges = buckets.map(() => `${DURATION_US_SQL} BETWEEN ? AND ?`).join(' OR ');
+          const vs = stmt(`SELECT ${DURATION_US_SQL} ${GROUP}${env} AND (${ranges})`)
+            .pluck()
+            .all(pid, g.key.service_name, g.key.operation, h1, h2, ...envArg, ...buckets.flatMap(bucketRange)) as number[];
+          for (const u of vs) inBucket.get(durationBucket(u))!.push(u);
         }
         for (const [b, vs] of inBucket) {
           if (vs.length !== g.dense[b]) throw new RollupMismatch(`bucket ${b}: ${vs.length} spans, tallied ${g.dense[b]}`);

@@ -1,15 +1,12 @@
 import type { Migration } from './index.js';
 import { backfillOperationRollups } from '../operation-rollups.js';
-import { ENTRY } from '../traces-read-repo.js';
 
 /**
  * Issue 19 (reads that stay flat): the slowest operations of observability.summary read the duration
  * of every entry span of the window (~55 ms of CPU at 1M spans). `span_op_hours`: per project, hour
  * (of start time), service, operation and environment, the entry spans, the failed ones and their
  * counts per duration bucket (int32 pairs; src/storage/operation-rollups.ts). Written at ingest,
- * taken off by span expiry, backfilled here from the stored spans. `spans_entry_duration` (entry
- * spans only) reads the spans of one group, duration bucket and window as one index range: the exact
- * values of the bucket holding a percentile's rank.
+ * taken off by span expiry, backfilled here from the stored spans.
  */
 export const m054SpanOpHours: Migration = {
   version: 54,
@@ -26,7 +23,6 @@ CREATE TABLE span_op_hours (
   counts BLOB NOT NULL,
   PRIMARY KEY (project_id, hour, service_name, operation, environment)
 ) WITHOUT ROWID;
-CREATE INDEX spans_entry_duration ON spans(project_id, service_name, operation, duration_ms, start_ms, environment) WHERE ${ENTRY};
 `,
   backfill: backfillOperationRollups,
 };
