@@ -9,14 +9,17 @@ import { ENTRY, type EntryGroupKey } from './traces-read-repo.js';
  * (issue 19: ~55 ms of CPU at 1M spans, the largest part of the summary).
  *
  * A row per project, hour (of start time), service, operation and environment: entry spans, failed
- * ones, and counts per duration bucket (int32 pairs). Durations are the integer microseconds the
+ * ones, and counts per duration bucket (varints). Durations are the integer microseconds the
  * operation reads use (`round(duration_ms * 1000)`), bucketed 32 per octave (exact below 64 µs).
- * Percentiles stay exact: the tallies say which bucket holds each rank, and only the spans of those
- * buckets are read back, and only for the groups whose p95 can reach the top (at 32 buckets per
- * octave, 14–16 of 56 groups in bench/scaling.ts at 1M spans, where every route has the same
- * duration distribution). An index by duration would read only the bucket's spans but cost ~24 % more
- * CPU per span written (measured), so the groups' window ranges of spans_entry are walked instead. Written in the ingest
- * transaction from the rows just stored, taken off by span expiry, backfilled by the migration.
+ * Written in the ingest transaction from the rows just stored, taken off by span expiry, backfilled
+ * by the migration.
+ *
+ * Percentiles stay exact: the tallies bound each group's p95 by the bucket(s) holding its ranks, the
+ * groups are taken by descending bound until `limit` exact values beat every remaining bound, and
+ * an exact value is read back from the spans of its bucket alone (in bench/scaling.ts at 1M spans,
+ * where every route has the same duration distribution, 14–16 of 56 groups). Those spans are found by
+ * walking the group's window in spans_entry: an index by duration would read only the bucket but
+ * cost ~24 % more CPU per span written (measured), for ~3 ms a read.
  */
 export const HOUR_MS = 3_600_000;
 /** Buckets per octave (a power of two); durations below 2 × SUB µs have a bucket each. */
