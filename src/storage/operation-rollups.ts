@@ -52,29 +52,9 @@ export function bucketRange(b: number): [number, number] {
 
 /*
  * Counts per bucket as bytes: per non-zero bucket in ascending order, the varint of its distance
- * from the previous one and the zigzag varint of its count (2–3 bytes a bucket: a tally row is
- * rewritten by every write batch touching its hour, so its size is most of what the tallies cost).
+ * from the previous one and the zigzag varint of its count: 2–3 bytes a bucket instead of 8 (a
+ * tally row is rewritten by every write batch touching its hour; a 1M-span file holds ~170-byte rows).
  */
-function encode(counts: Map<number, number>): Buffer {
-  const keys = [...counts.keys()].filter((k) => counts.get(k) !== 0).sort((a, b) => a - b);
-  const out: number[] = [];
-  const varint = (v: number) => {
-    while (v >= 128) {
-      out.push((v % 128) | 128);
-      v = Math.floor(v / 128);
-    }
-    out.push(v);
-  };
-  let prev = 0;
-  for (const k of keys) {
-    const c = counts.get(k)!;
-    varint(k - prev);
-    varint(c >= 0 ? 2 * c : -2 * c - 1);
-    prev = k;
-  }
-  return Buffer.from(out);
-}
-
 function decodeInto(blob: Uint8Array, into: (b: number, n: number) => void): void {
   let i = 0;
   let b = 0;
@@ -100,10 +80,9 @@ function addInto(blob: Uint8Array, dense: Float64Array): void {
   decodeInto(blob, (b, n) => (dense[b] += n));
 }
 
-/** A stored blob plus some counts (bucket → count), merged in one pass without decoding into a map. */
+/** A stored blob (or none) plus some counts (bucket → count), merged in one pass into a new blob. */
 function mergeInto(stored: Uint8Array | null, add: Map<number, number>): Buffer {
-  const extra = [...add].filter((x) => x[1] !== 0).sort((a, b) => a[0] - b[0]);
-  if (!stored || !stored.length) return encode(new Map(extra));
+  const extra = [...add].sort((a, b) => a[0] - b[0]);
   const out: number[] = [];
   const varint = (v: number) => {
     while (v >= 128) {
@@ -120,7 +99,7 @@ function mergeInto(stored: Uint8Array | null, add: Map<number, number>): Buffer 
     prev = b;
   };
   let j = 0;
-  decodeInto(stored, (b, c) => {
+  if (stored) decodeInto(stored, (b, c) => {
     while (j < extra.length && extra[j]![0] < b) emit(extra[j]![0], extra[j++]![1]);
     if (j < extra.length && extra[j]![0] === b) c += extra[j++]![1];
     emit(b, c);
