@@ -11,6 +11,8 @@ import { truncateValue } from '../src/domain/logs/patterns.js';
 import type { MetricType, Temporality } from '../src/domain/telemetry-types.js';
 import { LOG_LEVELS } from '../src/storage/logs-read-repo.js';
 import { roundMs } from '../src/domain/traces/operation-stats.js';
+import type { EntryFilter, EntryGroupKey, TracesReader } from '../src/storage/traces-read-repo.js';
+import { RollupMismatch, type OperationRollupReader } from '../src/storage/operation-rollups.js';
 
 /** Error groups, operations and deployments listed per summary section. */
 const SECTION = 5;
@@ -54,6 +56,38 @@ function summarize(points: MetricPointInput[], w: ResolvedWindow, type: MetricTy
 function summarizeState(st: BucketState, type: MetricType, len: number) {
   const v = (a: Aggregation) => stateValue(st, type, a, len);
   return { avg: v('avg'), p50: v('p50'), p90: v('p90'), p99: v('p99'), ...stateCounts(st, type) };
+}
+
+type SlowRow = { service_name: string; operation: string; trace_count: number; error_count: number; p50_ms: number | null; p95_ms: number | null };
+const slowRow = (r: { service_name: string; operation: string; count: number; errors: number; p50: number | null; p95: number | null }): SlowRow => ({
+  service_name: r.service_name,
+  operation: r.operation,
+  trace_count: r.count,
+  error_count: r.errors,
+  p50_ms: r.p50 === null ? null : roundMs(r.p50),
+  p95_ms: r.p95 === null ? null : roundMs(r.p95),
+});
+
+/** The slowest operations from every entry span of the window (ClickHouse, and the reference for the tallies). */
+export async function slowestFromSpans(traces: TracesReader, pid: string, groups: EntryGroupKey[], f: EntryFilter): Promise<SlowRow[]> {
+  const details = await traces.groupsDetail(pid, groups, f, false);
+  return groups
+    .map((g, i) => ({ g, d: details[i]! }))
+    .filter((x) => x.d.count > 0)
+    .map(({ g, d }) => ({ service_name: g.service_name, operation: g.operation, count: d.count, errors: d.errors, p50: d.p50, p95: d.p95 }))
+    .sort((a, b) => (b.p95 ?? -1) - (a.p95 ?? -1) || (a.operation < b.operation ? -1 : 1))
+    .slice(0, SECTION)
+    .map(slowRow);
+}
+
+/** The same from the hourly tallies (migration 054); null when they disagree with the spans (then read those). */
+export function slowestFromTallies(tallies: OperationRollupReader, pid: string, groups: EntryGroupKey[], f: EntryFilter): SlowRow[] | null {
+  try {
+    return tallies.slowest(pid, groups, f, SECTION).map(slowRow);
+  } catch (err) {
+    if (err instanceof RollupMismatch) return null;
+    throw err;
+  }
 }
 
 const countRow = z.object({ value: z.string(), count: z.number().int() });
@@ -219,26 +253,20 @@ export const summary = defineOperation({
     const errorGroups = ctx.services.errorGroups;
     const base = { service: input.service_name, environment: input.environment, offset: 0, userId: null };
     const newest = errorGroups
-      .list(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, sort: 'first_seen', limit: SECTION })
-      .rows.filter((g) => g.first_seen >= w.fromMs && g.first_seen < w.toMs);
+      .listRows(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, sort: 'first_seen', limit: SECTION })
+      .filter((g) => g.first_seen >= w.fromMs && g.first_seen < w.toMs);
     const prevFrom = w.fromMs - (w.toMs - w.fromMs);
     const regressed = errorGroups
-      .list(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, statuses: ['unresolved'], sort: 'last_seen', limit: REGRESSION_CANDIDATES })
-      .rows.filter((g) => g.first_seen < prevFrom && errorGroups.firstEventIn(pid, g.id, prevFrom, w.fromMs - 0.001) === null)
+      .listRows(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, statuses: ['unresolved'], sort: 'last_seen', limit: REGRESSION_CANDIDATES })
+      .filter((g) => g.first_seen < prevFrom && errorGroups.firstEventIn(pid, g.id, prevFrom, w.fromMs - 0.001) === null)
       .slice(0, SECTION);
 
-    // Slowest operations: entry-span p95 per (service, operation), as traces.operations computes it.
+    // Slowest operations: entry-span p95 per (service, operation), as traces.operations computes it;
+    // with spans in SQLite from the hourly tallies (migration 054), else from every entry span.
     const traces = ctx.services.tracesRead;
     const entryFilter = { fromMs: w.fromMs, toMs: w.toMs, environment: input.environment };
     const { groups } = await traces.entryGroups(pid, { service: input.service_name, max: MAX_OPERATION_GROUPS });
-    const groupDetails = await traces.groupsDetail(pid, groups, entryFilter, false);
-    const slowest = groups
-      .map((g, i) => ({ g, d: groupDetails[i]! }))
-      .filter((x) => x.d.count > 0)
-      .map(({ g, d }) => ({ service_name: g.service_name, operation: g.operation, trace_count: d.count, error_count: d.errors, p50: d.p50, p95: d.p95 }))
-      .sort((a, b) => (b.p95 ?? -1) - (a.p95 ?? -1) || (a.operation < b.operation ? -1 : 1))
-      .slice(0, SECTION)
-      .map(({ p50, p95, ...r }) => ({ ...r, p50_ms: p50 === null ? null : roundMs(p50), p95_ms: p95 === null ? null : roundMs(p95) }));
+    const slowest = (ctx.services.clickhouse ? null : slowestFromTallies(ctx.services.operationRollups, pid, groups, entryFilter)) ?? (await slowestFromSpans(traces, pid, groups, entryFilter));
 
     const deployments = ctx.services.deployments.before(pid, input.service_name ?? null, input.environment ?? null, w.toMs, SECTION).map((d) => ({
       id: d.id,

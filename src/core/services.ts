@@ -5,6 +5,7 @@ import { createDeploymentsRepo, type DeploymentsRepo } from '../storage/deployme
 import { createSqliteTelemetryWriter } from '../storage/sqlite-telemetry-store.js';
 import type { TelemetryWriter } from '../storage/telemetry-store.js';
 import { withLogRollups } from '../storage/log-rollups.js';
+import { createOperationRollupReader, withOperationRollups, type OperationRollupReader } from '../storage/operation-rollups.js';
 import { withAgentObservations } from '../storage/ai-spans.js';
 import { createAiRepo, type AiRepo } from '../storage/ai-repo.js';
 import { withReleaseRollups } from '../storage/release-rollups.js';
@@ -70,6 +71,8 @@ export interface Services {
   logsRead: LogsReadRepo;
   metricsRead: MetricsReadRepo;
   tracesRead: TracesReader;
+  /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
+  operationRollups: OperationRollupReader;
   /** Set when spans go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span store (flush, close). */
   clickhouse?: { engine: ChEngine; spans: ChSpanStore };
   errorsIngest: ErrorsIngestRepo;
@@ -192,7 +195,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
-    telemetry: withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(createSqliteTelemetryWriter(db), ch?.spans)))),
+    telemetry: withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))),
     writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant] : [])]),
     ...(ch ? { clickhouse: ch } : {}),
     system: createSystemRepo(db, config.dbFile),
@@ -200,6 +203,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     logsRead: createLogsReadRepo(db),
     metricsRead: createMetricsReadRepo(db),
     tracesRead: ch ? createChTracesReader(ch.engine, asyncTracesReader(createTracesReadRepo(db))) : asyncTracesReader(createTracesReadRepo(db)),
+    operationRollups: createOperationRollupReader(db),
     errorsIngest,
     ingestMisc,
     errorGroups: createErrorGroupsRepo(db),

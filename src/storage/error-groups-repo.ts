@@ -477,22 +477,31 @@ export function createErrorGroupsRepo(db: Db) {
       .all(Number(projectId), ...w.args) as FacetValue[];
   }
 
+  /** A page of groups (merged duplicates never listed). */
+  function listRows(projectId: string, f: GroupListFilter): GroupWithState[] {
+    const w = listWhere(f);
+    return db
+      .prepare(`SELECT g.*, ${STATE_COLS} FROM error_groups g ${STATE_JOIN} WHERE ${w.sql} ORDER BY ${ORDER[f.sort]} LIMIT ? OFFSET ?`)
+      .all(f.userId, Number(projectId), ...w.args, f.limit, f.offset)
+      .map(withState);
+  }
+
   return {
     /** Groups of the project (merged duplicates never listed), with the page's total and facets. */
     list(projectId: string, f: GroupListFilter): { rows: GroupWithState[]; total: number; facets: Record<'service' | 'environment' | 'level', FacetValue[]> } {
       const w = listWhere(f);
       const pid = Number(projectId);
       const total = (db.prepare(`SELECT COUNT(*) AS n FROM error_groups g WHERE ${w.sql}`).get(pid, ...w.args) as { n: number }).n;
-      const rows = db
-        .prepare(`SELECT g.*, ${STATE_COLS} FROM error_groups g ${STATE_JOIN} WHERE ${w.sql} ORDER BY ${ORDER[f.sort]} LIMIT ? OFFSET ?`)
-        .all(f.userId, pid, ...w.args, f.limit, f.offset)
-        .map(withState);
+      const rows = listRows(projectId, f);
       return {
         rows,
         total,
         facets: { service: facet(projectId, f, 'service'), environment: facet(projectId, f, 'environment'), level: facet(projectId, f, 'level') },
       };
     },
+
+    /** The rows of {@link list} alone, without its total and facets (observability.summary needs only the page). */
+    listRows,
 
     get(projectId: string, groupId: string, userId: string | null): GroupWithState | undefined {
       const r = s.get.get(userId, Number(projectId), groupId) ?? byShortId(projectId, groupId, userId);

@@ -17,6 +17,7 @@ const safeParse = (s: string): unknown => {
   }
 };
 import { ftsAttrsText } from './log-fts.js';
+import { operationRollupExpiry } from './operation-rollups.js';
 
 /**
  * Where each kind of telemetry lives, for expiry: the table, its per-project time column (indexed
@@ -170,7 +171,8 @@ const errorEventsExpiry = (db: Db) => {
 };
 
 export const EXPIRY_TARGETS: ExpiryTarget[] = [
-  { kind: 'spans', table: 'spans', time: 'start_ms', unitMs: 1, key: ['rowid'] },
+  // The hourly entry-span tallies (migration 054) lose the expiring spans in the same batch.
+  { kind: 'spans', table: 'spans', time: 'start_ms', unitMs: 1, key: ['rowid'], before: operationRollupExpiry },
   // A trace chunk goes once its latest span start is past the cutoff (its spans are gone by then).
   { kind: 'spans', table: 'trace_chunks', time: 'max_start_ms', unitMs: 1, key: ['project_id', 'trace_id', 'first_rowid'] },
   { kind: 'logs', table: 'logs', time: 'time_ms', unitMs: 1, key: ['id'], before: logsExpiry },
