@@ -291,9 +291,38 @@ const PRELUDE = String.raw`(function (hostCall, hostLog, configJson) {
     return n > FULL_RESULT_CHARS ? [n, slice(s, RESULT_SLICE_CHARS), false, value === undefined] : [n, s, true, value === undefined];
   };
 
+  const dropped = () => droppedLogs;
+
+  // What HELPERS needs, captured before the script runs (it may replace globals and prototypes).
+  const prims = freeze({
+    __proto__: null, apply, jsonStringify, StringCtor, reExec, LINE_RE, ApiError, slice, safeFormat,
+    isArray: Array.isArray, keysOf: Object.keys, maxErrorChars: config.maxErrorChars,
+  });
+
+  return { serialize, dropped, prims };
+})`;
+
+/**
+ * Host-side helpers for the rare paths (an error to read out, a result too large to return),
+ * compiled into a run's context only when that run needs them: compiling them into every context
+ * ahead of time was ~40% of the prelude's compile time (issue 19). Evaluating this function
+ * expression runs nothing of the script's; it is called with the intrinsics the prelude captured
+ * before the script ran, so it sees the same functions it would have seen in the prelude.
+ */
+const HELPERS = String.raw`(function (p) {
+  'use strict';
+  const apply = p.apply;
+  const jsonStringify = p.jsonStringify;
+  const StringCtor = p.StringCtor;
+  const reExec = p.reExec;
+  const LINE_RE = p.LINE_RE;
+  const ApiError = p.ApiError;
+  const slice = p.slice;
+  const safeFormat = p.safeFormat;
+  const isArray = p.isArray;
+  const keysOf = p.keysOf;
+  const maxErrorChars = p.maxErrorChars;
   // The outline of a value too large to return: keys, array lengths and types, a few levels deep.
-  const isArray = Array.isArray;
-  const keysOf = Object.keys;
   const shape = (value) => {
     let budget = 60;
     const walk = (v, depth) => {
@@ -345,13 +374,11 @@ const PRELUDE = String.raw`(function (hostCall, hostLog, configJson) {
       out.message = safeFormat(e);
       out.nonError = true;
     }
-    out.message = slice(StringCtor(out.message), config.maxErrorChars);
+    out.message = slice(StringCtor(out.message), maxErrorChars);
     return jsonStringify(out);
   };
 
-  const dropped = () => droppedLogs;
-
-  return { serialize, describe, dropped, shape };
+  return [describe, shape];
 })`;
 
 // QuickJS' own memory limit (JS_SetMemoryLimit) is not a reliable cumulative bound in the
@@ -691,7 +718,7 @@ class Run {
 const RUNTIME_MAX_RUNS = 200;
 /** @type {{ rt: import('quickjs-emscripten').QuickJSRuntime, runs: number } | null} */
 let pooled = null;
-/** A context built ahead of time for the next run: { key, ctx, binding, serialize, describe, dropped, shape } */
+/** A context built ahead of time for the next run: { key, ctx, binding, serialize, dropped, prims, describe, shape } */
 let spare = null;
 
 function dropRuntime() {
@@ -707,7 +734,7 @@ function dropRuntime() {
 }
 
 function disposeKit(kit) {
-  for (const h of [kit.serialize, kit.describe, kit.dropped, kit.shape]) if (h && h.alive) h.dispose();
+  for (const h of [kit.serialize, kit.dropped, kit.prims, kit.describe, kit.shape]) if (h && h.alive) h.dispose();
   if (kit.ctx.alive) kit.ctx.dispose();
 }
 
@@ -863,7 +890,8 @@ function buildKit(QuickJS, key, limits) {
   const rt = runtimeFor(QuickJS, limits);
   const ctx = rt.newContext();
   const binding = { run: null };
-  const kit = { key, ctx, binding, serialize: null, describe: null, dropped: null, shape: null };
+  // describe and shape: compiled on first use (helperOf).
+  const kit = { key, ctx, binding, serialize: null, dropped: null, prims: null, describe: null, shape: null };
   try {
     // ---- host functions handed to the prelude (never placed on globalThis) ----
     const hostCall = ctx.newFunction('hostCall', (opHandle, jsonHandle) => {
@@ -922,15 +950,49 @@ function buildKit(QuickJS, key, limits) {
     hostLog.dispose();
     const handle = ctx.unwrapResult(made);
     kit.serialize = ctx.getProp(handle, 'serialize');
-    kit.describe = ctx.getProp(handle, 'describe');
     kit.dropped = ctx.getProp(handle, 'dropped');
-    kit.shape = ctx.getProp(handle, 'shape');
+    kit.prims = ctx.getProp(handle, 'prims');
     handle.dispose();
     return kit;
   } catch (err) {
     disposeKit(kit);
     throw err;
   }
+}
+
+/** The kit's `describe` or `shape` (see HELPERS), compiled into its context on first use. */
+function helperOf(kit, which) {
+  if (!kit.describe) {
+    const { ctx } = kit;
+    // Failures are not dumped (ctx.unwrapResult would read the error's properties, running the
+    // script's getters): the callers report a generic error instead.
+    const unwrap = (r) => {
+      if (!r.error) return r.value;
+      r.error.dispose();
+      throw new Error('The sandbox could not prepare its error helpers.');
+    };
+    const fn = unwrap(ctx.evalCode(HELPERS, 'helpers.js'));
+    try {
+      const made = unwrap(ctx.callFunction(fn, ctx.undefined, kit.prims));
+      try {
+        const describe = ctx.getProp(made, 0);
+        let shape;
+        try {
+          shape = ctx.getProp(made, 1);
+        } catch (err) {
+          describe.dispose();
+          throw err;
+        }
+        kit.describe = describe;
+        kit.shape = shape;
+      } finally {
+        made.dispose();
+      }
+    } finally {
+      fn.dispose();
+    }
+  }
+  return which === 'shape' ? kit.shape : kit.describe;
 }
 
 function kitKey(run) {
@@ -990,13 +1052,12 @@ function readDroppedLogs(run, dropped) {
 
 async function runScript(run, kit) {
   const { rt, ctx } = run;
-  const { describe } = kit;
   if (Date.now() >= run.deadline) return { result: null, error: timeoutError(run) };
   run.armInterrupt();
 
   // Keep the user's first line on line 1 so reported line numbers match their code.
   const evaluated = ctx.evalCode(`(async () => {${run.code}\n})()`, 'sandbox.js');
-  if (evaluated.error) return { result: null, error: consumeError(run, describe, evaluated.error) };
+  if (evaluated.error) return { result: null, error: consumeError(run, kit, evaluated.error) };
   const promise = evaluated.value;
   try {
     for (;;) {
@@ -1017,7 +1078,7 @@ async function runScript(run, kit) {
         }
       }
       const jobs = rt.executePendingJobs();
-      if (jobs.error) return { result: null, error: consumeError(run, describe, jobs.error) };
+      if (jobs.error) return { result: null, error: consumeError(run, kit, jobs.error) };
 
       const state = ctx.getPromiseState(promise);
       if (state.type === 'fulfilled') {
@@ -1028,7 +1089,7 @@ async function runScript(run, kit) {
           state.value.dispose();
         }
       }
-      if (state.type === 'rejected') return { result: null, error: consumeError(run, describe, state.error) };
+      if (state.type === 'rejected') return { result: null, error: consumeError(run, kit, state.error) };
 
       if (run.replies.length > 0 || rt.hasPendingJob()) continue;
       if (Date.now() >= run.deadline) return { result: null, error: timeoutError(run) };
@@ -1056,10 +1117,10 @@ async function runScript(run, kit) {
 /** Serialize the script's resolved value inside the guest and apply the result budget. */
 function readResult(run, kit, valueHandle) {
   const { ctx, limits } = run;
-  const { serialize, describe } = kit;
+  const { serialize } = kit;
   const call = ctx.callFunction(serialize, ctx.undefined, valueHandle);
   if (call.error) {
-    const error = consumeError(run, describe, call.error);
+    const error = consumeError(run, kit, call.error);
     if (error.name === 'TypeError' || error.name === 'RangeError' || error.name === 'InternalError') {
       error.message = `The script's return value could not be converted to JSON: ${error.message}`;
     }
@@ -1094,7 +1155,7 @@ function readResult(run, kit, valueHandle) {
   let shape = null;
   try {
     run.rt.setInterruptHandler(shouldInterruptAfterDeadline(Date.now() + DESCRIBE_GRACE_MS));
-    const described = ctx.callFunction(kit.shape, ctx.undefined, valueHandle);
+    const described = ctx.callFunction(helperOf(kit, 'shape'), ctx.undefined, valueHandle);
     if (described.error) described.error.dispose();
     else shape = described.value.consume((h) => (ctx.typeof(h) === 'string' ? ctx.getString(h) : null));
   } catch {
@@ -1108,7 +1169,7 @@ function readResult(run, kit, valueHandle) {
 }
 
 /** Turn a guest exception handle into an ExecuteResult error (disposes the handle). */
-function consumeError(run, describe, errorHandle) {
+function consumeError(run, kit, errorHandle) {
   const { rt, ctx, limits } = run;
   const timedOut = Date.now() >= run.deadline;
   let info = null;
@@ -1117,7 +1178,7 @@ function consumeError(run, describe, errorHandle) {
     // time and memory to read the error out.
     rt.setInterruptHandler(shouldInterruptAfterDeadline(Date.now() + DESCRIBE_GRACE_MS));
     rt.setMemoryLimit(limits.memoryBytes + DESCRIBE_EXTRA_MEMORY);
-    const described = ctx.callFunction(describe, ctx.undefined, errorHandle);
+    const described = ctx.callFunction(helperOf(kit, 'describe'), ctx.undefined, errorHandle);
     if (described.error) {
       described.error.dispose();
     } else {
