@@ -1031,21 +1031,31 @@ function apiTree(operations) {
   return entries(root);
 }
 
-/** The api layout of the last operations seen (as JSON): runs mostly repeat them. */
-let lastTree = { ops: '', tree: [] };
+/** The last key computed, and what it was computed from: runs mostly repeat it. */
+let lastKey = { operations: [], maxLogBytes: -1, maxResultBytes: -1, key: '' };
+
+function sameStrings(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 function kitKey(run) {
   const { limits } = run;
-  const ops = JSON.stringify(run.operations);
-  if (lastTree.ops !== ops) lastTree = { ops, tree: apiTree(run.operations) };
-  return JSON.stringify({
-    tree: lastTree.tree,
+  const last = lastKey;
+  if (last.maxLogBytes === limits.maxLogBytes && last.maxResultBytes === limits.maxResultBytes && sameStrings(last.operations, run.operations)) {
+    return last.key;
+  }
+  const key = JSON.stringify({
+    tree: apiTree(run.operations),
     logChars: limits.maxLogBytes + 1,
     fullResultChars: limits.maxResultBytes * FULL_RESULT_FACTOR,
     resultSliceChars: limits.maxResultBytes,
     maxInputChars: MAX_INPUT_CHARS,
     maxErrorChars: MAX_ERROR_MESSAGE_CHARS,
   });
+  lastKey = { operations: run.operations, maxLogBytes: limits.maxLogBytes, maxResultBytes: limits.maxResultBytes, key };
+  return key;
 }
 
 async function execute(QuickJS, run) {
