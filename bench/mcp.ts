@@ -19,7 +19,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Koa from 'koa';
@@ -158,6 +158,8 @@ async function main() {
     return performance.now() - t0;
   };
 
+  const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  const loadStart = loadavg();
   // Warm-up: workers, JIT, prepared statements.
   for (let i = 0; i < 30; i++) for (const c of Object.values(clients)) await exec(c, '1 call');
   for (let i = 0; i < 30; i++) await rest();
@@ -232,7 +234,8 @@ async function main() {
   const perSecNow = await throughput(legacy.url);
   const perSecNew = await throughput(main.url);
 
-  console.log(`\nMCP execute overhead — ${ITER} iterations each, alternating now/msg/new; 500 feedback rows, feedback.list limit 20 (ms)\n`);
+  console.log(`\nMCP execute overhead — ${ITER} iterations each, alternating now/msg/new; 500 feedback rows, feedback.list limit 20 (ms)`);
+  console.log(`load average at the start: ${loadStart}; at the end: ${loadavg()}\n`);
   console.log('| measurement | now p50 | now p95 | msg p50 | msg p95 | new p50 | new p95 | aim |');
   console.log('|---|---:|---:|---:|---:|---:|---:|---|');
   for (const r of rows) console.log(`| ${r.name} | ${f(pct(r.now, 50))} | ${f(pct(r.now, 95))} | ${f(pct(r.msg, 50))} | ${f(pct(r.msg, 95))} | ${f(pct(r.new, 50))} | ${f(pct(r.new, 95))} | ${r.aim} |`);

@@ -240,3 +240,31 @@ describe('output budgets', () => {
     expect(res.logs[res.logs.length - 1]).toMatch(/truncated/);
   });
 });
+
+describe('the api object', () => {
+  it('lays out odd operationIds as before (first of a clash wins, invalid ones left out, all frozen)', async () => {
+    const operations = ['a.b', 'a.b.c', 'call.x', 'x..y', 'solo', 'p.q.r', 'p.q', 'n.__proto__', 'a.b', 'm.', 'deep.er.op', 'deep.er.op2'];
+    const res = await run(
+      `const walk = (o) => Object.keys(o).map((k) => typeof o[k] === 'function' ? [k, o[k].name, Object.isFrozen(o[k])] : [k, Object.isFrozen(o[k]), walk(o[k])]);
+       return { tree: walk(api), frozen: Object.isFrozen(api), call: typeof api.call, proto: Object.getPrototypeOf(api.n) === null,
+         own: Object.getOwnPropertyNames(api.n), desc: Object.getOwnPropertyDescriptor(api.a, 'b').writable };`,
+      { operations },
+    );
+    expect(res.error).toBeNull();
+    expect(res.result).toEqual({
+      tree: [
+        ['a', true, [['b', 'a.b', true]]],
+        ['x', true, []],
+        ['p', true, [['q', true, [['r', 'p.q.r', true]]]]],
+        ['n', true, [['__proto__', 'n.__proto__', true]]],
+        ['m', true, []],
+        ['deep', true, [['er', true, [['op', 'deep.er.op', true], ['op2', 'deep.er.op2', true]]]]],
+      ],
+      frozen: true,
+      call: 'function',
+      proto: true,
+      own: ['__proto__'],
+      desc: false,
+    });
+  });
+});

@@ -26,6 +26,23 @@ describe('one worker, many executes', () => {
     expect(second).toMatchObject({ result: ['second', 3], error: null });
   });
 
+  it('reads errors and outlines oversized results with the intrinsics captured before the script ran', async () => {
+    // The helpers that read an error or outline a result are compiled into the context only when
+    // needed, after the script ran: what it replaced must not change what they report.
+    const tamper = `JSON.stringify = () => 'hijacked'; Object.keys = () => ['x']; Array.isArray = () => false; ` +
+      `String = () => 'S'; RegExp.prototype.exec = () => null; Function.prototype.apply = () => 'A'; Reflect.apply = () => 'R';`;
+    const failed = await run(`${tamper}\nthrow new RangeError('boom')`);
+    expect(failed.error).toMatchObject({ name: 'RangeError', message: 'boom (line 2)' });
+    const apiFailed = await run(`${tamper}\nawait api.call('errors.get', { id: 'missing' })`);
+    expect(apiFailed.error?.name).toBe('ApiError');
+    const big = await executor.execute(
+      { code: `${tamper}\nreturn { rows: Array.from({ length: 5000 }, (_, i) => ({ id: i, text: 'x'.repeat(50) })) }`, operations: OPERATIONS, limits: { maxResultBytes: 1024 } },
+      fakeHost().host,
+    );
+    expect(big.error).toBeNull();
+    expect(big.resultTruncated?.shape).toBe('{ rows: Array(5000) of { id: number, text: string } }');
+  });
+
   it('offers no FinalizationRegistry, whose callbacks could run during a later execute', async () => {
     expect((await run(`return typeof FinalizationRegistry`)).result).toBe('undefined');
   });
