@@ -17,58 +17,21 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { randomBytes } from 'node:crypto';
 import { openDatabase } from '../src/storage/db.js';
 import { createSqliteTelemetryWriter } from '../src/storage/sqlite-telemetry-store.js';
 import { withOperationRollups } from '../src/storage/operation-rollups.js';
 import { createSightline } from '../src/server.js';
 import { slowestFromSpans, slowestFromTallies } from '../operations/observability.js';
-import { DAY, FROM, NOW, ROUTES, SERVICES, int, pick, rand, resources, scope } from './seed-data.js';
+import { DAY, FROM, NOW, int, sixSpanTrace } from './seed-data.js';
 import type { SpanRecord } from '../src/domain/telemetry-types.js';
 
 const { values: opts } = parseArgs({ options: { batches: { type: 'string' }, db: { type: 'string' }, runs: { type: 'string' } } });
 const BATCHES = Number(opts.batches ?? 400);
 const RUNS = Number(opts.runs ?? 9);
-const hex = (n: number) => randomBytes(n).toString('hex');
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
 const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
 const cpuMs = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000;
 
-function trace(t: number): SpanRecord[] {
-  const a = pick(SERVICES);
-  const b = pick(SERVICES.filter((s) => s !== a));
-  const route = pick(ROUTES);
-  const id = hex(16);
-  const failed = rand() < 0.02;
-  const dur = 5 + int(400) + rand();
-  const ids = Array.from({ length: 6 }, () => hex(8));
-  const mk = (i: number, parent: number | null, svc: string, kind: number, name: string, start: number, d: number): SpanRecord => ({
-    trace_id: id,
-    span_id: ids[i]!,
-    parent_span_id: parent === null ? null : ids[parent]!,
-    trace_state: '',
-    name,
-    kind,
-    start_ms: t + start,
-    end_ms: t + start + d,
-    status_code: failed && (i === 0 || i === 3) ? 2 : 1,
-    status_message: '',
-    attributes: { 'http.route': route },
-    events: [],
-    links: [],
-    resource: resources.get(svc)!,
-    scope,
-    service_name: svc,
-  });
-  return [
-    mk(0, null, a, 2, `GET ${route}`, 0, dur),
-    mk(1, 0, a, 1, 'authorize', 1, 2),
-    mk(2, 0, a, 3, 'POST', 4, dur - 8),
-    mk(3, 2, b, 2, 'POST /internal', 5, dur - 10),
-    mk(4, 3, b, 3, 'SELECT orders', 6, (dur - 12) / 2),
-    mk(5, 3, b, 1, 'render', 6 + (dur - 12) / 2, 2),
-  ];
-}
 
 function writes() {
   const dir = mkdtempSync(join(tmpdir(), 'sl-bench-oprollups-'));
@@ -86,7 +49,7 @@ function writes() {
     for (let i = 0; i < BATCHES; i++) {
       const t = FROM + (i / BATCHES) * DAY;
       const spans: SpanRecord[] = [];
-      while (spans.length < 512) spans.push(...trace(t + int(DAY / BATCHES)));
+      while (spans.length < 512) spans.push(...sixSpanTrace(t + int(DAY / BATCHES), { fractional: true }));
       const batch = spans.slice(0, 512);
       n += batch.length;
       for (const k of (i % 2 ? ['tallies', 'plain'] : ['plain', 'tallies']) as ('plain' | 'tallies')[]) {

@@ -20,8 +20,8 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { createSightline } from '../src/server.js';
 import { bootstrapOrganization } from '../src/core/bootstrap.js';
-import type { Attributes, LogRecordOut, SpanRecord } from '../src/domain/telemetry-types.js';
-import { DAY, FROM, NOW, ROUTES, SERVICES, int, pick, points, rand, resources, scope } from './seed-data.js';
+import type { LogRecordOut, SpanRecord } from '../src/domain/telemetry-types.js';
+import { DAY, FROM, NOW, ROUTES, SERVICES, int, pick, points, rand, resources, scope, sixSpanTrace } from './seed-data.js';
 import { userFieldSql, userKeySql } from '../src/domain/errors/users.js';
 import { shortId } from '../src/storage/errors-repo.js';
 import { ERROR_GROUP_HOURS_BACKFILL } from '../src/storage/migrations/046-error-group-hours.js';
@@ -36,45 +36,6 @@ const SIZES = (opts.sizes ?? '100000,1000000').split(',').map(Number);
 const RUNS = Number(opts.runs ?? 15);
 const BATCH = 512;
 const hex = (n: number) => randomBytes(n).toString('hex');
-
-/** A trace of six spans over two services: server root, internal, client → server child, db client, internal. */
-function trace(t: number, traceIds: string[], errorTraceIds: string[]): SpanRecord[] {
-  const a = pick(SERVICES);
-  const b = pick(SERVICES.filter((s) => s !== a));
-  const route = pick(ROUTES);
-  const id = hex(16);
-  const failed = rand() < 0.02;
-  if (traceIds.length < 200 && rand() < 0.01) traceIds.push(id);
-  if (failed && errorTraceIds.length < 200) errorTraceIds.push(id);
-  const dur = 5 + int(400);
-  const ids = Array.from({ length: 6 }, () => hex(8));
-  const mk = (i: number, parent: number | null, svc: string, kind: number, name: string, start: number, d: number, attrs: Attributes = {}): SpanRecord => ({
-    trace_id: id,
-    span_id: ids[i]!,
-    parent_span_id: parent === null ? null : ids[parent]!,
-    trace_state: '',
-    name,
-    kind,
-    start_ms: t + start,
-    end_ms: t + start + d,
-    status_code: failed && (i === 0 || i === 3) ? 2 : 1,
-    status_message: '',
-    attributes: attrs,
-    events: [],
-    links: [],
-    resource: resources.get(svc)!,
-    scope,
-    service_name: svc,
-  });
-  return [
-    mk(0, null, a, 2, `GET ${route}`, 0, dur, { 'http.request.method': 'GET', 'http.route': route, 'http.response.status_code': failed ? 500 : 200 }),
-    mk(1, 0, a, 1, 'authorize', 1, 2),
-    mk(2, 0, a, 3, 'POST', 4, dur - 8, { 'http.request.method': 'POST', 'server.address': b }),
-    mk(3, 2, b, 2, 'POST /internal', 5, dur - 10, { 'http.request.method': 'POST', 'http.route': '/internal' }),
-    mk(4, 3, b, 3, 'SELECT orders', 6, (dur - 12) / 2, { 'db.system': 'postgresql' }),
-    mk(5, 3, b, 1, 'render', 6 + (dur - 12) / 2, 2),
-  ];
-}
 
 const TEMPLATES = [
   () => `request served in ${int(900)} ms for user u${int(50000)}`,
@@ -219,7 +180,7 @@ async function seed(s: ReturnType<typeof createSightline>, n: number): Promise<S
   for (let b = 0; telemetry && b < batches; b++) {
     const t = FROM + ((b + 0.5) / batches) * DAY;
     const spans: SpanRecord[] = [];
-    while (spans.length < BATCH) spans.push(...trace(t + int(DAY / batches), traceIds, errorTraceIds));
+    while (spans.length < BATCH) spans.push(...sixSpanTrace(t + int(DAY / batches), { traceIds, errorTraceIds }));
     const logs = Array.from({ length: BATCH }, (_, i) => log(t + (i * DAY) / batches / BATCH));
     const pts = points(t, BATCH, cum);
     tx(() => {

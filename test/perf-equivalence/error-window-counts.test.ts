@@ -7,11 +7,8 @@
  * whose edges fall inside hours, on hour boundaries, or are left open. The latest event of a group's
  * history (errors.get) is the newest by event time, then received time.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/storage/db.js';
+import { describe, expect, it } from 'vitest';
+import { scratchProjectDb } from '../support/scratch-db.js';
 import { createErrorsIngestRepo, type KeyedErrorEvent } from '../../src/storage/errors-repo.js';
 import { createErrorGroupsRepo } from '../../src/storage/error-groups-repo.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
@@ -21,14 +18,7 @@ import { ERROR_GROUP_HOURS_BACKFILL } from '../../src/storage/migrations/046-err
 import type { ErrorEventRecord } from '../../src/domain/telemetry-types.js';
 import { parseEventQuery } from '../../src/domain/errors/event-query.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'sightline-window-counts-'));
-const db = openDatabase(join(dir, 'w.db'));
-afterAll(() => {
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-db.prepare("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'Org', 0)").run();
-db.prepare("INSERT INTO projects (id, org_id, name, slug, created_at) VALUES (1, 'o', 'web', 'web', 0)").run();
+const { db } = scratchProjectDb('window-counts');
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 0, 1, 0);

@@ -7,11 +7,8 @@
  * p50, p95 and order) for windows on hour boundaries, inside hours, shorter than an hour, with an
  * environment and for one service; tallies that disagree with the spans make the read fall back.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../../src/storage/db.js';
+import { describe, expect, it } from 'vitest';
+import { scratchProjectDb } from '../support/scratch-db.js';
 import { createSqliteTelemetryWriter } from '../../src/storage/sqlite-telemetry-store.js';
 import { backfillOperationRollups, bucketRange, createOperationRollupReader, durationBucket, withOperationRollups } from '../../src/storage/operation-rollups.js';
 import { asyncTracesReader, createTracesReadRepo } from '../../src/storage/traces-read-repo.js';
@@ -19,14 +16,7 @@ import { createRetentionRepo, EXPIRY_TARGETS } from '../../src/storage/retention
 import { slowestFromSpans, slowestFromTallies } from '../../operations/observability.js';
 import type { SpanRecord } from '../../src/domain/telemetry-types.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'sightline-op-rollups-'));
-const db = openDatabase(join(dir, 'o.db'));
-afterAll(() => {
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-db.prepare("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'Org', 0)").run();
-db.prepare("INSERT INTO projects (id, org_id, name, slug, created_at) VALUES (1, 'o', 'web', 'web', 0)").run();
+const { db } = scratchProjectDb('op-rollups');
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 0, 1, 0);
