@@ -1,0 +1,105 @@
+/**
+ * A synchronous PostgreSQL client (issue 20, groundwork for the control store): `query` blocks the
+ * calling thread until the answer is back, as better-sqlite3 does, so repositories written against
+ * a synchronous database (every one here; `atomic()` blocks included) can run on PostgreSQL without
+ * turning ~320 call sites into promises. A worker thread owns one `pg` connection; a request goes
+ * over a MessagePort, the caller sleeps in `Atomics.wait` on a shared flag, and takes the answer with
+ * `receiveMessageOnPort` once the worker sets the flag. Nothing else runs on the calling thread
+ * meanwhile, so a transaction opened with `transaction(fn)` can never interleave with another
+ * request's statements. The cost: the thread waits for each round trip (`bench/pg-sync.ts`).
+ */
+import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
+
+export interface SyncPgResult<R> {
+  rows: R[];
+  rowCount: number;
+}
+
+export class SyncPgError extends Error {
+  constructor(
+    message: string,
+    /** The SQLSTATE (e.g. 23505 unique_violation), or a connection error code. */
+    readonly code: string | null,
+  ) {
+    super(message);
+    this.name = 'SyncPgError';
+  }
+}
+
+export interface SyncPg {
+  /** Runs one statement with `$1…` parameters; rows as objects. */
+  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): SyncPgResult<R>;
+  /** The same, rows as arrays of column values. */
+  queryArrays(sql: string, params?: readonly unknown[]): SyncPgResult<unknown[]>;
+  /** Runs `fn` in a transaction (a savepoint when nested): committed when it returns, rolled back when it throws. */
+  transaction<T>(fn: () => T): T;
+  close(): void;
+}
+
+export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): SyncPg {
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const flag = new SharedArrayBuffer(4);
+  const signal = new Int32Array(flag);
+  const { port1, port2 } = new MessageChannel();
+  const worker = new Worker(new URL('./sync-worker.mjs', import.meta.url), { workerData: { url, port: port2, flag }, transferList: [port2] });
+  worker.unref();
+  let closed = false;
+  let depth = 0;
+
+  function roundTrip(message: Record<string, unknown>): { rows?: unknown[]; rowCount?: number; error?: { message: string; code: string | null } } {
+    if (closed) throw new SyncPgError('The PostgreSQL client is closed.', null);
+    Atomics.store(signal, 0, 0);
+    port1.postMessage(message);
+    if (Atomics.wait(signal, 0, 0, timeoutMs) === 'timed-out') {
+      closed = true;
+      void worker.terminate();
+      throw new SyncPgError(`PostgreSQL did not answer within ${timeoutMs} ms; the connection was closed.`, 'ETIMEDOUT');
+    }
+    const got = receiveMessageOnPort(port1);
+    if (!got) throw new SyncPgError('The PostgreSQL worker woke without an answer.', null);
+    return got.message;
+  }
+
+  function run<R>(sql: string, params: readonly unknown[] | undefined, array: boolean): SyncPgResult<R> {
+    const r = roundTrip({ sql, params: params ?? [], array });
+    if (r.error) throw new SyncPgError(r.error.message, r.error.code);
+    return { rows: (r.rows ?? []) as R[], rowCount: r.rowCount ?? 0 };
+  }
+
+  const client: SyncPg = {
+    query: (sql, params) => run(sql, params, false),
+    queryArrays: (sql, params) => run(sql, params, true),
+    transaction<T>(fn: () => T): T {
+      const savepoint = depth > 0 ? `sp${depth}` : null;
+      run(savepoint ? `SAVEPOINT ${savepoint}` : 'BEGIN', [], false);
+      depth++;
+      let out: T;
+      try {
+        out = fn();
+        if (out && typeof (out as { then?: unknown }).then === 'function') {
+          throw new SyncPgError('transaction(fn) takes a synchronous function: its statements would run after the commit.', null);
+        }
+      } catch (err) {
+        depth--;
+        run(savepoint ? `ROLLBACK TO SAVEPOINT ${savepoint}` : 'ROLLBACK', [], false);
+        throw err;
+      }
+      depth--;
+      run(savepoint ? `RELEASE SAVEPOINT ${savepoint}` : 'COMMIT', [], false);
+      return out;
+    },
+    close() {
+      if (closed) return;
+      try {
+        roundTrip({ close: true });
+      } finally {
+        closed = true;
+        port1.close();
+        void worker.terminate();
+      }
+    },
+  };
+  // Connects now: a wrong URL fails here, not at the first repository call.
+  client.query('SELECT 1');
+  return client;
+}
