@@ -151,28 +151,29 @@ export const create = defineOperation({
     const { project_id: pid, idempotency_key, ...fields } = input;
     const repo = ctx.services.feedback;
     const hash = payloadHash(fields);
-    if (idempotency_key !== undefined) {
-      const prior = repo.idempotency(pid, idempotency_key);
-      if (prior) {
-        if (prior.payload_hash !== hash) {
-          throw new ConflictError('idempotency_conflict', 'This Idempotency-Key was already used with a different payload.', 'idempotency_key');
-        }
-        const original = repo.get(pid, prior.feedback_id);
-        if (original) return createdOut(original);
-      }
-    }
     if (fields.error_group_id && !ctx.services.lookups.errorGroupExists(pid, fields.error_group_id)) {
       throw new ValidationError('`error_group_id` does not name an error group of this project.', 'error_group_id');
     }
     const now = ctx.now();
-    // The quota check and the insert in one write transaction (taken at its start): processes
-    // sharing the database admit exactly the quota between them.
-    const row = ctx.services.atomic(() => {
+    // The key's look-up, the quota check and the insert in one write transaction (taken at its
+    // start): processes sharing the database admit exactly the quota between them, and a key sent
+    // through two of them at once finds the other's record instead of failing on its unique index.
+    const outcome = ctx.services.atomic((): { replay: FeedbackRow } | { created: FeedbackRow } => {
+      if (idempotency_key !== undefined) {
+        const prior = repo.idempotency(pid, idempotency_key);
+        if (prior) {
+          if (prior.payload_hash !== hash) {
+            throw new ConflictError('idempotency_conflict', 'This Idempotency-Key was already used with a different payload.', 'idempotency_key');
+          }
+          const original = repo.get(pid, prior.feedback_id);
+          if (original) return { replay: original };
+        }
+      }
       const wait = quotaRetryAfterSeconds(now, (since, k) => repo.nthNewestSince(pid, since, k));
       if (wait > 0) {
         throw new RateLimitedError(wait, `Feedback quota reached for this project (20 per minute, 1,000 per day). Retry in ${wait} s.`, 'feedback_quota_exceeded');
       }
-      return repo.insert(
+      const created = repo.insert(
         pid,
         {
           id: randomUUID(),
@@ -194,7 +195,10 @@ export const create = defineOperation({
         },
         idempotency_key !== undefined ? { key: idempotency_key, payloadHash: hash } : undefined,
       );
+      return { created };
     });
+    if ('replay' in outcome) return createdOut(outcome.replay);
+    const row = outcome.created;
     // Committed: signals and automations hear of it.
     ctx.services.events.publish({ type: 'feedback.received', projectId: pid, at: now, feedbackId: row.id, message: row.message, errorGroupId: row.error_group_id });
     return createdOut(row);

@@ -17,6 +17,8 @@ interface Bucket {
   sample_count: number;
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
 /** Σ of non-null bucket values of a timeline over the default window. */
 const total = (b: { buckets: Bucket[] }) => b.buckets.reduce((s, x) => s + (x.value ?? 0), 0);
 
@@ -48,6 +50,10 @@ describe('metrics from the OpenTelemetry SDK', () => {
       for (const v of [3, 7, 12, 40, 80]) latency.record(v);
       for (const v of [2, 4, 8]) rpc.record(v);
       queue.record(4);
+      // The SDK stamps a cumulative stream's start at its first record and the export with the time of
+      // the export: in the same millisecond the point has start == time, a zero-duration point that
+      // OTLP (and spec rule 4) counts as zero. Real exports come seconds later.
+      await sleep(5);
       await flush();
       orders.add(7);
       latency.record(100);
@@ -63,6 +69,7 @@ describe('metrics from the OpenTelemetry SDK', () => {
       const orders = meter.createCounter('shop.orders.delta');
       for (const v of [1.5, 3, 3, 3.5]) rpc.record(v);
       orders.add(2);
+      await sleep(5);
       await flush();
       orders.add(3);
       await flush();
