@@ -98,6 +98,8 @@ describe('real SDKs → Sightline → REST', () => {
     const meter = meterProvider.getMeter('e2e');
     meter.createCounter('orders_total').add(5);
     meter.createHistogram('request_duration_ms', { unit: 'ms' }).record(120);
+    // Not in the records' millisecond: a cumulative point with start == time counts zero (spec rule 4).
+    await new Promise((r) => setTimeout(r, 5));
     await meterProvider.forceFlush();
     await meterProvider.shutdown();
     const metrics = await get('/metrics?service_name=inventory');

@@ -49,6 +49,8 @@ beforeAll(async () => {
   const requests = meter.createCounter('http.requests');
   requests.add(6, { 'http.route': '/a' });
   requests.add(3, { 'http.route': '/b' });
+  // Not in the records' millisecond: a cumulative point with start == time counts zero (spec rule 4).
+  await new Promise((r) => setTimeout(r, 5));
   await reader.forceFlush();
   await provider.shutdown();
 
