@@ -151,6 +151,7 @@ export async function paced(
         if (!isBusy(err) || ++busyRetries > MAX_BUSY_RETRIES) throw err;
         pacing.busy();
         await pacing.pause(BUSY_RETRY_MS);
+        if (opts.stopped()) return total;
         continue;
       }
       busyRetries = 0;
