@@ -25,6 +25,8 @@
  *   npx tsx bench/retention.ts --rows 1000000     (quicker; BENCH_EXPIRE_ROWS=1000000 works too)
  *
  * Env: BENCH_EXPIRE_ROWS (10,000,000), BENCH_SECONDS (20, per window), BENCH_ROUNDS (4),
+ * BENCH_ON_INTERVAL (the "on" servers' SIGHTLINE_RETENTION_INTERVAL, 1; 86400 makes a control run
+ * where neither condition expires anything, to see the windows' own noise),
  * BENCH_CONNECTIONS (ingest, 4), BENCH_READERS (2), BENCH_FINISH (1), BENCH_DB (keep the file here
  * instead of a temp dir), plus any SIGHTLINE_* for the server (SIGHTLINE_RETENTION_BATCH_ROWS …).
  * Aim: ingest and read p99 at most 20 % worse while expiry runs.

@@ -274,10 +274,8 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
     expireBatch(target, projectId, cutoffMs, limit) {
       const t = perTarget.get(target)!;
       const cut = target.alignMs ? Math.floor(cutoffMs / target.alignMs) * target.alignMs : cutoffMs;
-      // IMMEDIATE: the write lock first, waiting for it (busy timeout). A deferred transaction that
-      // reads its keys first and then writes cannot wait: when another connection holds the write
-      // lock then (the WAL checkpoint worker's RESTART) SQLite fails it at once with SQLITE_BUSY,
-      // which ended the pass (seen at 10M rows: the next pass only came an interval later).
+      // The write lock first (openDatabase does so for every db.transaction; said here too for a handle
+      // opened otherwise): a deferred batch reads its keys, then fails at once under a checkpoint's lock.
       return t.batch.immediate(projectId, Math.floor(cut / target.unitMs), limit) as number;
     },
     oldest(target, projectId) {
