@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { chdbMissing, clickHouseServerMissing } from './test/support/clickhouse.js';
+import { postgresMissing } from './test/support/postgres.js';
 
 /**
  * Issue 20: these files also run with spans in ClickHouse — on Debian's clickhouse-server 18.16
@@ -12,6 +13,31 @@ const CLICKHOUSE_FILES = [
   'test/operations/errors.traces-commits.test.ts',
   'test/storage/clickhouse-*.test.ts',
 ];
+
+/**
+ * Issue 20, the scale-out project: these files run again with control data in PostgreSQL (a fresh
+ * database per test server on the local PostgreSQL) and spans in the private clickhouse-server —
+ * the operations whose data moved, every face (REST, MCP, CLI, OAuth, pages), the multi-process test.
+ */
+const SCALE_OUT_FILES = [
+  ...CLICKHOUSE_FILES.filter((f) => f !== 'test/storage/clickhouse-*.test.ts'),
+  'test/storage/clickhouse-multiprocess.test.ts',
+  'test/storage/clickhouse-spans.test.ts',
+  'test/operations/feedback.*.test.ts',
+  'test/operations/deployments.test.ts',
+  'test/http/api-keys.test.ts',
+  'test/http/rate-limit-shared.test.ts',
+  'test/oauth/**/*.test.ts',
+  'test/access.test.ts',
+  'test/status/**/*.test.ts',
+  'test/automations/**/*.test.ts',
+  'test/remote/**/*.test.ts',
+  'test/threads/**/*.test.ts',
+  'test/agent/**/*.test.ts',
+];
+const pgMissing = await postgresMissing();
+const scaleOutMissing = clickHouseServerMissing() ?? pgMissing;
+if (scaleOutMissing) console.log(`[vitest] project scale-out skipped: ${scaleOutMissing}`);
 
 const engines: { name: string; mode: string; missing: string | null; globalSetup?: string[] }[] = [
   { name: 'clickhouse-18', mode: 'server', missing: clickHouseServerMissing(), globalSetup: ['test/support/clickhouse-global.ts'] },
@@ -34,6 +60,19 @@ export default defineConfig({
           extends: true as const,
           test: { name: e.name, include: CLICKHOUSE_FILES, env: { SIGHTLINE_TEST_CLICKHOUSE: e.mode }, ...(e.globalSetup ? { globalSetup: e.globalSetup } : {}) },
         })),
+      ...(scaleOutMissing
+        ? []
+        : [
+            {
+              extends: true as const,
+              test: {
+                name: 'scale-out',
+                include: SCALE_OUT_FILES,
+                env: { SIGHTLINE_TEST_CLICKHOUSE: 'server', SIGHTLINE_TEST_POSTGRES: '1' },
+                globalSetup: ['test/support/clickhouse-global.ts'],
+              },
+            },
+          ]),
     ],
   },
 });

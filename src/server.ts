@@ -9,6 +9,9 @@ import type { ChEngine } from './storage/clickhouse/client.js';
 import { expireClickHouseSpans } from './storage/clickhouse/retention.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
+import { openSyncPg, type SyncPg } from './storage/postgres/sync-client.js';
+import { migratePostgres } from './storage/postgres/schema.js';
+import { openSplitDatabase } from './storage/postgres/split-db.js';
 import { startWalCheckpointer } from './storage/wal-checkpointer.js';
 import { requestId } from './http/middleware/request-id.js';
 import { errorHandler } from './http/middleware/errors.js';
@@ -81,10 +84,32 @@ export type Mount = (s: Sightline, router: Router) => void;
 /** Faces with routes of their own, mounted in this order before the REST router. */
 const MOUNTS: Mount[] = [oauthMount, mcpMount, statusMount, remoteConnectorMount, remoteConsoleMount];
 
+/**
+ * SQLite alone, or — SIGHTLINE_DATABASE_URL set — SQLite for telemetry with the control tables in
+ * PostgreSQL (its migrations applied first) behind one handle (src/storage/postgres/split-db.ts).
+ */
+function openStores(config: AppConfig, log: (msg: string, fields?: Record<string, unknown>) => void): Db {
+  const sqlite = openDatabase(config.dbFile, { backupBeforeMigration: config.backupBeforeMigration, log });
+  if (!config.databaseUrl) return sqlite;
+  let pg: SyncPg | null = null;
+  try {
+    pg = openSyncPg(config.databaseUrl);
+    migratePostgres(pg, log);
+  } catch (err) {
+    pg?.close();
+    sqlite.close();
+    throw err;
+  }
+  // Telemetry rows (error groups, monitors' results…) name projects that are now PostgreSQL's: SQLite
+  // cannot check those references across the two stores.
+  sqlite.pragma('foreign_keys = OFF');
+  return openSplitDatabase(sqlite, pg);
+}
+
 export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: SightlineOptions = {}): Sightline {
   const config = loadConfig(process.env, configOverrides);
   const log = opts.logger ?? pino({ level: config.logLevel });
-  const db = openDatabase(config.dbFile, { backupBeforeMigration: config.backupBeforeMigration, log: (msg, fields) => log.info(fields ?? {}, msg) });
+  const db = openStores(config, (msg, fields) => log.info(fields ?? {}, msg));
   const services = createServices(db, config, opts.now, { clickhouse: opts.clickhouse });
   const metrics = createSelfMetrics();
   services.telemetry = countingWriter(services.telemetry, metrics);

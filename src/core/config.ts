@@ -9,6 +9,12 @@ export interface AppConfig {
    * names the database). Unset: spans stay in SQLite. Issue 20, in progress: only spans so far.
    */
   clickhouseUrl: string | null;
+  /**
+   * PostgreSQL for control data (SIGHTLINE_DATABASE_URL, e.g. `postgres://sightline@127.0.0.1:5432/sightline`):
+   * organizations, users, keys, OAuth, feedback, deployments, settings, automations, status pages,
+   * remote access (src/storage/postgres/control-tables.ts). Unset: everything in SQLite.
+   */
+  databaseUrl: string | null;
   baseUrl: string;
   /** Public URL of ingestion (default `${baseUrl}/ingest`). */
   ingestUrl: string;
@@ -221,5 +227,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     redis: overrides.redis ?? { url: env.SIGHTLINE_REDIS_URL || null, prefix: env.SIGHTLINE_REDIS_PREFIX || 'sightline:' },
     scheduler: overrides.scheduler ?? { leaderLeaseMs: Math.max(2000, int(env.SIGHTLINE_SCHEDULER_LEASE_MS, 30_000)) },
     clickhouseUrl: overrides.clickhouseUrl !== undefined ? overrides.clickhouseUrl : env.SIGHTLINE_CLICKHOUSE_URL || null,
+    databaseUrl: overrides.databaseUrl !== undefined ? overrides.databaseUrl : env.SIGHTLINE_DATABASE_URL || null,
   };
 }

@@ -151,7 +151,9 @@ export function createAnalyticsRepo(db: Db) {
       (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p AND identified = 1) AS identified,
       (SELECT COUNT(*) FROM analytics_sessions WHERE project_id = @p AND last_ts >= @x) AS sessions,
       (SELECT MAX(ts) FROM capture_events WHERE project_id = @p) AS last_event_at`),
-    releaseKnown: db.prepare(`SELECT EXISTS (SELECT 1 FROM error_events WHERE project_id = @p AND release = @x) OR EXISTS (SELECT 1 FROM deployments WHERE project_id = @p AND version = @x) AS known`),
+    // Two statements: deployments are control data (PostgreSQL when SIGHTLINE_DATABASE_URL is set), error events telemetry.
+    releaseInEvents: db.prepare('SELECT EXISTS (SELECT 1 FROM error_events WHERE project_id = @p AND release = @x) AS known'),
+    releaseDeployed: db.prepare('SELECT EXISTS (SELECT 1 FROM deployments WHERE project_id = @p AND version = @x) AS known'),
     personDistinctIds: db.prepare('SELECT distinct_id FROM analytics_distinct_ids WHERE project_id = ? AND person_id = ? ORDER BY distinct_id'),
   };
 
@@ -390,7 +392,8 @@ export function createAnalyticsRepo(db: Db) {
       return { people: [...new Set(ids.map(key))], identifiedPeople: [...new Set(ids.filter((i) => !!i.identified).map(key))] };
     },
     releaseKnown(projectId: string, version: string): boolean {
-      return !!(s.releaseKnown.get({ p: Number(projectId), x: version }) as { known: number }).known;
+      const args = { p: Number(projectId), x: version };
+      return !!(s.releaseInEvents.get(args) as { known: number }).known || !!(s.releaseDeployed.get(args) as { known: number }).known;
     },
     sessionsOfPage(projectId: string, pathname: string, since: number): string[] {
       return (s.sessionsOfPage.all(Number(projectId), pathname, since) as { session_id: string }[]).map((r) => r.session_id);

@@ -19,6 +19,7 @@ import type { AppConfig } from '../../src/core/config.js';
 import { bootstrapOrganization } from '../../src/core/bootstrap.js';
 import { hashSecret, newSecret } from '../../src/domain/identity/secrets.js';
 import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
+import { createPgDatabase } from '../support/postgres.js';
 
 export interface TestServerOptions {
   /** Config overrides (rateLimit, bodyLimitBytes, ...). dbFile, port and host are set by the helper. */
@@ -68,12 +69,16 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const chServer = chMode === 'server' ? process.env.SIGHTLINE_TEST_CLICKHOUSE_URL : undefined;
   if (chMode === 'server' && !chServer) throw new Error('SIGHTLINE_TEST_CLICKHOUSE=server needs SIGHTLINE_TEST_CLICKHOUSE_URL (the global setup sets it)');
   const chDatabase = chServer ? `t_${randomUUID().replace(/-/g, '')}` : null;
+  // The PostgreSQL test project (vitest.config.ts): control data in a PostgreSQL database of this
+  // server's own, created here and dropped at close.
+  const pgDatabase = process.env.SIGHTLINE_TEST_POSTGRES && opts.config?.databaseUrl === undefined ? await createPgDatabase() : null;
   const s = createSightline(
     // Tests send many bad credentials from one address: the failed-authentication throttle is off
     // unless a test configures it (test/security/throttle.test.ts).
     {
-      logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, ...opts.config, dbFile, port: 0, host: '127.0.0.1',
+      logLevel: (process.env.SIGHTLINE_TEST_LOG_LEVEL as 'silent' | undefined) ?? 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, ...opts.config, dbFile, port: 0, host: '127.0.0.1',
       ...(chServer ? { clickhouseUrl: `${chServer}/${chDatabase}` } : {}),
+      ...(pgDatabase ? { databaseUrl: pgDatabase.url } : {}),
     },
     { ...opts.options, now: opts.now, ...(chMode === 'chdb' ? { clickhouse: createChdbEngine() } : {}) },
   );
@@ -138,6 +143,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       closed = true;
       await s.close();
       if (chServer) await dropDatabase(chServer, chDatabase!);
+      if (pgDatabase) await pgDatabase.drop();
       rmSync(dir, { recursive: true, force: true });
     },
   };

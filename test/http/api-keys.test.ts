@@ -3,6 +3,7 @@
  * answer 401, and no key can mint or widen scopes it does not hold.
  */
 import Database from 'better-sqlite3';
+import { postgresOf } from '../../src/storage/postgres/split-db.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -40,7 +41,9 @@ describe('apiKeys.create', () => {
     }
     expect(listed.body.data.map((k: { id: string }) => k.id)).toContain(id);
 
-    const db = new Database(t.dbFile, { readonly: true });
+    // Where the keys are kept: the SQLite file, or PostgreSQL when the server has SIGHTLINE_DATABASE_URL.
+    const pg = postgresOf(t.s.db);
+    const db = pg ? { prepare: (sql: string) => ({ all: () => pg.query(sql).rows }), close() {} } : new Database(t.dbFile, { readonly: true });
     try {
       const rows = db.prepare('SELECT * FROM api_keys').all() as Record<string, unknown>[];
       expect(rows.length).toBeGreaterThanOrEqual(3);

@@ -32,7 +32,7 @@ afterEach(async () => {
 async function twoServers(config: Partial<AppConfig>): Promise<{ t: TestServer; second: { s: Sightline; url: string } }> {
   const t = await startTestServer({ config });
   closers.push(() => t.close());
-  const s = createSightline({ logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, ...config, dbFile: t.dbFile, port: 0, host: '127.0.0.1' });
+  const s = createSightline({ logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, ...config, dbFile: t.dbFile, databaseUrl: t.s.config.databaseUrl, port: 0, host: '127.0.0.1' });
   const server = http.createServer(s.app.callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   closers.push(async () => {

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabase } from '../support/clickhouse.js';
+import { createPgDatabase, pgQuery, type PgDatabase } from '../support/postgres.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
@@ -86,8 +87,13 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
   const procs: Proc[] = [];
   let keys: { ingest: string; admin: string; project: string };
 
+  let pgDatabase: PgDatabase | null = null;
+
   beforeAll(async () => {
+    // In the scale-out project, control data (keys, feedback, the scheduler's lease) in PostgreSQL too.
+    if (process.env.SIGHTLINE_TEST_POSTGRES) pgDatabase = await createPgDatabase();
     const env = {
+      ...(pgDatabase ? { SIGHTLINE_DATABASE_URL: pgDatabase.url } : {}),
       SIGHTLINE_DB: join(dir, 'shared.db'),
       SIGHTLINE_CLICKHOUSE_URL: `${serverUrl}/${database}`,
       SIGHTLINE_SCHEDULER_LEASE_MS: '2000',
@@ -105,6 +111,7 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
     const running = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
     await Promise.all(running.map((p) => new Promise((r) => (p.child.once('exit', r), p.child.kill('SIGTERM')))));
     await dropDatabase(serverUrl!, database);
+    await pgDatabase?.drop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -118,7 +125,9 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
       }
     };
     const senders = procs.map((p) => sender(p));
-    await new Promise((r) => setTimeout(r, 1500));
+    // At least 1.5 s and 20 acknowledged spans before the kill (a loaded machine acknowledges fewer).
+    const started = Date.now();
+    while (Date.now() - started < 1500 || (acked.length < 20 && Date.now() - started < 15_000)) await new Promise((r) => setTimeout(r, 100));
     procs[2]!.child.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 1000));
     stop = true;
@@ -219,16 +228,22 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
       await new Promise((r) => setTimeout(r, 1000)); // let the leader commit the check it ran
 
       // The leader lease names the process that holds it.
-      const leaderPid = () => {
-        const db = new Database(join(dir, 'shared.db'), { readonly: true, fileMustExist: true });
-        try {
-          const row = db.prepare("SELECT owner FROM scheduler_leader WHERE name = 'main'").get() as { owner: string } | undefined;
-          return row ? Number(row.owner.split(':')[1]) : null;
-        } finally {
-          db.close();
+      const leaderPid = async () => {
+        const sql = "SELECT owner FROM scheduler_leader WHERE name = 'main'";
+        let row: { owner: string } | undefined;
+        if (pgDatabase) row = (await pgQuery(pgDatabase.url, sql))[0] as { owner: string } | undefined;
+        else {
+          const db = new Database(join(dir, 'shared.db'), { readonly: true, fileMustExist: true });
+          try {
+            row = db.prepare(sql).get() as { owner: string } | undefined;
+          } finally {
+            db.close();
+          }
         }
+        return row ? Number(row.owner.split(':')[1]) : null;
       };
-      const leader = live.find((p) => p.child.pid === leaderPid());
+      const leaderNow = await leaderPid();
+      const leader = live.find((p) => p.child.pid === leaderNow);
       expect(leader, 'one of the live processes leads').toBeDefined();
       const survivor = live.find((p) => p !== leader)!;
       const exited = new Promise((r) => leader!.child.once('exit', r));
@@ -239,7 +254,7 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
       // The next check is due 30 s after the first; only the survivor can run it.
       const next = await waitForHit(killedAt, 45_000);
       expect(next, 'a check after the leader died').toBeDefined();
-      expect(leaderPid()).toBe(survivor.child.pid);
+      expect(await leaderPid()).toBe(survivor.child.pid);
       const results = await fetch(`${survivor.url}/v1/projects/${keys.project}/monitors/${monitorId}/results`, { headers: { 'x-service-key': keys.admin } });
       const body = (await results.json()) as { data: { status: string }[] };
       expect(results.status).toBe(200);

@@ -40,7 +40,7 @@ describe.skipIf(why !== null)('SyncPg', () => {
   it('answers statements synchronously, with parameters, as objects or arrays', () => {
     const ins = pg.query(`INSERT INTO ${schema}.keys VALUES ($1, $2, $3), ($4, $5, $6)`, [1, 'a', 10, 2, 'b', 20]);
     expect(ins.rowCount).toBe(2);
-    expect(pg.query<{ id: string; name: string }>(`SELECT id, name FROM ${schema}.keys ORDER BY id`).rows).toEqual([{ id: '1', name: 'a' }, { id: '2', name: 'b' }]);
+    expect(pg.query<{ id: string; name: string }>(`SELECT id, name FROM ${schema}.keys ORDER BY id`).rows).toEqual([{ id: 1, name: 'a' }, { id: 2, name: 'b' }]);
     expect(pg.queryArrays(`SELECT name, created_at::int FROM ${schema}.keys WHERE id = $1`, [2]).rows).toEqual([['b', 20]]);
   });
 

@@ -26,11 +26,19 @@ export class SyncPgError extends Error {
   }
 }
 
+export interface QueryOptions {
+  guard?: boolean;
+}
+
 export interface SyncPg {
-  /** Runs one statement with `$1…` parameters; rows as objects. */
-  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): SyncPgResult<R>;
+  /**
+   * Runs one statement with `$1…` parameters; rows as objects. `guard`: inside a transaction, the
+   * statement runs in a savepoint of its own, so its failure leaves the transaction usable (as a
+   * failed statement does in SQLite) instead of aborting it.
+   */
+  query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[], opts?: QueryOptions): SyncPgResult<R>;
   /** The same, rows as arrays of column values. */
-  queryArrays(sql: string, params?: readonly unknown[]): SyncPgResult<unknown[]>;
+  queryArrays(sql: string, params?: readonly unknown[], opts?: QueryOptions): SyncPgResult<unknown[]>;
   /** Runs `fn` in a transaction (a savepoint when nested): committed when it returns, rolled back when it throws. */
   transaction<T>(fn: () => T): T;
   close(): void;
@@ -60,15 +68,15 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
     return got.message;
   }
 
-  function run<R>(sql: string, params: readonly unknown[] | undefined, array: boolean): SyncPgResult<R> {
-    const r = roundTrip({ sql, params: params ?? [], array });
+  function run<R>(sql: string, params: readonly unknown[] | undefined, array: boolean, guard = false): SyncPgResult<R> {
+    const r = roundTrip({ sql, params: params ?? [], array, guard });
     if (r.error) throw new SyncPgError(r.error.message, r.error.code);
     return { rows: (r.rows ?? []) as R[], rowCount: r.rowCount ?? 0 };
   }
 
   const client: SyncPg = {
-    query: (sql, params) => run(sql, params, false),
-    queryArrays: (sql, params) => run(sql, params, true),
+    query: (sql, params, o) => run(sql, params, false, o?.guard),
+    queryArrays: (sql, params, o) => run(sql, params, true, o?.guard),
     transaction<T>(fn: () => T): T {
       const savepoint = depth > 0 ? `sp${depth}` : null;
       run(savepoint ? `SAVEPOINT ${savepoint}` : 'BEGIN', [], false);

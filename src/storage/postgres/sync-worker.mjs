@@ -4,6 +4,16 @@ import { workerData } from 'node:worker_threads';
 import pg from 'pg';
 
 const { url, port, flag } = workerData;
+// Values as better-sqlite3 gives them: 64-bit integers and numerics as numbers, booleans as 1/0.
+const types = {
+  getTypeParser(oid, format) {
+    if (format === 'text' || format === undefined) {
+      if (oid === 20 || oid === 1700) return (v) => Number(v);
+      if (oid === 16) return (v) => (v === 't' ? 1 : 0);
+    }
+    return pg.types.getTypeParser(oid, format);
+  },
+};
 const signal = new Int32Array(flag);
 const client = new pg.Client({ connectionString: url });
 const connected = client.connect().then(
@@ -30,7 +40,15 @@ port.on('message', (req) => {
     const failed = await connected;
     if (failed) return reply({ error: { message: `could not connect to PostgreSQL: ${failed.message}`, code: failed.code ?? 'ECONNECT' } });
     try {
-      const res = await client.query({ text: req.sql, values: req.params, rowMode: req.array ? 'array' : undefined });
+      if (req.guard) await client.query('SAVEPOINT sl_guard');
+      let res;
+      try {
+        res = await client.query({ text: req.sql, values: req.params, rowMode: req.array ? 'array' : undefined, types });
+      } catch (err) {
+        if (req.guard) await client.query('ROLLBACK TO SAVEPOINT sl_guard').catch(() => {});
+        throw err;
+      }
+      if (req.guard) await client.query('RELEASE SAVEPOINT sl_guard');
       reply({ rows: res.rows, rowCount: res.rowCount ?? 0 });
     } catch (err) {
       reply({ error: { message: err.message, code: err.code ?? null } });

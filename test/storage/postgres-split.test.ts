@@ -1,0 +1,200 @@
+/**
+ * Issue 20, the control store: SQLite's SQL translated for PostgreSQL (dialect.ts) and the split
+ * handle (split-db.ts) that sends control tables' statements to PostgreSQL and the rest to SQLite.
+ * The translation cases are pure; the rest runs on the local PostgreSQL and skips, saying why,
+ * without one.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tablesOf, translate, splitStatements, translateDdl } from '../../src/storage/postgres/dialect.js';
+import { openDatabase, type Db } from '../../src/storage/db.js';
+import { openSyncPg, type SyncPg } from '../../src/storage/postgres/sync-client.js';
+import { migratePostgres } from '../../src/storage/postgres/schema.js';
+import { openSplitDatabase } from '../../src/storage/postgres/split-db.js';
+import { CONTROL_TABLES } from '../../src/storage/postgres/control-tables.js';
+import { createPgDatabase, postgresMissing, type PgDatabase } from '../support/postgres.js';
+
+const schema = { primaryKey: (t: string) => (t === 'kv' ? ['k'] : t === 'pair' ? ['a', 'b'] : undefined), generatedKey: (t: string) => (t === 'projects' ? 'id' : undefined) };
+
+describe('SQLite SQL as PostgreSQL runs it', () => {
+  it('numbers ? parameters and gives each @name one number however often it appears', () => {
+    expect(translate('SELECT * FROM t WHERE a = ? AND b = ?', schema)).toMatchObject({ text: 'SELECT * FROM t WHERE a = $1 AND b = $2', params: [{ index: 0 }, { index: 1 }] });
+    const t = translate('SELECT * FROM t WHERE a = @p OR b = @x OR c = @p', schema);
+    expect(t.text).toBe('SELECT * FROM t WHERE a = $1 OR b = $2 OR c = $1');
+    expect(t.params).toEqual([{ name: 'p' }, { name: 'x' }]);
+  });
+
+  it('leaves strings, quoted names and comments alone', () => {
+    expect(translate("SELECT 'a ? @b LIKE' AS x FROM t -- ? here\nWHERE y LIKE ?", schema).text).toBe("SELECT 'a ? @b LIKE' AS x FROM t -- ? here\nWHERE y ILIKE $1");
+  });
+
+  it('turns INSERT OR IGNORE and INSERT OR REPLACE into ON CONFLICT clauses', () => {
+    expect(translate('INSERT OR IGNORE INTO kv (k, v) VALUES (?, ?)', schema).text).toBe('INSERT INTO kv (k, v) VALUES ($1, $2) ON CONFLICT DO NOTHING');
+    expect(translate('INSERT OR REPLACE INTO pair (a, b, n, m) VALUES (?, ?, ?, ?)', schema).text).toBe(
+      'INSERT INTO pair (a, b, n, m) VALUES ($1, $2, $3, $4) ON CONFLICT (a, b) DO UPDATE SET n = EXCLUDED.n, m = EXCLUDED.m',
+    );
+    expect(() => translate('INSERT OR REPLACE INTO nokey (a) VALUES (?)', schema)).toThrow(/primary key is unknown/);
+  });
+
+  it('returns the generated key of an insert, for lastInsertRowid', () => {
+    const t = translate('INSERT INTO projects (org_id, name) VALUES (?, ?)', schema);
+    expect(t.text).toBe('INSERT INTO projects (org_id, name) VALUES ($1, $2) RETURNING id');
+    expect(t.returnsKey).toBe(true);
+  });
+
+  it("rewrites SQLite's functions and operators", () => {
+    expect(translate('SELECT * FROM p WHERE org_id IN (SELECT value FROM json_each(?))', schema).text).toBe(
+      'SELECT * FROM p WHERE org_id IN (SELECT value FROM json_array_elements_text(($1)::json) AS je(value))',
+    );
+    expect(translate('SELECT group_concat(name, ? ) AS names, max(a, b) AS top, min(x) AS low FROM t', schema).text).toBe(
+      'SELECT string_agg((name)::text, $1) AS names, greatest(a, b) AS top, min(x) AS low FROM t',
+    );
+    expect(translate("SELECT json_extract(meta, '$.a.b') FROM t", schema).text).toBe("SELECT ((meta)::json #>> '{a,b}') FROM t");
+    expect(translate('SELECT * FROM t WHERE a IS ? AND b IS NOT ? AND c IS NULL LIMIT -1', schema).text).toBe(
+      'SELECT * FROM t WHERE a IS NOT DISTINCT FROM $1 AND b IS DISTINCT FROM $2 AND c IS NULL LIMIT ALL',
+    );
+    expect(translate('SELECT CAST(x AS INTEGER) AS firstSeen FROM t', schema).text).toBe('SELECT CAST(x AS BIGINT) AS "firstSeen" FROM t');
+    expect(() => translate('SELECT * FROM t WHERE name GLOB ?', schema)).toThrow(/GLOB/);
+  });
+
+  it('finds the tables a statement touches, and not the columns or functions named like them', () => {
+    expect(tablesOf('SELECT a.x FROM api_keys a JOIN projects p ON p.id = a.project_id WHERE a.scopes = ?').sort()).toEqual(['api_keys', 'projects']);
+    expect(tablesOf('SELECT * FROM feedback f, users u WHERE f.user_id = u.id').sort()).toEqual(['feedback', 'users']);
+    expect(tablesOf('INSERT INTO kv (k) VALUES (?) ON CONFLICT (k) DO UPDATE SET v = excluded.v')).toEqual(['kv']);
+    expect(tablesOf('SELECT * FROM projects WHERE org_id IN (SELECT value FROM json_each(?))')).toEqual(['projects']);
+    expect(tablesOf('SELECT EXISTS (SELECT 1 FROM error_events WHERE x = 1) OR EXISTS (SELECT 1 FROM deployments)').sort()).toEqual(['deployments', 'error_events']);
+    expect(tablesOf('CREATE INDEX feedback_time ON feedback(project_id, created_at)')).toEqual(['feedback']);
+  });
+
+  it('splits a script into statements, a trigger body whole', () => {
+    expect(splitStatements("CREATE TABLE a (x TEXT DEFAULT ';'); CREATE TRIGGER t AFTER DELETE ON a BEGIN DELETE FROM b; DELETE FROM c; END; SELECT 1")).toEqual([
+      "CREATE TABLE a (x TEXT DEFAULT ';')",
+      'CREATE TRIGGER t AFTER DELETE ON a BEGIN DELETE FROM b; DELETE FROM c; END',
+      'SELECT 1',
+    ]);
+  });
+
+  it("translates SQLite's column types and case-insensitive columns", () => {
+    expect(translateDdl('CREATE TABLE u (id INTEGER PRIMARY KEY AUTOINCREMENT, email TEXT NOT NULL UNIQUE COLLATE NOCASE, score REAL, blob BLOB) WITHOUT ROWID')).toBe(
+      'CREATE TABLE u (id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, email CITEXT NOT NULL UNIQUE , score DOUBLE PRECISION, blob BYTEA)',
+    );
+    expect(translateDdl('CREATE TABLE s (project_id INTEGER PRIMARY KEY, n INTEGER)')).toBe('CREATE TABLE s (project_id BIGINT PRIMARY KEY, n BIGINT)');
+  });
+});
+
+const missing = await postgresMissing();
+if (missing) console.log(`[postgres-split] PostgreSQL cases skipped: ${missing}`);
+
+describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
+  let pgdb: PgDatabase;
+  let pg: SyncPg;
+  let sqlite: Db;
+  let db: Db;
+  beforeAll(async () => {
+    pgdb = await createPgDatabase();
+    pg = openSyncPg(pgdb.url);
+    migratePostgres(pg);
+    sqlite = openDatabase(':memory:');
+    sqlite.pragma('foreign_keys = OFF');
+    db = openSplitDatabase(sqlite, pg);
+    db.prepare("INSERT INTO organizations (id, name, created_at) VALUES ('o1', 'Org', 1)").run();
+  });
+  afterAll(async () => {
+    db?.close();
+    await pgdb?.drop();
+  });
+
+  it('keeps control rows in PostgreSQL and telemetry rows in SQLite', () => {
+    const r = db.prepare('INSERT INTO projects (org_id, name, slug, created_at) VALUES (?, ?, ?, ?)').run('o1', 'P', 'p', 1);
+    expect(Number(r.lastInsertRowid)).toBeGreaterThan(0);
+    expect(pg.query('SELECT name FROM projects WHERE id = $1', [r.lastInsertRowid]).rows).toEqual([{ name: 'P' }]);
+    expect(sqlite.prepare('SELECT count(*) FROM projects').pluck().get()).toBe(0);
+    db.prepare("INSERT INTO ingest_outcomes (project_id, minute, category, reason, quantity) VALUES (1, 1, 'error', 'x', 1)").run();
+    expect(sqlite.prepare('SELECT count(*) FROM ingest_outcomes').pluck().get()).toBe(1);
+  });
+
+  it('answers rows as better-sqlite3 does: numbers for 64-bit integers, 1/0 for booleans, pluck and raw', () => {
+    expect(db.prepare('SELECT count(*) AS n, count(*) > 0 AS some FROM organizations').get()).toEqual({ n: 1, some: 1 });
+    expect(db.prepare('SELECT id FROM organizations').pluck().all()).toEqual(['o1']);
+    expect(db.prepare('SELECT id, name FROM organizations').raw().all()).toEqual([['o1', 'Org']]);
+    expect(db.prepare('SELECT * FROM organizations').get()).toEqual({ id: 'o1', name: 'Org', created_at: 1 });
+  });
+
+  it('compares case-insensitive columns as SQLite does (users.email)', () => {
+    db.prepare("INSERT INTO users (id, email, name, password_hash, created_at) VALUES ('u1', 'Ann@Example.com', 'Ann', 'x', 1)").run();
+    expect(db.prepare('SELECT id FROM users WHERE email = ?').pluck().get('ann@example.COM')).toBe('u1');
+    expect(() => db.prepare("INSERT INTO users (id, email, name, password_hash, created_at) VALUES ('u2', 'ANN@example.com', 'A', 'x', 1)").run()).toThrow(
+      expect.objectContaining({ code: 'SQLITE_CONSTRAINT_UNIQUE' }),
+    );
+  });
+
+  it('refuses, when prepared, a statement that joins control and telemetry tables', () => {
+    expect(() => db.prepare('SELECT * FROM error_groups g JOIN projects p ON p.id = g.project_id')).toThrow(/control tables \(projects.*telemetry tables \(error_groups/);
+  });
+
+  it('rolls back the PostgreSQL part of a transaction that throws, and commits both parts of one that returns', () => {
+    const add = db.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, 'x', 1)");
+    const tele = db.prepare("INSERT INTO ingest_outcomes (project_id, minute, category, reason, quantity) VALUES (2, ?, 'error', 'x', 1)");
+    expect(() =>
+      db.transaction(() => {
+        add.run('gone');
+        tele.run(1);
+        throw new Error('no');
+      })(),
+    ).toThrow('no');
+    expect(pg.query("SELECT count(*) FROM organizations WHERE id = 'gone'").rows[0]).toEqual({ count: 0 });
+    expect(sqlite.prepare('SELECT count(*) FROM ingest_outcomes WHERE project_id = 2').pluck().get()).toBe(0);
+    db.transaction(() => {
+      add.run('kept');
+      tele.run(2);
+      // a nested transaction that throws undoes only its own part
+      try {
+        db.transaction(() => {
+          add.run('inner');
+          throw new Error('inner');
+        })();
+      } catch {
+        /* expected */
+      }
+    })();
+    expect(pg.query("SELECT id FROM organizations WHERE id IN ('kept', 'inner')").rows).toEqual([{ id: 'kept' }]);
+    expect(sqlite.prepare('SELECT count(*) FROM ingest_outcomes WHERE project_id = 2').pluck().get()).toBe(1);
+  });
+
+  it('keeps a transaction usable after one of its statements fails, as SQLite does', () => {
+    const add = db.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, 'x', 1)");
+    db.transaction(() => {
+      add.run('t1');
+      expect(() => add.run('t1')).toThrow(expect.objectContaining({ code: 'SQLITE_CONSTRAINT_UNIQUE' }));
+      add.run('t2');
+    })();
+    expect(pg.query("SELECT id FROM organizations WHERE id IN ('t1', 't2') ORDER BY id").rows).toEqual([{ id: 't1' }, { id: 't2' }]);
+  });
+
+  it("moves PRAGMA data_version when another connection changes a key's table", () => {
+    const v = db.prepare('PRAGMA data_version').pluck();
+    const before = v.get() as number;
+    expect(v.get()).toBe(before);
+    const other = openSyncPg(pgdb.url);
+    try {
+      other.query("UPDATE organizations SET name = 'renamed' WHERE id = 'o1'");
+    } finally {
+      other.close();
+    }
+    expect(v.get()).not.toBe(before);
+  });
+
+  it('holds every control table with the columns SQLite has', () => {
+    for (const table of CONTROL_TABLES) {
+      const sqliteCols = (sqlite.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string; type: string }>).map((c) => `${c.name}:${c.type.toUpperCase()}`).sort();
+      const pgCols = (
+        pg.query<{ column_name: string; data_type: string; udt_name: string }>(
+          "SELECT column_name, data_type, udt_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 AND column_name <> 'rowid'",
+          [table],
+        ).rows
+      )
+        .map((c) => `${c.column_name}:${({ bigint: 'INTEGER', text: 'TEXT', 'double precision': 'REAL', bytea: 'BLOB' } as Record<string, string>)[c.data_type] ?? (c.udt_name === 'citext' ? 'TEXT' : c.data_type)}`)
+        .sort();
+      expect(pgCols, table).toEqual(sqliteCols);
+    }
+  });
+});
