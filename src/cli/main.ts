@@ -49,7 +49,9 @@ async function start(): Promise<number> {
   const [{ createSightline }, { bootstrapOrganization }] = await Promise.all([loadServer(), loadBootstrap()]);
   const s = createSightline();
   let created: BootstrapResult | null = null;
-  if (s.services.identity.isEmpty()) created = bootstrapOrganization(s.services, { now: Date.now() });
+  // Checked and created in one write transaction: processes starting together over one database
+  // (docker-compose.yml starts three) create one first organization between them.
+  created = s.services.atomic(() => (s.services.identity.isEmpty() ? bootstrapOrganization(s.services, { now: Date.now() }) : null));
   await s.listen();
   if (created) process.stdout.write(snippets(s.config.baseUrl, s.config.ingestUrl, s.config.mcpUrl, created) + '\n');
   else s.log.info({ url: s.config.baseUrl, db: s.config.dbFile }, 'Sightline is running');
@@ -125,16 +127,13 @@ async function restore(argv: string[]): Promise<number> {
 }
 
 /**
- * `sightline migrate --to-clickhouse`: copies the spans of SIGHTLINE_DB into ClickHouse. Stop the
- * server first (spans written to SQLite during the copy would be missed), then start it with
- * SIGHTLINE_CLICKHOUSE_URL set. PostgreSQL (`--to-postgres`) is not built yet.
+ * `sightline migrate --to-clickhouse`: copies the spans of SIGHTLINE_DB into ClickHouse;
+ * `--to-postgres`: copies its control tables into PostgreSQL (SIGHTLINE_DATABASE_URL or --url). Stop
+ * the server first (rows written during the copy would be missed), then start it with the URL set.
  */
 async function migrate(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { 'to-clickhouse': { type: 'boolean' }, 'to-postgres': { type: 'boolean' }, url: { type: 'string' }, json: { type: 'boolean' } }, strict: true });
-  if (values['to-postgres']) {
-    process.stderr.write('sightline: migrate --to-postgres: control data in PostgreSQL is not built yet (issue 20); only --to-clickhouse (spans) works\n');
-    return 2;
-  }
+  if (values['to-postgres']) return migrateToPostgres(values);
   const config = loadConfig(process.env);
   const url = values.url ?? config.clickhouseUrl;
   if (!values['to-clickhouse'] || !url) {
@@ -166,6 +165,41 @@ async function migrate(argv: string[]): Promise<number> {
   } finally {
     db.close();
     await engine.close();
+  }
+}
+
+async function migrateToPostgres(values: { url?: string; json?: boolean; 'to-clickhouse'?: boolean }): Promise<number> {
+  const config = loadConfig(process.env);
+  const url = values.url ?? config.databaseUrl;
+  if (values['to-clickhouse'] || !url) {
+    process.stderr.write('sightline: usage: sightline migrate --to-postgres [--url postgres://user@host/db] [--json]   (from SIGHTLINE_DB; the URL defaults to SIGHTLINE_DATABASE_URL)\n');
+    return 2;
+  }
+  const { openDatabase } = await import('../storage/db.js');
+  const { openSyncPg } = await import('../storage/postgres/sync-client.js');
+  const { copyControlToPostgres, PgCopyRefusedError } = await import('../storage/postgres/migrate.js');
+  const { runningServer } = await import('../storage/backup.js');
+  const pid = runningServer(config.dbFile);
+  if (pid !== null) {
+    process.stderr.write(`sightline: migrate refused: a server (pid ${pid}) is running on ${config.dbFile}; stop it first\n`);
+    return 1;
+  }
+  const db = openDatabase(config.dbFile);
+  const pg = openSyncPg(url);
+  try {
+    const r = copyControlToPostgres(db, pg, { onProgress: (table, n) => !values.json && n > 0 && process.stderr.write(`${table}: ${n} rows\n`) });
+    if (values.json) process.stdout.write(JSON.stringify({ source: config.dbFile, target: url.replace(/\/\/[^@/]*@/, '//'), ...r }) + '\n');
+    else process.stdout.write(`copied ${r.rows} rows of ${r.tables} control tables from ${config.dbFile} to PostgreSQL in ${r.ms} ms; start the server with SIGHTLINE_DATABASE_URL set\n`);
+    return 0;
+  } catch (err) {
+    if (err instanceof PgCopyRefusedError) {
+      process.stderr.write(`sightline: migrate refused: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    db.close();
+    pg.close();
   }
 }
 

@@ -15,6 +15,11 @@ export interface AppConfig {
    * remote access (src/storage/postgres/control-tables.ts). Unset: everything in SQLite.
    */
   databaseUrl: string | null;
+  /**
+   * This process's name among several behind one proxy (SIGHTLINE_INSTANCE, e.g. `sightline-2`): MCP
+   * session ids start with it and a dot, so the proxy can send a session's requests back here.
+   */
+  instance: string | null;
   baseUrl: string;
   /** Public URL of ingestion (default `${baseUrl}/ingest`). */
   ingestUrl: string;
@@ -139,6 +144,12 @@ function int(v: string | undefined, dflt: number): number {
   return n;
 }
 
+/** SIGHTLINE_INSTANCE starts MCP session ids, which must be visible ASCII: letters, digits, - and _. */
+function instanceName(v: string | null): string | null {
+  if (v !== null && !/^[A-Za-z0-9_-]{1,64}$/.test(v)) throw new Error(`SIGHTLINE_INSTANCE must be 1-64 letters, digits, - or _ (got ${JSON.stringify(v)})`);
+  return v;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<AppConfig> = {}): AppConfig {
   const port = overrides.port ?? int(env.PORT, 8080);
   const host = overrides.host ?? env.HOST ?? '0.0.0.0';
@@ -228,5 +239,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     scheduler: overrides.scheduler ?? { leaderLeaseMs: Math.max(2000, int(env.SIGHTLINE_SCHEDULER_LEASE_MS, 30_000)) },
     clickhouseUrl: overrides.clickhouseUrl !== undefined ? overrides.clickhouseUrl : env.SIGHTLINE_CLICKHOUSE_URL || null,
     databaseUrl: overrides.databaseUrl !== undefined ? overrides.databaseUrl : env.SIGHTLINE_DATABASE_URL || null,
+    instance: instanceName(overrides.instance !== undefined ? overrides.instance : env.SIGHTLINE_INSTANCE || null),
   };
 }

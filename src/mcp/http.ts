@@ -144,7 +144,8 @@ export function mountMcp(s: Sightline, router: Router, opts: McpHttpOptions = {}
     const server = createMcpServer({ operations: core.operations.values(), executor: getExecutor, limits, caller: callerFor, searchIndex, log });
     const sess: Session = { id: '', owner, server, lastSeen: Date.now(), transport: undefined as unknown as StreamableHTTPServerTransport };
     sess.transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      // Behind a proxy over several processes, the id names this one (deploy/nginx.conf routes by it).
+      sessionIdGenerator: () => (config.instance ? `${config.instance}.${randomUUID()}` : randomUUID()),
       // Plain JSON answers to POST: our tools send no progress or log notifications mid-call, and
       // one JSON body per request measured about twice the executes/s of a one-event SSE stream
       // (bench/mcp.ts). GET still opens the server-to-client SSE stream.

@@ -9,6 +9,8 @@
  * PostgreSQL's schema for these tables is generated from SQLite's (scripts/pg-schema.ts writes
  * src/storage/postgres/migrations.ts; test/storage/postgres-schema.test.ts fails when they differ).
  */
+import type { Db } from '../db.js';
+
 export const CONTROL_TABLES: ReadonlySet<string> = new Set([
   'organizations', 'users', 'memberships', 'projects', 'api_keys',
   'oauth_clients', 'oauth_codes', 'oauth_grants', 'oauth_keys', 'oauth_requests', 'oauth_sessions', 'oauth_tokens',
@@ -23,3 +25,16 @@ export const CONTROL_TABLES: ReadonlySet<string> = new Set([
 
 /** The control tables a credential or project check reads: a change to any of them moves `control_version`. */
 export const CREDENTIAL_TABLES = ['organizations', 'users', 'memberships', 'projects', 'api_keys', 'oauth_grants', 'oauth_tokens'] as const;
+
+/** The control tables in an order where each comes after the tables it references (read from SQLite's schema). */
+export function controlTablesInOrder(sqlite: Db): string[] {
+  const order: string[] = [];
+  const visit = (t: string, seen: Set<string>) => {
+    if (order.includes(t) || seen.has(t)) return;
+    seen.add(t);
+    for (const fk of sqlite.prepare(`PRAGMA foreign_key_list(${JSON.stringify(t)})`).all() as Array<{ table: string }>) if (fk.table !== t) visit(fk.table, seen);
+    order.push(t);
+  };
+  for (const t of [...CONTROL_TABLES].sort()) visit(t, new Set());
+  return order;
+}

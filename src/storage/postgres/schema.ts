@@ -9,7 +9,7 @@
  */
 import type { Db } from '../db.js';
 import type { SyncPg } from './sync-client.js';
-import { CONTROL_TABLES, CREDENTIAL_TABLES } from './control-tables.js';
+import { CONTROL_TABLES, CREDENTIAL_TABLES, controlTablesInOrder } from './control-tables.js';
 import { translateDdl } from './dialect.js';
 import { PG_CONTROL_SCHEMA_V1 } from './schema-v1.js';
 
@@ -105,15 +105,7 @@ export function controlSchemaDdl(sqlite: Db): string {
   const tables = rows.filter((r) => r.type === 'table' && CONTROL_TABLES.has(r.name));
   const missing = [...CONTROL_TABLES].filter((t) => !tables.some((r) => r.name === t));
   if (missing.length) throw new Error(`control tables missing from the SQLite schema: ${missing.join(', ')}`);
-  const order: string[] = [];
-  const visit = (name: string, seen: Set<string>) => {
-    if (order.includes(name) || seen.has(name)) return;
-    seen.add(name);
-    const fks = sqlite.prepare(`PRAGMA foreign_key_list(${JSON.stringify(name)})`).all() as Array<{ table: string }>;
-    for (const fk of fks) if (fk.table !== name) visit(fk.table, seen);
-    order.push(name);
-  };
-  for (const t of [...tables].sort((a, b) => a.name.localeCompare(b.name))) visit(t.name, new Set());
+  const order = controlTablesInOrder(sqlite);
   const out: string[] = [];
   for (const name of order) {
     const t = tables.find((r) => r.name === name)!;
