@@ -1,5 +1,6 @@
 import type { Attributes, LogRecordOut } from '../../domain/telemetry-types.js';
 import type { BatchParticipant } from '../write-batcher.js';
+import type { LogRow } from '../logs-read-repo.js';
 import { environmentOf, levelOf, serviceVersionOf } from '../sqlite-telemetry-store.js';
 import { idBlob } from '../compact-ids.js';
 import { ftsAttrsText, ftsTokens } from '../log-fts.js';
@@ -97,13 +98,64 @@ export function nextLogId(nowMs = Date.now()): number {
   return lastTick * PROCESS_BITS + processNo;
 }
 
+/** What the reads compare, derived from a record's attributes, resource, body and trace id (as stored: hex text). */
+function searchColumns(attrs: Attributes, resource: Attributes, body: string, traceId: string | null) {
+  const values = `[${Object.values(attrs).map((v) => JSON.stringify(v) ?? 'null').join(',')}]`;
+  return {
+    http_method: httpMethodOf(attrs),
+    attr_kv: kv(attrs),
+    res_kv: kv(resource),
+    body_tokens: tokenText(body),
+    attr_tokens: tokenText(ftsAttrsText(values, traceId)),
+  };
+}
+
+const parseObject = (json: string | undefined): Attributes => {
+  try {
+    const v = JSON.parse(json ?? '{}');
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : {};
+  } catch {
+    return {};
+  }
+};
+
+/**
+ * A log row read from SQLite (logs-read-repo.ts rowsAfter, with its resource) → row, keeping its id
+ * (copied records of equal time keep their order): `sightline migrate --to-clickhouse`. The time of
+ * receipt is not kept in SQLite (0).
+ */
+export function storedLogRow(r: LogRow & { project_id: number }): ChLogRow {
+  const attrs = parseObject(r.attributes);
+  const resource = parseObject(r.resource);
+  return {
+    project_id: r.project_id,
+    time_ms: r.time_ms,
+    id: r.id,
+    observed_ms: r.observed_ms,
+    severity_number: r.severity_number,
+    severity_text: r.severity_text ?? '',
+    level: r.level,
+    body: r.body,
+    attributes: r.attributes,
+    resource: r.resource ?? '{}',
+    trace_id: r.trace_id ?? '',
+    span_id: r.span_id ?? '',
+    service_name: r.service_name ?? '',
+    environment: r.environment ?? '',
+    release: r.release ?? '',
+    source: r.source,
+    connector_key: r.connector_key ?? '',
+    scope_name: r.scope_name ?? '',
+    ...searchColumns(attrs, resource, r.body, r.trace_id),
+    received_ms: 0,
+  };
+}
+
 /** Log record → row: the same derivations as the SQLite writer (sqlite-telemetry-store.ts insertLogs). */
 export function logRow(projectId: number, l: LogRecordOut, source: string, receivedMs: number, connectorKey: string | null, id: number): ChLogRow {
   const body = typeof l.body === 'string' ? l.body : l.body === null ? '' : JSON.stringify(l.body);
-  const values = `[${Object.values(l.attributes).map((v) => JSON.stringify(v) ?? 'null').join(',')}]`;
-  const traceId = idBlob(l.trace_id, 32);
-  const spanId = idBlob(l.span_id, 16);
   const text = (x: Buffer | string | null) => (x === null ? '' : Buffer.isBuffer(x) ? x.toString('hex') : x);
+  const traceId = text(idBlob(l.trace_id, 32));
   return {
     project_id: projectId,
     time_ms: l.time_ms,
@@ -115,19 +167,15 @@ export function logRow(projectId: number, l: LogRecordOut, source: string, recei
     body,
     attributes: JSON.stringify(l.attributes),
     resource: JSON.stringify(l.resource),
-    trace_id: text(traceId),
-    span_id: text(spanId),
+    trace_id: traceId,
+    span_id: text(idBlob(l.span_id, 16)),
     service_name: l.service_name,
     environment: environmentOf(l.resource),
     release: serviceVersionOf(l.resource),
     source: typeof l.attributes['log.source'] === 'string' ? (l.attributes['log.source'] as string) : source,
     connector_key: connectorKey ?? '',
     scope_name: l.scope.name,
-    http_method: httpMethodOf(l.attributes),
-    attr_kv: kv(l.attributes),
-    res_kv: kv(l.resource),
-    body_tokens: tokenText(body),
-    attr_tokens: tokenText(ftsAttrsText(values, traceId)),
+    ...searchColumns(l.attributes, l.resource, body, traceId || null),
     received_ms: receivedMs,
   };
 }
