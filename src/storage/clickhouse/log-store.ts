@@ -36,18 +36,18 @@ export interface ChLogRow {
 
 /**
  * A number as SQLite writes a JSON number it read (`CAST(json_extract(…) AS TEXT)`): an integer in
- * the 64-bit range as its digits, anything else as a REAL (`%!.15g`: 15 significant digits, a `.0`
- * kept, exponents as `e+NN`).
+ * the 64-bit range as its digits, anything else as a REAL — `%!.15g` when 15 significant digits give
+ * the number back, else 17 (`.0` kept, exponents below -4 or from the precision up, as `e+NN`).
  */
 function sqliteNumberText(n: number): string {
-  if (Number.isInteger(n) && Math.abs(n) < 2 ** 63) return BigInt(n).toString();
+  if (Number.isInteger(n) && n >= -(2 ** 63) && n < 2 ** 63) return BigInt(n).toString();
   if (!Number.isFinite(n)) return n > 0 ? 'Inf' : n < 0 ? '-Inf' : '';
-  let [mant, exp] = n.toPrecision(15).split('e') as [string, string | undefined];
-  if (mant.includes('.')) mant = mant.replace(/0+$/, '').replace(/\.$/, '.0');
-  else mant += '.0';
-  if (exp === undefined) return mant;
-  const e = Number(exp);
-  return `${mant}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
+  const p = Number(n.toExponential(14)) === n ? 15 : 17;
+  const [m, x] = n.toExponential(p - 1).split('e') as [string, string];
+  const e = Number(x);
+  const trim = (d: string) => (d.includes('.') ? d.replace(/0+$/, '').replace(/\.$/, '.0') : `${d}.0`);
+  if (e < -4 || e >= p) return `${trim(m)}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
+  return trim(n.toFixed(p - 1 - e));
 }
 
 /**
