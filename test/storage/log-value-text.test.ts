@@ -27,6 +27,9 @@ describe('ClickHouse log store: values and tokens as SQLite compares them', () =
     expect(tokenText('Connection-reset by PEER; café')).toBe(' connection reset by peer cafe ');
     expect(tokenText('   ')).toBe(' ');
     expect(tokenText('reset').includes(' rese ')).toBe(false);
-    expect(tokenText('a.b_c')).toBe(` ${ftsTokens('a.b_c').join(' ')} `);
+    for (const text of ['a.b_c', 'GET /orders/42?x=1&y=Z', 'tab\there\u0001ctl', 'MiXeD-case_words 12ab', 'ünï Çafé ×2', '日本語のログ', '']) {
+      const t = ftsTokens(text);
+      expect(tokenText(text), text).toBe(t.length ? ` ${t.join(' ')} ` : ' ');
+    }
   });
 });
