@@ -17,7 +17,7 @@ const T = 1.78e12;
 const srv = process.env.SERVER ? await startClickHouseServer() : null;
 const engine = srv ? createHttpEngine(`${srv.url}/bench`) : createChdbEngine();
 const serverPid = srv ? readdirSync('/proc').filter((d) => /^\d+$/.test(d)).find((d) => { try { const st = readFileSync(`/proc/${d}/stat`, 'utf8'); return st.includes('(clickhouse-serv') && Number(st.split(') ')[1]!.split(' ')[1]) === process.pid; } catch { return false; } }) : null;
-console.log('server pid', serverPid);
+if (srv) console.log('server pid', serverPid);
 const ticks = () => { if (!serverPid) return 0; const f = readFileSync(`/proc/${serverPid}/stat`, 'utf8').split(') ')[1]!.split(' '); return (Number(f[11]) + Number(f[12])) * 10; };
 await migrateClickHouse(engine);
 const words = ['timeout', 'connection', 'reset', 'GET', 'orders', 'completed', 'user', 'payment', 'declined', 'cache', 'miss'];
@@ -29,6 +29,10 @@ for (let b = 0; b < N; b += 20000) {
   });
   await engine.insert('logs', rows);
 }
+await engine.command('OPTIMIZE TABLE logs FINAL');
+const cols = await engine.query<{ name: string; c: number }>("SELECT name, data_compressed_bytes AS c FROM system.columns WHERE database = currentDatabase() AND table = 'logs' ORDER BY c DESC");
+const all = cols.reduce((x, c) => x + Number(c.c), 0);
+console.log(`compressed bytes per record: ${(all / N).toFixed(1)} in all; ${cols.slice(0, 8).map((c) => `${c.name} ${(Number(c.c) / N).toFixed(1)}`).join(', ')}`);
 const r = createChLogsReader(engine);
 const f = { fromMs: T - 86_400_000, toMs: T };
 const cases: [string, () => Promise<unknown>][] = [
