@@ -3,7 +3,7 @@ import { chdbMissing, clickHouseServerMissing } from './test/support/clickhouse.
 import { postgresMissing } from './test/support/postgres.js';
 
 /**
- * Issue 20: these files also run with spans in ClickHouse — on Debian's clickhouse-server 18.16
+ * Issue 20: these files also run with spans and logs in ClickHouse — on Debian's clickhouse-server 18.16
  * (scripts/install-clickhouse.sh installs it) and on chdb (ClickHouse 26 in-process) — and must
  * answer exactly as on SQLite. A project whose engine is missing is left out, saying why.
  */
@@ -12,6 +12,8 @@ const CLICKHOUSE_FILES = [
   'test/queries/traces.test.ts',
   'test/operations/errors.traces-commits.test.ts',
   'test/storage/clickhouse-*.test.ts',
+  'test/operations/logs.*.test.ts',
+  'test/operations/observability.summary.test.ts',
 ];
 
 /**

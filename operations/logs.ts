@@ -195,9 +195,9 @@ export const search = defineOperation({
   }),
   errors: [WINDOW_ERROR],
   example: { q: 'timeout', level: 'error,fatal', service: 'checkout', limit: 50 },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now(), UNBOUNDED);
-    const r = ctx.services.logsRead.search(ctx.project!.id, logFilter(w, input), { limit: input.limit, offset: input.offset });
+    const r = await ctx.services.logsRead.search(ctx.project!.id, logFilter(w, input), { limit: input.limit, offset: input.offset });
     return { data: r.rows.map(logRowOut), total: r.total, has_more: r.hasMore, limit: input.limit, offset: input.offset, ...windowOut(w) };
   },
 });
@@ -254,7 +254,7 @@ export const histogram = defineOperation({
   }),
   errors: [WINDOW_ERROR, { status: 400, code: 'invalid_parameter', when: 'more than 2,000 buckets at this step' }],
   example: { step: '1h', group_by: 'service', level: 'error' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now(), UNBOUNDED);
     const step = input.step ?? defaultGranularity(w.fromMs, w.toMs);
     const stepMs = granularityMs(step);
@@ -271,7 +271,7 @@ export const histogram = defineOperation({
     }));
     let total = 0;
     // Levels and groups are read as two marginals: the joint counts would be several times more rows.
-    for (const c of repo.counts(ctx.project!.id, f, ['level'], step_)) {
+    for (const c of await repo.counts(ctx.project!.id, f, ['level'], step_)) {
       const b = buckets[c.bucket];
       if (!b) continue;
       b.total += c.n;
@@ -280,7 +280,7 @@ export const histogram = defineOperation({
       if (level in b.levels) b.levels[level] += c.n;
     }
     if (input.group_by) {
-      for (const c of repo.counts(ctx.project!.id, f, [GROUP_COLUMN[input.group_by]], step_)) {
+      for (const c of await repo.counts(ctx.project!.id, f, [GROUP_COLUMN[input.group_by]], step_)) {
         const g = buckets[c.bucket]?.groups;
         if (!g) continue;
         const key = c.keys[0] || NONE;
@@ -420,7 +420,7 @@ export const insights = defineOperation({
     { status: 400, code: 'invalid_parameter', when: 'window invalid, reversed or above 30 days; more than 5 dimensions or an invalid path; unknown level' },
   ],
   example: { service: 'checkout', dimensions: 'http.route,user.id' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now());
     const len = w.toMs - w.fromMs;
     const prev = { fromMs: w.fromMs - len, toMs: w.fromMs };
@@ -429,26 +429,26 @@ export const insights = defineOperation({
     const repo = ctx.services.logsRead;
     const pid = ctx.project!.id;
 
-    const exact = (filter: LogFilter) => {
+    const exact = async (filter: LogFilter) => {
       const per = Object.fromEntries(EXACT_DIMS.map((d) => [d, new Map<string, number>()])) as Record<(typeof EXACT_DIMS)[number], Map<string, number>>;
       let total = 0;
-      for (const c of repo.counts(pid, filter, EXACT_DIMS)) {
+      for (const c of await repo.counts(pid, filter, EXACT_DIMS)) {
         total += c.n;
         EXACT_DIMS.forEach((d, i) => per[d].set(c.keys[i]!, (per[d].get(c.keys[i]!) ?? 0) + c.n));
       }
       return { per, total };
     };
-    const cur = exact(f);
-    const before = exact(pf);
+    const cur = await exact(f);
+    const before = await exact(pf);
 
     const dims = input.dimensions ?? [];
-    const sample = repo.newest(pid, f, INSIGHTS.sample, { attributes: dims.length > 0 });
+    const sample = await repo.newest(pid, f, INSIGHTS.sample, { attributes: dims.length > 0 });
     const patterns = minePatterns(
       sample.map((r) => ({ message: r.body, level: r.level })),
       { maxPatterns: INSIGHTS.patterns },
     ).map((p) => ({ pattern: p.pattern, count: p.count, sample: p.sample, levels: p.levels, share: sample.length ? p.count / sample.length : 0 }));
 
-    const prevSample = dims.length ? repo.newest(pid, pf, INSIGHTS.sample, { attributes: true }) : [];
+    const prevSample = dims.length ? await repo.newest(pid, pf, INSIGHTS.sample, { attributes: true }) : [];
     const custom: Record<string, { current: DistSide; previous: DistSide }> = {};
     if (dims.length) {
       const attrsOf = (rows: LogSample[]) => rows.map((r) => parseAttributes(r.attributes ?? '{}'));

@@ -225,7 +225,7 @@ export const summary = defineOperation({
     const sources = new Map<string, number>();
     const releases = new Map<string, number>();
     let total = 0;
-    for (const c of logs.counts(pid, f, ['level', 'source', 'release'])) {
+    for (const c of await logs.counts(pid, f, ['level', 'source', 'release'])) {
       total += c.n;
       const [level, source, release] = c.keys as [string, string, string];
       if (level in levels) levels[level] += c.n;
@@ -237,7 +237,7 @@ export const summary = defineOperation({
         .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
         .slice(0, TOP)
         .map(([value, count]) => ({ value: truncateValue(value, 256), count }));
-    const notable = logs.search(pid, { ...f, levels: NOTABLE_LEVELS }, { limit: input.log_limit, offset: 0, withTotal: false }).rows;
+    const notable = (await logs.search(pid, { ...f, levels: NOTABLE_LEVELS }, { limit: input.log_limit, offset: 0, withTotal: false })).rows;
 
     const candidates = metrics.busiest(pid, { ...f, nameQuery: input.metric_query }, CANDIDATES);
     const selected = candidates.slice(0, input.metric_limit).map((m) => {

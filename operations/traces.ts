@@ -450,9 +450,9 @@ export const get = defineOperation({
     const lite = traceRow(input.trace_id, spans)!.row;
     // Newest first from the index, so the oldest TRACE_LOGS are the tail of the newest `total`.
     const logF = { fromMs: 0, toMs: Number.MAX_SAFE_INTEGER, traceId: input.trace_id };
-    const logTotal = ctx.services.logsRead.total(pid, logF);
+    const logTotal = await ctx.services.logsRead.total(pid, logF);
     const firstLogs = logTotal
-      ? ctx.services.logsRead.search(pid, logF, { limit: TRACE_LOGS, offset: Math.max(0, logTotal - TRACE_LOGS), withTotal: false }).rows.reverse()
+      ? (await ctx.services.logsRead.search(pid, logF, { limit: TRACE_LOGS, offset: Math.max(0, logTotal - TRACE_LOGS), withTotal: false })).rows.reverse()
       : [];
     return {
       root_duration_ms: lite.root_duration_ms,

@@ -6,7 +6,7 @@ import { pino, type Logger } from 'pino';
 import { loadConfig, type AppConfig } from './core/config.js';
 import { createCore, type Core } from './core/invoke.js';
 import type { ChEngine } from './storage/clickhouse/client.js';
-import { expireClickHouseSpans } from './storage/clickhouse/retention.js';
+import { expireClickHouseLogs, expireClickHouseSpans } from './storage/clickhouse/retention.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { openSyncPg, type SyncPg } from './storage/postgres/sync-client.js';
@@ -175,7 +175,12 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   const ch = services.clickhouse;
   const retention = createRetentionRunner({
     repo: services.retention, targets: EXPIRY_TARGETS, config: config.retention, now: core.now, log, metrics,
-    external: ch ? [{ kind: 'spans', expire: (cutoffs) => expireClickHouseSpans(ch.engine, cutoffs) }] : [],
+    external: ch
+      ? [
+          { kind: 'spans', expire: (cutoffs) => expireClickHouseSpans(ch.engine, cutoffs) },
+          { kind: 'logs', expire: (cutoffs) => expireClickHouseLogs(ch.engine, cutoffs) },
+        ]
+      : [],
   });
 
   // Behind N trusted proxies the client address is the N-th X-Forwarded-For entry from the right
@@ -298,6 +303,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       for (const fn of s.onClose.splice(0).reverse()) await fn();
       if (services.clickhouse) {
         await services.clickhouse.spans.flush().catch((err) => log.error({ err }, 'ClickHouse: spans not flushed at close'));
+        await services.clickhouse.logs.flush().catch((err) => log.error({ err }, 'ClickHouse: logs not flushed at close'));
         await services.clickhouse.engine.close();
       }
       db.close();

@@ -17,7 +17,7 @@ export const LIFECYCLE: readonly LifecycleCommand[] = [
   { name: 'completion', summary: 'print a shell completion script: completion bash|zsh|fish' },
   { name: 'backup', summary: 'copy the live database to a file, consistent, without stopping: backup <file>' },
   { name: 'restore', summary: 'replace the database with a backup (the server must be stopped): restore <file>' },
-  { name: 'migrate', summary: 'copy the SQLite database\'s spans into ClickHouse (SIGHTLINE_CLICKHOUSE_URL or --url): migrate --to-clickhouse' },
+  { name: 'migrate', summary: 'copy the SQLite database\'s spans and logs into ClickHouse (SIGHTLINE_CLICKHOUSE_URL or --url): migrate --to-clickhouse' },
   { name: 'connector run', summary: 'run a remote-access connector in your network: connector run --server <url> --state <file> --profiles <file> [--enroll <code>]' },
   { name: 'releases gate', summary: 'CI release gate: wait for the health verdict, print it as JSON, exit 3 on regressed' },
 ];
@@ -127,9 +127,10 @@ async function restore(argv: string[]): Promise<number> {
 }
 
 /**
- * `sightline migrate --to-clickhouse`: copies the spans of SIGHTLINE_DB into ClickHouse;
- * `--to-postgres`: copies its control tables into PostgreSQL (SIGHTLINE_DATABASE_URL or --url). Stop
- * the server first (rows written during the copy would be missed), then start it with the URL set.
+ * `sightline migrate --to-clickhouse`: copies the spans and log records of SIGHTLINE_DB into
+ * ClickHouse; `--to-postgres`: copies its control tables into PostgreSQL (SIGHTLINE_DATABASE_URL or
+ * --url). Stop the server first (rows written during the copy would be missed), then start it with
+ * the URL set.
  */
 async function migrate(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { 'to-clickhouse': { type: 'boolean' }, 'to-postgres': { type: 'boolean' }, url: { type: 'string' }, json: { type: 'boolean' } }, strict: true });
@@ -142,7 +143,7 @@ async function migrate(argv: string[]): Promise<number> {
   }
   const { openDatabase } = await import('../storage/db.js');
   const { createHttpEngine } = await import('../storage/clickhouse/client.js');
-  const { copySpansToClickHouse, CopyRefusedError } = await import('../storage/clickhouse/migrate.js');
+  const { copyLogsToClickHouse, copySpansToClickHouse, CopyRefusedError } = await import('../storage/clickhouse/migrate.js');
   const { runningServer } = await import('../storage/backup.js');
   const pid = runningServer(config.dbFile);
   if (pid !== null) {
@@ -151,17 +152,26 @@ async function migrate(argv: string[]): Promise<number> {
   }
   const db = openDatabase(config.dbFile);
   const engine = createHttpEngine(url);
+  // Spans, then log records; each is refused on its own when ClickHouse already holds that kind
+  // (a database whose spans were copied by an earlier version still gets its logs copied).
+  const refused = (err: unknown) => {
+    if (!(err instanceof CopyRefusedError)) throw err;
+    process.stderr.write(`sightline: migrate refused: ${err.message}\n`);
+    return null;
+  };
   try {
-    const r = await copySpansToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} spans copied`) });
-    if (values.json) process.stdout.write(JSON.stringify({ source: config.dbFile, target: url.replace(/\/\/[^@/]*@/, '//'), ...r }) + '\n');
-    else process.stdout.write(`\ncopied ${r.spans} spans of ${r.projects} projects from ${config.dbFile} to ClickHouse in ${r.ms} ms; start the server with SIGHTLINE_CLICKHOUSE_URL set\n`);
-    return 0;
-  } catch (err) {
-    if (err instanceof CopyRefusedError) {
-      process.stderr.write(`sightline: migrate refused: ${err.message}\n`);
-      return 1;
+    const r = await copySpansToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} spans copied`) }).catch(refused);
+    const l = await copyLogsToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} log records copied`) }).catch(refused);
+    if (!r && !l) return 1;
+    if (values.json) {
+      const out = { source: config.dbFile, target: url.replace(/\/\/[^@/]*@/, '//'), ...(r ?? {}), ...(l ? { logs: l.logs, log_projects: l.projects, logs_ms: l.ms } : {}) };
+      process.stdout.write(JSON.stringify(out) + '\n');
+    } else {
+      if (r) process.stdout.write(`\ncopied ${r.spans} spans of ${r.projects} projects from ${config.dbFile} to ClickHouse in ${r.ms} ms\n`);
+      if (l) process.stdout.write(`\ncopied ${l.logs} log records of ${l.projects} projects from ${config.dbFile} to ClickHouse in ${l.ms} ms\n`);
+      process.stdout.write('start the server with SIGHTLINE_CLICKHOUSE_URL set\n');
     }
-    throw err;
+    return 0;
   } finally {
     db.close();
     await engine.close();

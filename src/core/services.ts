@@ -10,13 +10,15 @@ import { withAgentObservations } from '../storage/ai-spans.js';
 import { createAiRepo, type AiRepo } from '../storage/ai-repo.js';
 import { withReleaseRollups } from '../storage/release-rollups.js';
 import { createReleasesRepo, type ReleasesRepo } from '../storage/releases-repo.js';
-import { createLogsReadRepo, type LogsReadRepo } from '../storage/logs-read-repo.js';
+import { asyncLogsReader, createLogsReadRepo, type LogsReader } from '../storage/logs-read-repo.js';
 import { createMetricsReadRepo, type MetricsReadRepo } from '../storage/metrics-read-repo.js';
 import { asyncTracesReader, createTracesReadRepo, type TracesReader } from '../storage/traces-read-repo.js';
 import { createHttpEngine, type ChEngine } from '../storage/clickhouse/client.js';
 import { migrateClickHouse } from '../storage/clickhouse/schema.js';
 import { createChSpanStore, type ChSpanStore } from '../storage/clickhouse/span-store.js';
 import { createChTracesReader } from '../storage/clickhouse/traces-read.js';
+import { createChLogStore, type ChLogStore } from '../storage/clickhouse/log-store.js';
+import { createChLogsReader } from '../storage/clickhouse/logs-read.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
@@ -68,13 +70,13 @@ export interface Services {
   retention: RetentionRepo;
   /** The server's own figures (system.status); filled in by the server that owns them. */
   serverStatus?: () => Promise<Record<string, unknown>>;
-  logsRead: LogsReadRepo;
+  logsRead: LogsReader;
   metricsRead: MetricsReadRepo;
   tracesRead: TracesReader;
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
-  /** Set when spans go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span store (flush, close). */
-  clickhouse?: { engine: ChEngine; spans: ChSpanStore };
+  /** Set when spans and logs go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span and log stores (flush, close). */
+  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
@@ -146,8 +148,11 @@ function migratedOnFirstUse(engine: ChEngine): ChEngine {
 
 export function createServices(db: Db, config: AppConfig, now: () => number = Date.now, opts: { clickhouse?: ChEngine } = {}): Services {
   const chEngine = opts.clickhouse ?? (config.clickhouseUrl ? createHttpEngine(config.clickhouseUrl) : null);
-  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore } : null;
-  if (ch) ch.spans = createChSpanStore(ch.engine);
+  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore } : null;
+  if (ch) {
+    ch.spans = createChSpanStore(ch.engine);
+    ch.logs = createChLogStore(ch.engine);
+  }
   const errorsIngest = createErrorsIngestRepo(db);
   const ingestMisc = createIngestMiscRepo(db);
   const jobs = createJobsRepo(db);
@@ -195,12 +200,13 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
-    telemetry: withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))),
-    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant] : [])]),
+    // With ClickHouse, log records skip SQLite entirely (rows, full text and the count rollups).
+    telemetry: logsTo(withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))), ch?.logs),
+    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant] : [])]),
     ...(ch ? { clickhouse: ch } : {}),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
-    logsRead: createLogsReadRepo(db),
+    logsRead: ch ? createChLogsReader(ch.engine) : asyncLogsReader(createLogsReadRepo(db)),
     metricsRead: createMetricsReadRepo(db),
     tracesRead: ch ? createChTracesReader(ch.engine, asyncTracesReader(createTracesReadRepo(db))) : asyncTracesReader(createTracesReadRepo(db)),
     operationRollups: createOperationRollupReader(db),
@@ -242,6 +248,11 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
 /** The writer with its spans sent to ClickHouse instead, when a span store is given. */
 function spansTo(writer: TelemetryWriter, spans: ChSpanStore | undefined): TelemetryWriter {
   return spans ? { ...writer, insertSpans: (projectId, rows, source, receivedMs) => spans.add(projectId, rows, source, receivedMs) } : writer;
+}
+
+/** The writer with its log records sent to ClickHouse instead, when a log store is given. */
+function logsTo(writer: TelemetryWriter, logs: ChLogStore | undefined): TelemetryWriter {
+  return logs ? { ...writer, insertLogs: (projectId, rows, source, receivedMs, connectorKey) => logs.add(projectId, rows, source, receivedMs, connectorKey ?? null) } : writer;
 }
 
 /** Current releases of a project whose health verdict is `regressed`, read through `releases.list` (its rules, not a copy). */

@@ -26,6 +26,8 @@ import { expandLogList, logTemplateSql } from './attr-keysets.js';
 
 /** An expression to check on the row: a phrase (its tokens, the last one a prefix when `p`, only in the attribute text when `a`), or AND / OR of expressions. */
 type Node = { t: string[]; p: boolean; a: boolean } | { o: 'and' | 'or'; c: Node[] };
+/** An expression's tree, as other stores evaluate it (src/storage/clickhouse/logs-read.ts). */
+export type FtsNode = Node;
 
 export interface FtsPlan {
   /** The expression for `logs_fts` (detail=full), as given. */
@@ -34,6 +36,8 @@ export interface FtsPlan {
   relaxed: string;
   /** JSON of the expression's tree, checked on each candidate row (null when it has no phrase: the relaxed expression is then exact). */
   check: string | null;
+  /** The expression's tree (null when it holds no term). */
+  tree: Node | null;
 }
 
 const TOKEN_CHAR = /[\p{L}\p{N}\p{Co}]/u;
@@ -122,7 +126,7 @@ export function ftsPlan(expr: string): FtsPlan {
     return c.length === 0 ? null : c.length === 1 ? c[0]! : { o: 'or', c };
   }
   const tree = or(false);
-  plan = { full: expr, relaxed: tree ? relaxedOf(tree) : '""', check: tree && multi ? JSON.stringify(tree) : null };
+  plan = { full: expr, relaxed: tree ? relaxedOf(tree) : '""', check: tree && multi ? JSON.stringify(tree) : null, tree };
   if (plans.size > 1000) plans.clear();
   plans.set(expr, plan);
   return plan;

@@ -477,7 +477,12 @@ export function createLogsReadRepo(db: Db) {
     return counts(projectId, f, []).reduce((s, c) => s + c.n, 0);
   }
 
+  const after = db.prepare(`SELECT ${COLS}, l.project_id FROM logs l WHERE l.id > ? ORDER BY l.id LIMIT ?`);
   return {
+    /** Every log row after id `afterId` in id order, `n` at most, with its resource (`sightline migrate --to-clickhouse`). */
+    rowsAfter(afterId: number, n: number): (LogRow & { project_id: number })[] {
+      return withResources(decoded(after.all(afterId, n) as LogRow[])) as (LogRow & { project_id: number })[];
+    },
     counts,
     total,
     /**
@@ -521,3 +526,24 @@ export function createLogsReadRepo(db: Db) {
 }
 
 export type LogsReadRepo = ReturnType<typeof createLogsReadRepo>;
+
+/**
+ * The log reads as the operations use them: asynchronous, so the ClickHouse reader
+ * (src/storage/clickhouse/logs-read.ts) can stand in for the SQLite repository with the same answers.
+ */
+export interface LogsReader {
+  counts(projectId: string, f: LogFilter, dims: readonly LogDim[], step?: { firstMs: number; stepMs: number }): Promise<LogCount[]>;
+  total(projectId: string, f: LogFilter): Promise<number>;
+  search(projectId: string, f: LogFilter, page: { limit: number; offset: number; withTotal?: boolean }): Promise<LogSearchResult>;
+  newest(projectId: string, f: LogFilter, n: number, opts?: { attributes?: boolean }): Promise<LogSample[]>;
+}
+
+/** The SQLite repository behind the asynchronous {@link LogsReader}. */
+export function asyncLogsReader(repo: LogsReadRepo): LogsReader {
+  return {
+    counts: async (...a) => repo.counts(...a),
+    total: async (...a) => repo.total(...a),
+    search: async (...a) => repo.search(...a),
+    newest: async (...a) => repo.newest(...a),
+  };
+}

@@ -136,28 +136,31 @@ describe('logs.search', () => {
 
   it('filters by connector_key', async () => {
     const now = NOW - 10 * MIN;
-    t.s.services.telemetry.insertLogs(
-      t.projectId,
-      [
-        {
-          resource: { 'service.name': 'vercel-app' },
-          scope: { name: '', version: '', attributes: {} },
-          service_name: 'vercel-app',
-          time_ms: now,
-          observed_time_ms: now,
-          severity_number: SEV.info,
-          severity_text: '',
-          body: 'edge function cold start',
-          attributes: {},
-          trace_id: null,
-          span_id: null,
-          flags: 0,
-          event_name: '',
-        },
-      ],
-      'drain',
-      now,
-      'vercel-prod',
+    // Through a write batch, as ingest writes (acknowledged once stored, ClickHouse included).
+    await t.s.services.writeBatch(() =>
+      t.s.services.telemetry.insertLogs(
+        t.projectId,
+        [
+          {
+            resource: { 'service.name': 'vercel-app' },
+            scope: { name: '', version: '', attributes: {} },
+            service_name: 'vercel-app',
+            time_ms: now,
+            observed_time_ms: now,
+            severity_number: SEV.info,
+            severity_text: '',
+            body: 'edge function cold start',
+            attributes: {},
+            trace_id: null,
+            span_id: null,
+            flags: 0,
+            event_name: '',
+          },
+        ],
+        'drain',
+        now,
+        'vercel-prod',
+      ),
     );
     const b = await ok(t, '/logs', { connector_key: 'vercel-prod' });
     expect(b.data.map((r: { body: string; connector_key: string }) => [r.body, r.connector_key])).toEqual([['edge function cold start', 'vercel-prod']]);

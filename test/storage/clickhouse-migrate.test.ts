@@ -1,6 +1,7 @@
 /**
- * Issue 20, item 5: `sightline migrate --to-clickhouse` copies a SQLite database's spans into
- * ClickHouse; a server reading them there answers the trace reads exactly as the SQLite server did.
+ * Issue 20, item 5: `sightline migrate --to-clickhouse` copies a SQLite database's spans and log
+ * records into ClickHouse; a server reading them there answers the trace and log reads exactly as the
+ * SQLite server did.
  * Runs in the ClickHouse test projects (18.16 and chdb).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +10,8 @@ import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-tra
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
-import { copySpansToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
+import { copyLogsToClickHouse, copySpansToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
+import { SEV, sendLogs, type LogSpec } from '../operations/telemetry-fixtures.js';
 import { main } from '../../src/cli/main.js';
 import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
@@ -43,6 +45,18 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
       traceIds.push(root.spanContext().traceId);
     }
     await exporter.forceFlush();
+    // Log records: equal times, repeated attribute sets (stored with templates in SQLite), trace ids.
+    const logs: LogSpec[] = Array.from({ length: 30 }, (_, i) => ({
+      at: NOW - Math.floor(i / 3) * 60_000 - (i % 2) * 500,
+      body: `${['payment declined', 'connection reset by peer', 'cache miss'][i % 3]} order-${i % 4}`,
+      severity: [SEV.info, SEV.warn, SEV.error][i % 3],
+      attributes: i % 5 ? { 'http.route': '/cart', 'http.request.method': 'GET', attempt: i % 2 } : ({ 'user.id': `u${i}` } as LogSpec['attributes']),
+      ...(i % 4 === 0 ? { traceId: traceIds[i % traceIds.length], spanId: 'b7ad6b7169203331' } : {}),
+    }));
+    await sendLogs(sqlite, [
+      { resource: { service: 'web', environment: 'prod', release: '3.1' }, logs: logs.slice(0, 20) },
+      { resource: { service: 'worker' }, logs: logs.slice(20) },
+    ]);
     engine = mode === 'server' ? createHttpEngine(`${serverUrl}/${database}`) : createChdbEngine();
   });
   afterAll(async () => {
@@ -51,10 +65,12 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
     if (mode === 'server') await dropDatabase(serverUrl!, database);
   });
 
-  it('copies every span, and the copy answers the trace reads as SQLite does', async () => {
+  it('copies every span and log record, and the copy answers the trace and log reads as SQLite does', async () => {
     const r = await copySpansToClickHouse(sqlite.s.db, engine, { batch: 5 });
     expect(r.spans).toBe(12);
     expect(r.projects).toBe(1);
+    const l = await copyLogsToClickHouse(sqlite.s.db, engine, { batch: 7 });
+    expect(l).toMatchObject({ logs: 30, projects: 1 });
     copy = await startTestServer({ now: () => NOW, options: { clickhouse: engine } });
     expect(copy.projectId).toBe(sqlite.projectId);
     const w = `from=${new Date(NOW - 3600_000).toISOString()}&to=${new Date(NOW).toISOString()}`;
@@ -64,6 +80,12 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
       `/traces?${w}&status=error`,
       `/trace-operations?${w}`,
       `/services?${w}`,
+      `/logs?${w}`,
+      `/logs?${w}&q=${encodeURIComponent('"connection reset" order*')}`,
+      `/logs?${w}&q=${encodeURIComponent('http.route:/cart attempt:1')}&limit=3&offset=2`,
+      `/logs?${w}&service=worker&level=error,warn`,
+      `/logs/histogram?${w}&step=5m&group_by=http_method`,
+      `/logs/insights?${w}&dimensions=http.route,user.id`,
       ...traceIds.map((t) => `/traces/${t}`),
     ];
     for (const p of paths) {
@@ -73,6 +95,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
       expect(b.body, p).toEqual(a.body);
     }
     await expect(copySpansToClickHouse(sqlite.s.db, engine)).rejects.toThrow(CopyRefusedError);
+    await expect(copyLogsToClickHouse(sqlite.s.db, engine)).rejects.toThrow(CopyRefusedError);
   });
 
   it.skipIf(mode !== 'server')('runs from the command line against SIGHTLINE_DB', async () => {
@@ -91,6 +114,6 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
       process.env.SIGHTLINE_DB = saved;
       await dropDatabase(serverUrl!, target);
     }
-    expect(JSON.parse(out.join('').trim().split('\n')[0]!)).toMatchObject({ spans: 12, projects: 1 });
+    expect(JSON.parse(out.join('').trim().split('\n')[0]!)).toMatchObject({ spans: 12, projects: 1, logs: 30 });
   });
 });

@@ -59,3 +59,34 @@ export async function clickHouseMutationsPending(engine: ChEngine): Promise<bool
   const [r] = await engine.query<{ n: number }>('SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND is_done = 0');
   return Number(r?.n ?? 0) > 0;
 }
+
+/**
+ * Expiry of the log records kept in ClickHouse (table `logs`, schema.ts migration 4), with each
+ * project's log retention: as {@link expireClickHouseSpans} does it — days every project's cutoff
+ * has passed are dropped as partitions, a shorter retention deletes its older rows by a mutation.
+ * Returns the log records expired.
+ */
+export async function expireClickHouseLogs(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  if (!cutoffs.length) return 0;
+  const days = cutoffs.map((c) => ({ pid: Number(c.projectId), cut: dayStart(c.cutoffMs) }));
+  const global = Math.min(...days.map((d) => d.cut));
+  let expired = 0;
+  const parts = await engine.query<{ p: string; rows: number }>(
+    "SELECT partition AS p, sum(rows) AS rows FROM system.parts WHERE database = currentDatabase() AND table = 'logs' AND active GROUP BY partition",
+  );
+  for (const part of parts) {
+    const p = Number(part.p);
+    if (!Number.isInteger(p) || partitionEnd(p) > global) continue;
+    await engine.command(`ALTER TABLE logs DROP PARTITION ${p}`);
+    expired += Number(part.rows);
+  }
+  for (const d of days) {
+    if (d.cut <= global) continue;
+    const cond = `project_id = ${lit(d.pid)} AND time_ms < ${lit(d.cut)}`;
+    const [c] = await engine.query<{ n: number }>(`SELECT count() AS n FROM logs WHERE ${cond}`);
+    if (!c || !Number(c.n)) continue;
+    await engine.command(`ALTER TABLE logs DELETE WHERE ${cond}`);
+    expired += Number(c.n);
+  }
+  return expired;
+}

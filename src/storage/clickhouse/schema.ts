@@ -133,6 +133,46 @@ export const CH_MIGRATIONS: ChMigration[] = [
       `CREATE MATERIALIZED VIEW IF NOT EXISTS entry_minutes_mv TO entry_minutes AS SELECT ${ENTRY_MINUTE_COLS} FROM entry_spans GROUP BY ${ENTRY_MINUTE_KEY}`,
     ],
   },
+  {
+    version: 4,
+    name: 'logs',
+    statements: [
+      // One row per log record (log-store.ts), ordered by project and time: every log read takes a
+      // time range of one project. `id` orders records of equal time (newest last, as SQLite's
+      // rowid). Besides what a log row returns, the writer stores what the reads compare, derived
+      // once: `http_method`; `attr_kv`/`res_kv` ('key\0value as text' of the top-level log and
+      // resource attributes: `key:value` terms); `body_tokens`/`attr_tokens` (the FTS5 unicode61
+      // tokens of the body and of the attribute text the SQLite writer indexes, as ' tok tok ':
+      // words, prefixes and phrases are substring tests on them, logs-read.ts). An empty
+      // `trace_id`/`span_id` is none. Expires by day partitions, like the spans (retention.ts).
+      `CREATE TABLE IF NOT EXISTS logs (
+        project_id UInt32,
+        time_ms Float64,
+        id UInt64,
+        observed_ms Float64,
+        severity_number UInt8,
+        severity_text String,
+        level String,
+        body String,
+        attributes String,
+        resource String,
+        trace_id String,
+        span_id String,
+        service_name String,
+        environment String,
+        release String,
+        source String,
+        connector_key String,
+        scope_name String,
+        http_method String,
+        attr_kv Array(String),
+        res_kv Array(String),
+        body_tokens String,
+        attr_tokens String,
+        received_ms Float64
+      ) ENGINE = MergeTree PARTITION BY ${DAY('time_ms')} ORDER BY (project_id, time_ms)`,
+    ],
+  },
 ];
 
 /** Applies the migrations not yet recorded; safe to run from several processes (statements are idempotent). */

@@ -1,0 +1,120 @@
+/**
+ * Issue 20: log records in ClickHouse. Runs in the `clickhouse-18` project (Debian's
+ * clickhouse-server 18.16) and the `clickhouse-chdb` project (ClickHouse 26 in-process).
+ * - a write batch inserts the log records of the jobs that succeeded, after the SQLite commit, and
+ *   acknowledges a job only once its records are readable; a failing insert fails the jobs;
+ * - retention drops the days every project's log period has passed and deletes a shorter-lived
+ *   project's older records.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
+import { migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
+import { createChLogStore } from '../../src/storage/clickhouse/log-store.js';
+import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
+import { createWriteBatcher } from '../../src/storage/write-batcher.js';
+import { openDatabase, type Db } from '../../src/storage/db.js';
+import type { LogRecordOut } from '../../src/domain/telemetry-types.js';
+import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+
+const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
+const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
+
+const log = (body: string, timeMs = 1_780_000_000_000): LogRecordOut => ({
+  resource: { 'service.name': 'svc' },
+  scope: { name: 'test', version: '', attributes: {} },
+  service_name: 'svc',
+  time_ms: timeMs,
+  observed_time_ms: timeMs,
+  severity_number: 9,
+  severity_text: 'INFO',
+  body,
+  attributes: { n: 1 },
+  trace_id: null,
+  span_id: null,
+  flags: 0,
+  event_name: '',
+});
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('log store in ClickHouse', () => {
+  let engine: ChEngine;
+  let dir: string;
+  let db: Db;
+  beforeAll(async () => {
+    engine = mode === 'server' ? createHttpEngine(`${serverUrl}/l_${process.pid}_${Math.random().toString(36).slice(2)}`) : createChdbEngine();
+    await migrateClickHouse(engine);
+    dir = mkdtempSync(join(tmpdir(), 'sightline-ch-logs-'));
+    db = openDatabase(join(dir, 't.db'));
+  });
+  afterAll(async () => {
+    if (mode === 'server') await dropDatabase(serverUrl!, (engine as ReturnType<typeof createHttpEngine>).database);
+    await engine.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('inserts the log records of the jobs that succeeded, after the commit, before acknowledging them', async () => {
+    const store = createChLogStore(engine);
+    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const kept = batch(() => store.add('7', [log('one'), log('two')], 'otlp', 1));
+    const failed = batch(() => {
+      store.add('7', [log('three')], 'otlp', 1);
+      throw new Error('this job fails after adding its log');
+    });
+    const alsoKept = batch(() => store.add('7', [log('four')], 'otlp', 1, 'drain-1'));
+    const failedCheck = expect(failed).rejects.toThrow('this job fails');
+    await expect(kept).resolves.toBe(2);
+    // acknowledged: readable now, in arrival order for equal times
+    const rows = await engine.query<{ body: string; connector_key: string }>('SELECT body, connector_key FROM logs WHERE project_id = 7 ORDER BY id');
+    expect(rows).toEqual([
+      { body: 'one', connector_key: '' },
+      { body: 'two', connector_key: '' },
+      { body: 'four', connector_key: 'drain-1' },
+    ]);
+    await failedCheck;
+    await expect(alsoKept).resolves.toBe(1);
+  });
+
+  it('fails the jobs of a batch whose insert fails', async () => {
+    const broken: ChEngine = { ...engine, insert: async () => Promise.reject(new Error('ClickHouse is down')) };
+    const store = createChLogStore(broken);
+    const batch = createWriteBatcher(db, 512, [store.participant]);
+    await expect(batch(() => store.add('8', [log('lost')], 'otlp', 1))).rejects.toThrow('ClickHouse is down');
+    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM logs WHERE project_id = 8'))[0]!.n).toBe(0);
+  });
+});
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('retention of log records in ClickHouse', () => {
+  const DAY = 86_400_000;
+  const T0 = Date.parse('2026-06-01T12:00:00.000Z');
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer({ now: () => T0, config: { retention: { maxDays: 400, intervalMs: 0, batchRows: 50, maxDbBytes: 0 } } });
+  });
+  afterAll(() => t.close());
+
+  it("drops days every project's period has passed, deletes a shorter-lived project's older records, and keeps the rest", async () => {
+    const P = t.projectId;
+    const O = t.otherProject.projectId;
+    // The main project keeps logs 7 days, the other one the default (30).
+    const put = await api(t, 'PUT', `/v1/projects/${P}/retention`, { key: t.keys.admin, body: { logs: 7 } });
+    expect(put.status).toBe(200);
+    const write = (pid: string, logs: LogRecordOut[]) => t.s.services.writeBatch(() => t.s.services.telemetry.insertLogs(pid, logs, 'otlp', T0));
+    await write(P, [log('p40', T0 - 40 * DAY), log('p10', T0 - 10 * DAY), log('p2', T0 - 2 * DAY)]);
+    await write(O, [log('o40', T0 - 40 * DAY), log('o10', T0 - 10 * DAY), log('o2', T0 - 2 * DAY)]);
+    const ch = t.s.services.clickhouse!;
+    const left = async () => (await ch.engine.query<{ body: string }>('SELECT body FROM logs ORDER BY body')).map((r) => r.body);
+    expect(await left()).toHaveLength(6);
+
+    const report = await t.s.retention.runOnce();
+    for (let i = 0; i < 200 && (await clickHouseMutationsPending(ch.engine)); i++) await new Promise((r) => setTimeout(r, 50));
+    // 40 days old: past both periods (a dropped partition); 10 days: past the main project's 7 only.
+    expect(await left()).toEqual(['o10', 'o2', 'p2']);
+    expect(report.expired.logs).toBe(3);
+    const search = await api(t, 'GET', `/v1/projects/${P}/logs?from=${new Date(T0 - 60 * DAY).toISOString()}&to=${new Date(T0).toISOString()}`, { key: t.keys.admin });
+    expect(search.body.data.map((r: { body: string }) => r.body)).toEqual(['p2']);
+  });
+});
