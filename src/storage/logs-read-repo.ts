@@ -113,7 +113,7 @@ export function ftsQuery(text: string): string | null {
 
 const MINUTE = 60_000;
 /** Full-text matches up to this many are fetched by id directly (and give an exact total). */
-const SMALL_MATCH_SET = 4096;
+export const SMALL_MATCH_SET = 4096;
 
 interface Where {
   sql: string;
@@ -142,7 +142,7 @@ function dimWhere(f: LogFilter, alias: string): Where {
 }
 
 /** Columns a `key:value` term names directly (the rest are log or resource attributes). */
-const COLUMN_KEYS: Record<string, string> = {
+export const COLUMN_KEYS: Record<string, string> = {
   level: 'level',
   service: 'service_name',
   'service.name': 'service_name',

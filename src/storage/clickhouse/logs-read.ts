@@ -1,6 +1,6 @@
 import type { LogQuery } from '../../domain/logs/query.js';
 import { ftsPlan, type FtsNode } from '../log-fts.js';
-import type { LogCount, LogDim, LogFilter, LogRow, LogSample, LogSearchResult, LogsReader } from '../logs-read-repo.js';
+import { COLUMN_KEYS, SMALL_MATCH_SET, type LogCount, type LogDim, type LogFilter, type LogRow, type LogSample, type LogSearchResult, type LogsReader } from '../logs-read-repo.js';
 import { lit, type ChEngine } from './client.js';
 
 /**
@@ -13,23 +13,8 @@ import { lit, type ChEngine } from './client.js';
  * rows (no rollups: ClickHouse counts a window's rows without an index).
  */
 
-/** As logs-read-repo.ts: with free text, the total is given when the matches are this few. */
-const SMALL_MATCH_SET = 4096;
-
-/** Columns a `key:value` term names directly (logs-read-repo.ts COLUMN_KEYS). */
-const COLUMN_KEYS: Record<string, string> = {
-  level: 'level',
-  service: 'service_name',
-  'service.name': 'service_name',
-  environment: 'environment',
-  'deployment.environment': 'environment',
-  'deployment.environment.name': 'environment',
-  release: 'release',
-  'service.version': 'release',
-  source: 'source',
-  trace_id: 'trace_id',
-  span_id: 'span_id',
-};
+// With free text, the total is given when the matches are SMALL_MATCH_SET or fewer; COLUMN_KEYS: the
+// columns a `key:value` term names directly — both as SQLite's reader has them.
 
 /** `col` starts with `prefix` (bytes: a UTF-8 prefix is a character prefix). */
 const startsWith = (col: string, prefix: string) => `substring(${col}, 1, ${Buffer.byteLength(prefix)}) = ${lit(prefix)}`;
