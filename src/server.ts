@@ -12,6 +12,7 @@ import { openDatabase, type Db } from './storage/db.js';
 import { openSyncPg, type SyncPg } from './storage/postgres/sync-client.js';
 import { migratePostgres } from './storage/postgres/schema.js';
 import { openSplitDatabase } from './storage/postgres/split-db.js';
+import { createPgCounters } from './storage/postgres/pg-counters.js';
 import { startWalCheckpointer } from './storage/wal-checkpointer.js';
 import { requestId } from './http/middleware/request-id.js';
 import { errorHandler } from './http/middleware/errors.js';
@@ -53,9 +54,12 @@ export interface Sightline {
   core: Core;
   app: Koa;
   log: Logger;
-  /** The per-credential rate limit shared by every face (REST, MCP); across processes with Redis. */
+  /** The per-credential rate limit shared by every face (REST, MCP); across processes with Redis or PostgreSQL. */
   limiter: RequestLimiter;
-  /** Redis (SIGHTLINE_REDIS_URL) where the processes count the rate limit together; null without it. */
+  /**
+   * Where the processes count the rate limit together: Redis (SIGHTLINE_REDIS_URL), else PostgreSQL
+   * (SIGHTLINE_DATABASE_URL, table rate_counters); null with neither.
+   */
   redis: SharedCounters | null;
   /** Failed-authentication throttle per client address, shared by every face. */
   authThrottle: AuthThrottle;
@@ -189,7 +193,9 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   app.silent = true;
   const authThrottle = new AuthThrottle(config.authFailureLimit.limit, config.authFailureLimit.windowSeconds, core.now);
   const localLimiter = new RateLimiter(config.rateLimit.limit, config.rateLimit.windowSeconds, core.now);
-  const redis = config.redis.url ? createRedisCounters(config.redis.url, { log }) : null;
+  // The per-credential rate limit is one budget across processes: counted in Redis when it is
+  // configured, else in PostgreSQL when control data is there, else per process.
+  const redis = config.redis.url ? createRedisCounters(config.redis.url, { log }) : config.databaseUrl ? createPgCounters(config.databaseUrl) : null;
   const limiter: RequestLimiter = redis ? new SharedRateLimiter(redis, localLimiter, config.redis.prefix, core.now) : localLimiter;
   const openapi = buildOpenApi(core.operations.values(), config);
 

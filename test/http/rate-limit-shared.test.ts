@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSightline, type Sightline } from '../../src/server.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { createPgDatabase, pgQuery, postgresMissing } from '../support/postgres.js';
 import type { AppConfig } from '../../src/core/config.js';
 
 const REDIS = 'redis://127.0.0.1:6379/0';
@@ -81,7 +82,7 @@ describe.skipIf(!redisUp)('the rate limit across processes', () => {
   });
 
   it('is counted per process without Redis', async () => {
-    const { t, second } = await twoServers({ rateLimit, redis: { url: null, prefix: 'sightline:' } });
+    const { t, second } = await twoServers({ rateLimit, redis: { url: null, prefix: 'sightline:' }, databaseUrl: null });
     expect(t.s.redis).toBeNull();
     expect((await alternate([t.url, second.url], t)).every((s) => s === 200)).toBe(true);
   });
@@ -95,5 +96,20 @@ describe.skipIf(!redisUp)('the rate limit across processes', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await fetch(`${t.url}/v1/projects/${t.projectId}/feedback`, { headers: { 'x-service-key': t.keys.admin } })).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+});
+
+const pgMissing = await postgresMissing();
+describe.skipIf(!!pgMissing)('the rate limit across processes over PostgreSQL, without Redis', () => {
+  it('is one budget per credential across two servers sharing a PostgreSQL database', async () => {
+    const db = await createPgDatabase();
+    closers.unshift(() => db.drop());
+    const { t, second } = await twoServers({ rateLimit, redis: { url: null, prefix: 'sightline:' }, databaseUrl: db.url });
+    expect(await t.s.redis!.ready(5000)).toBe(true);
+    const statuses = await alternate([t.url, second.url], t);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(10);
+    expect(statuses.slice(10)).toEqual([429, 429]);
+    // The counters are rows of PostgreSQL's rate_counters table, one per credential and window.
+    expect((await pgQuery(db.url, 'SELECT count::int AS n FROM rate_counters'))[0]).toEqual({ n: 12 });
   });
 });

@@ -48,6 +48,12 @@ export const PG_MIGRATIONS: PgMigration[] = [
   { version: 1, name: 'control tables (SQLite schema 55), control_version', sql: `CREATE EXTENSION IF NOT EXISTS citext;\n${SQLITE_COMPAT}\n${PG_CONTROL_SCHEMA_V1}\n${CONTROL_VERSION}` },
 ];
 
+PG_MIGRATIONS.push({
+  version: 2,
+  name: 'rate_counters (the shared rate limit without Redis)',
+  sql: 'CREATE UNLOGGED TABLE rate_counters (key TEXT PRIMARY KEY, count BIGINT NOT NULL, expires_at BIGINT NOT NULL)',
+});
+
 export const PG_LATEST_SCHEMA_VERSION = Math.max(...PG_MIGRATIONS.map((m) => m.version));
 
 export class PgDatabaseTooNewError extends Error {
