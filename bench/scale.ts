@@ -14,14 +14,15 @@
  *    traces.get; p95 of sequential calls after a warm-up.
  *
  *   npx tsx bench/scale.ts [--spans 1000000] [--seconds 8] [--procs 1,2,3] [--connections 8] [--runs 15] [--sqlite-max 2000000]
- *     [--clickhouse-url http://127.0.0.1:8123] [--keep DIR] [--ingest-only] [--baseline CHECKOUT] [--rounds 1]
+ *     [--clickhouse-url http://127.0.0.1:8123] [--keep DIR] [--ingest-only] [--baseline CHECKOUT] [--rounds 1] [--alt-env K=V]
  *
  * The ingest table gives CPU per span beside the wall rate (the machine is shared: CPU per span is
  * the figure that compares): the Sightline processes' CPU (all threads, from /proc/<pid>/stat) and
  * clickhouse-server's (the private one: a child of this process) over the measured seconds, divided
  * by the spans acknowledged, with the load average. `--baseline CHECKOUT` runs each process count
  * with that checkout's `bin/sightline.mjs` too (another git worktree: "before"), alternating with
- * this one `--rounds` times. `--ingest-only` skips the store path and reads.
+ * this one `--rounds` times; `--alt-env K=V,K2=V2` adds a run of this checkout with those variables
+ * (a setting compared in the same run). `--ingest-only` skips the store path and reads.
  *
  * SQLite is seeded and read only up to --sqlite-max spans (its seeding is the slow part at 10M).
  * `--clickhouse-url` uses a running server instead of starting a private one; with `--keep DIR` as
@@ -54,6 +55,7 @@ const KEEP = flag('keep', '');
 const INGEST_ONLY = process.argv.includes('--ingest-only');
 const BASELINE = flag('baseline', '');
 const ROUNDS = Number(flag('rounds', '1'));
+const ALT_ENV = flag('alt-env', '');
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
 const DAY = 86_400_000;
 const SERVICES = ['web', 'checkout', 'payments', 'search', 'inventory', 'users'];
@@ -86,6 +88,13 @@ function clickHouseChildPid(): number | null {
     }
   }
   return null;
+}
+
+/** clickhouse-server's insert queries and rows inserted so far (system.events; every table, views included). */
+async function chInserts(url: string): Promise<{ queries: number; rows: number }> {
+  const r = await fetch(`${url}/?query=${encodeURIComponent("SELECT event, value FROM system.events WHERE event IN ('InsertQuery', 'InsertedRows') FORMAT TSV")}`);
+  const m = new Map((await r.text()).trim().split('\n').map((l) => l.split('\t') as [string, string]));
+  return { queries: Number(m.get('InsertQuery') ?? 0), rows: Number(m.get('InsertedRows') ?? 0) };
 }
 
 /** Spans of one day ending at NOW: traces of 8 (an entry span, then children in other services), 2% failed. */
@@ -298,27 +307,31 @@ async function main() {
     // 2: HTTP ingest with 1..3 processes on one SQLite file and one ClickHouse database.
     const ingestRows: string[] = [];
     const chPid = clickHouseChildPid();
-    const variants: { label: string; checkout?: string }[] = BASELINE ? [{ label: 'before', checkout: BASELINE }, { label: 'after' }] : [{ label: 'this' }];
+    const variants: { label: string; checkout?: string; env?: Record<string, string> }[] = BASELINE ? [{ label: 'before', checkout: BASELINE }, { label: 'after' }] : [{ label: 'this' }];
+    if (ALT_ENV) variants.push({ label: ALT_ENV, env: Object.fromEntries(ALT_ENV.split(',').map((kv) => kv.split('=') as [string, string])) });
     for (let round = 0; round < ROUNDS; round++)
       for (const procs of PROCS)
         for (const v of variants) {
           const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scale-http-'));
           const db = `bench_http_${procs}_${Date.now()}`;
-          const env = { SIGHTLINE_CLICKHOUSE_URL: `${ch.url}/${db}` };
+          const env = { SIGHTLINE_CLICKHOUSE_URL: `${ch.url}/${db}`, ...v.env };
           const servers: BenchServer[] = [await startBenchServer(join(dir, 'bench.db'), env, v.checkout)];
           for (let i = 1; i < procs; i++) servers.push(await startBenchServer(join(dir, 'bench.db'), env, v.checkout));
           const key = servers[0]!.keys!.ingest;
           await ingest(servers, key); // warm-up: workers, statements, the ClickHouse tables
           const cpu0 = servers.map((x) => cpuUs(x.child.pid!));
           const ch0 = chPid ? cpuUs(chPid) : 0;
+          const ins0 = await chInserts(ch.url);
           const r = await ingest(servers, key);
+          const ins1 = await chInserts(ch.url);
+          const perInsert = (ins1.rows - ins0.rows) / Math.max(1, ins1.queries - ins0.queries);
           const slUs = servers.reduce((a, x, i) => a + cpuUs(x.child.pid!) - cpu0[i]!, 0) / r.spans;
           const chUs = chPid ? (cpuUs(chPid) - ch0) / r.spans : NaN;
           const load = loadavg()[0]!.toFixed(1);
           const stored = await (await fetch(`${ch.url}/?query=${encodeURIComponent(`SELECT count() FROM \`${db}\`.spans`)}`)).text();
           const f = (x: number) => (Number.isNaN(x) ? '–' : x.toFixed(1));
           ingestRows.push(
-            `| ${procs}${BASELINE ? ` ${v.label}` : ''} | ${Math.round(r.rate).toLocaleString('en')} | ${f(slUs)} | ${f(chUs)} | ${f(slUs + chUs)} | ${load} | ${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} | ${r.failures} | ${Number(stored).toLocaleString('en')} |`,
+            `| ${procs}${variants.length > 1 ? ` ${v.label}` : ''} | ${Math.round(r.rate).toLocaleString('en')} | ${f(slUs)} | ${f(chUs)} | ${f(slUs + chUs)} | ${load} | ${Math.round(perInsert).toLocaleString('en')} | ${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} | ${r.failures} | ${Number(stored).toLocaleString('en')} |`,
           );
           console.error(ingestRows.at(-1));
           for (const s of servers) s.child.kill('SIGTERM');
@@ -335,9 +348,9 @@ async function main() {
       if (sqSeeded) console.log(`| SQLite span writer | ${Math.round(N / sqSeeded.seedSeconds).toLocaleString('en')} |\n`);
     }
     console.log(
-      `| processes (OTLP over HTTP, ${CONNECTIONS} connections, ${SECONDS} s) | spans/s acknowledged | Sightline CPU µs/span | clickhouse-server CPU µs/span | total µs/span | load avg | p50 / p99 ack ms | non-200 | spans in ClickHouse |`,
+      `| processes (OTLP over HTTP, ${CONNECTIONS} connections, ${SECONDS} s) | spans/s acknowledged | Sightline CPU µs/span | clickhouse-server CPU µs/span | total µs/span | load avg | rows per ClickHouse insert | p50 / p99 ack ms | non-200 | spans in ClickHouse |`,
     );
-    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of ingestRows) console.log(r);
     if (chReads.size) {
       console.log(`\n| read p95 ms at ${N.toLocaleString('en')} spans (${RUNS} calls) | ClickHouse | SQLite |`);
