@@ -14,7 +14,8 @@ import { itemJson, parseEnvelope, replayRecordingHeader, SentryParseError, type 
 import { errorEventFromSentry, feedbackFromSentry, logsFromSentryLogItem, sessionsFromSentry, spansFromSpanItem, spansFromTransaction, type FeedbackRecord } from './sentry/normalize.js';
 import { errorEventsFromSpans } from './pipeline.js';
 import { prepareObservation, type PackedObservation, type PreparedSlice } from '../domain/ai/prepared.js';
-import { encodeSpans, type EncodedSpans } from '../storage/clickhouse/span-rows.js';
+import { encodeSpans, slimSpan, type EncodedSpans } from '../storage/clickhouse/span-rows.js';
+import { observationFromSpan } from '../domain/ai/otel-mapping.js';
 import { clampEventTime, limitLog, limitPoint, limitSpan, newLimitCounts, type IngestLimits, type LimitCounts } from './limits.js';
 
 export type IngestJob =
@@ -55,6 +56,7 @@ export type KeyedEvent = KeyedErrorEvent & { json: EventJson };
 
 /** One bounded step of writes. Arrays are absent when empty. */
 export interface IngestSlice {
+  /** With `ch` and no AI work among them, slimmed (span-rows.ts `slimSpan`): only what the main thread's writers read. */
   spans?: SpanRecord[];
   /** The AI observations of `spans`, mapped here (src/domain/ai/prepared.ts). */
   ai?: PreparedSlice;
@@ -151,7 +153,13 @@ function processOtlp(job: Extract<IngestJob, { kind: 'otlp' }>): IngestResult {
       const spans = r.records.map((sp) => limitSpan(sp, l, c, t));
       const slices: IngestSlice[] = chunk(spans, SLICE_RECORDS).map((s) => spanSlice(s, 'otlp', t));
       const ch = job.clickhouse;
-      if (ch) for (const s of slices) s.ch = encodeSpans(ch.projectId, s.spans!, 'otlp', t);
+      if (ch)
+        for (const s of slices) {
+          s.ch = encodeSpans(ch.projectId, s.spans!, 'otlp', t);
+          // No AI work in the slice (none prepared, none asking for privacy): the writers on the main
+          // thread read only what slimSpan keeps; the rest travels as the encoded rows.
+          if (process.env.SIGHTLINE_CH_SLIM !== '0' && !s.ai && !s.spans!.some((sp) => observationFromSpan(sp, 'otlp'))) s.spans = s.spans!.map(slimSpan);
+        }
       for (const e of chunk(errors, SLICE_ERRORS)) slices.push({ errors: e });
       return {
         head: { quotaRecords: spans.length, rejected: r.rejected, rejectionMessage: r.rejectionMessage, itemCount: spans.length, outcomes: [...limitOutcomes('span', c), ...limitOutcomes('error', ec)] },

@@ -3,15 +3,11 @@ import { environmentOf, operationOf, serviceVersionOf } from '../sqlite-telemetr
 
 /**
  * Spans as the JSONEachRow text of their ClickHouse rows (schema.ts: `spans`, `entry_spans`,
- * `trace_chunks`), built straight from the decoded spans, without a row object per span: on an
- * OTLP decode worker (src/ingest/process.ts) the text is made where the spans are decoded, so the
- * main thread only passes the bytes on to the insert (issue 20: JSON.stringify of a row object per
- * span by the ClickHouse client, and the garbage of those objects, were a third of the main thread).
- *
- * Each line is byte for byte `JSON.stringify` of the row object `spanRow` (span-store.ts) makes,
- * keys in the same order: strings go through JSON.stringify, so control characters, quotes and
- * backslashes are escaped as ClickHouse's JSONEachRow reader expects; lone surrogates are replaced
- * first (`wellFormed`).
+ * `trace_chunks`), as UTF-8 bytes: on an OTLP decode worker (src/ingest/process.ts) the text is made
+ * where the spans are decoded, so the main thread only passes the bytes on to the insert (issue 20:
+ * the ClickHouse client's JSON.stringify per row object, and the garbage of those objects, were a
+ * third of the main thread). JSON.stringify escapes control characters, quotes and backslashes as
+ * ClickHouse's JSONEachRow reader expects; lone surrogates are replaced before (`wellFormed`).
  */
 export interface EncodedSpans {
   projectId: number;
@@ -51,18 +47,6 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 export const wellFormed = (s: string): string => ((s as unknown as WellFormed).isWellFormed() ? s : s.replace(LONE_SURROGATE, '\ufffd\ufffd\ufffd'));
 /** A string as JSON.stringify writes it (well-formed); a missing one as "" (ClickHouse's default for the column either way). */
 const str = (s: string | null | undefined): string => (typeof s === 'string' ? JSON.stringify(wellFormed(s)) : '""');
-
-/** Per-resource derivations (spans of a batch share resource objects, also across a structured clone). */
-function resourceCache() {
-  const m = new Map<Attributes, { env: string; ver: string }>();
-  return (r: Attributes) => {
-    let v = m.get(r);
-    if (!v) m.set(r, (v = { env: str(environmentOf(r)), ver: str(serviceVersionOf(r)) }));
-    return v;
-  };
-}
-
-const isEntry = (sp: Pick<SpanRecord, 'kind' | 'parent_span_id'>) => sp.kind === 2 || sp.kind === 5 || !sp.parent_span_id;
 
 interface Chunk {
   pid: number;
@@ -106,57 +90,116 @@ function derived() {
 
 const utf8 = (s: string): Uint8Array => Buffer.from(s, 'utf8');
 
-/** Spans → their rows' JSONEachRow text; the same derivations as `spanRow` (operation, environment, service version). */
+/** A span as its ClickHouse row (schema.ts, table `spans`). */
+export interface ChSpanRow {
+  project_id: number;
+  start_ms: number;
+  trace_id: string;
+  span_id: string;
+  parent_span_id: string;
+  trace_state: string;
+  name: string;
+  operation: string;
+  kind: number;
+  is_entry: number;
+  service_name: string;
+  environment: string;
+  service_version: string;
+  end_ms: number;
+  duration_ms: number;
+  status_code: number;
+  status_message: string;
+  attributes: string;
+  events: string;
+  links: string;
+  scope_name: string;
+  scope_version: string;
+  source: string;
+  received_ms: number;
+}
+
+/** An entry span's row in `entry_spans` (schema.ts, migration 2): what operation stats and lists read. */
+export interface ChEntryRow {
+  project_id: number;
+  service_name: string;
+  operation: string;
+  start_ms: number;
+  trace_id: string;
+  span_id: string;
+  environment: string;
+  duration_ms: number;
+  status_code: number;
+}
+
+/** The `entry_spans` row of an entry span's `spans` row (the backfill in schema.ts selects the same columns). */
+export const entryRow = (r: ChSpanRow): ChEntryRow => ({
+  project_id: r.project_id,
+  service_name: r.service_name,
+  operation: r.operation,
+  start_ms: r.start_ms,
+  trace_id: r.trace_id,
+  span_id: r.span_id,
+  environment: r.environment,
+  duration_ms: r.duration_ms,
+  status_code: r.status_code,
+});
+
+/** Span → row; the same derivations as the SQLite writer (operation, environment, service version). */
+export function spanRow(projectId: number, sp: SpanRecord, source: string, receivedMs: number): ChSpanRow {
+  const operation = operationOf(sp);
+  const duration = Math.max(0, sp.end_ms - sp.start_ms);
+  const w = wellFormed; // lone surrogates: see span-rows.ts
+  return {
+    project_id: projectId,
+    start_ms: sp.start_ms,
+    trace_id: w(sp.trace_id),
+    span_id: w(sp.span_id),
+    parent_span_id: w(sp.parent_span_id ?? ''),
+    trace_state: w(sp.trace_state),
+    name: w(sp.name),
+    operation: w(operation),
+    kind: sp.kind,
+    is_entry: sp.kind === 2 || sp.kind === 5 || !sp.parent_span_id ? 1 : 0,
+    service_name: w(sp.service_name),
+    environment: w(environmentOf(sp.resource)),
+    service_version: w(serviceVersionOf(sp.resource)),
+    end_ms: sp.end_ms,
+    duration_ms: duration,
+    status_code: sp.status_code,
+    status_message: w(sp.status_message),
+    attributes: JSON.stringify(sp.attributes),
+    events: sp.events.length ? JSON.stringify(sp.events) : '',
+    links: sp.links.length ? JSON.stringify(sp.links) : '',
+    scope_name: w(sp.scope.name),
+    scope_version: w(sp.scope.version ?? ''),
+    source: w(source),
+    received_ms: receivedMs,
+  };
+}
+
+/**
+ * Spans → their rows' JSONEachRow text: JSON.stringify of each row object (`spanRow`, `entryRow`),
+ * appended to one string per table. (Writing each field with its own JSON.stringify instead was
+ * slower: V8 serializes a flat object in one native pass.)
+ */
 export function encodeSpans(projectId: number, spans: readonly SpanRecord[], source: string, receivedMs: number): EncodedSpans {
-  const res = resourceCache();
   const d = derived();
-  const tail = `,"source":${str(source)},"received_ms":${num(receivedMs)}}\n`;
-  const pid = `{"project_id":${projectId},`;
   let rows = '';
   let entries = '';
   for (const sp of spans) {
-    const operation = operationOf(sp);
-    const r = res(sp.resource);
-    const entry = isEntry(sp);
-    const duration = num(Math.max(0, sp.end_ms - sp.start_ms));
-    const start = num(sp.start_ms);
-    const trace = str(sp.trace_id);
-    const spanId = str(sp.span_id);
-    const op = str(operation);
-    const service = str(sp.service_name);
-    rows +=
-      `${pid}"start_ms":${start},"trace_id":${trace},"span_id":${spanId},"parent_span_id":${str(sp.parent_span_id ?? '')},` +
-      `"trace_state":${str(sp.trace_state)},"name":${str(sp.name)},"operation":${op},"kind":${num(sp.kind)},"is_entry":${entry ? 1 : 0},` +
-      `"service_name":${service},"environment":${r.env},"service_version":${r.ver},"end_ms":${num(sp.end_ms)},"duration_ms":${duration},` +
-      `"status_code":${num(sp.status_code)},"status_message":${str(sp.status_message)},"attributes":${str(JSON.stringify(sp.attributes))},` +
-      `"events":${sp.events.length ? str(JSON.stringify(sp.events)) : '""'},"links":${sp.links.length ? str(JSON.stringify(sp.links)) : '""'},` +
-      `"scope_name":${str(sp.scope.name)},"scope_version":${str(sp.scope.version ?? '')}${tail}`;
-    d.span(projectId, sp.trace_id, sp.start_ms, sp.end_ms, sp.status_code);
-    if (entry) {
-      entries += `${pid}"service_name":${service},"operation":${op},"start_ms":${start},"trace_id":${trace},"span_id":${spanId},"environment":${r.env},"duration_ms":${duration},"status_code":${num(sp.status_code)}}\n`;
-      d.entry(projectId, sp.service_name, operation, sp.start_ms);
+    const r = spanRow(projectId, sp, source, receivedMs);
+    rows += JSON.stringify(r) + '\n';
+    d.span(projectId, r.trace_id, r.start_ms, r.end_ms, r.status_code);
+    if (r.is_entry) {
+      entries += JSON.stringify(entryRow(r)) + '\n';
+      d.entry(projectId, r.service_name, r.operation, r.start_ms);
     }
   }
   return { projectId, source, receivedMs, count: spans.length, spans: utf8(rows), entries: utf8(entries), chunks: utf8(d.chunkText()), ops: d.ops() };
 }
 
-/** A span row as `spans` stores it (schema.ts); the fields of a copied row (migrate.ts). */
-export interface ChSpanRowLike {
-  project_id: number;
-  start_ms: number;
-  trace_id: string;
-  span_id: string;
-  service_name: string;
-  operation: string;
-  environment: string;
-  end_ms: number;
-  duration_ms: number;
-  status_code: number;
-  is_entry: number;
-}
-
 /** Row objects (a copy from SQLite, of any projects) → the same text and derived rows. */
-export function encodeRowObjects(rowObjs: readonly ChSpanRowLike[]): EncodedSpans {
+export function encodeRowObjects(rowObjs: readonly ChSpanRow[]): EncodedSpans {
   const d = derived();
   let rows = '';
   let entries = '';
@@ -164,22 +207,43 @@ export function encodeRowObjects(rowObjs: readonly ChSpanRowLike[]): EncodedSpan
     rows += JSON.stringify(r) + '\n';
     d.span(r.project_id, r.trace_id, r.start_ms, r.end_ms, r.status_code);
     if (r.is_entry) {
-      entries +=
-        JSON.stringify({
-          project_id: r.project_id,
-          service_name: r.service_name,
-          operation: r.operation,
-          start_ms: r.start_ms,
-          trace_id: r.trace_id,
-          span_id: r.span_id,
-          environment: r.environment,
-          duration_ms: r.duration_ms,
-          status_code: r.status_code,
-        }) + '\n';
+      entries += JSON.stringify(entryRow(r)) + '\n';
       d.entry(r.project_id, r.service_name, r.operation, r.start_ms);
     }
   }
   return { projectId: -1, source: '', receivedMs: 0, count: rowObjs.length, spans: utf8(rows), entries: utf8(entries), chunks: utf8(d.chunkText()), ops: d.ops() };
+}
+
+const NO_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
+const NONE: never[] = Object.freeze([]) as unknown as never[];
+const NO_SCOPE = Object.freeze({ name: '', attributes: NO_ATTRIBUTES }) as SpanRecord['scope'];
+
+/**
+ * A span reduced to what the main thread's writers still read once its ClickHouse rows are encoded
+ * and it is no AI work (the release rollups: service, resource, kind, parent, times, status; no ids): a
+ * decode worker posts these instead of whole spans, so the main thread does not receive (structured
+ * clone) and collect every attribute, event and link it never reads. The emptied fields share one
+ * frozen object, cloned once per message.
+ */
+export function slimSpan(sp: SpanRecord): SpanRecord {
+  return {
+    trace_id: '',
+    span_id: '',
+    parent_span_id: sp.parent_span_id,
+    trace_state: '',
+    name: '',
+    kind: sp.kind,
+    start_ms: sp.start_ms,
+    end_ms: sp.end_ms,
+    status_code: sp.status_code,
+    status_message: '',
+    attributes: NO_ATTRIBUTES,
+    events: NONE,
+    links: NONE,
+    resource: sp.resource,
+    scope: NO_SCOPE,
+    service_name: sp.service_name,
+  };
 }
 
 /**

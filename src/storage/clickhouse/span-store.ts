@@ -1,64 +1,9 @@
 import type { SpanRecord } from '../../domain/telemetry-types.js';
 import type { BatchParticipant } from '../write-batcher.js';
-import { environmentOf, operationOf, serviceVersionOf } from '../sqlite-telemetry-store.js';
 import type { ChEngine } from './client.js';
-import { encodeRowObjects, encodeSpans, opKey, takeEncoded, wellFormed, type EncodedSpans } from './span-rows.js';
+import { encodeRowObjects, encodeSpans, opKey, takeEncoded, type ChSpanRow, type EncodedSpans } from './span-rows.js';
 
-export { utcDay } from './span-rows.js';
-
-/** A span as its ClickHouse row (schema.ts, table `spans`). */
-export interface ChSpanRow {
-  project_id: number;
-  start_ms: number;
-  trace_id: string;
-  span_id: string;
-  parent_span_id: string;
-  trace_state: string;
-  name: string;
-  operation: string;
-  kind: number;
-  is_entry: number;
-  service_name: string;
-  environment: string;
-  service_version: string;
-  end_ms: number;
-  duration_ms: number;
-  status_code: number;
-  status_message: string;
-  attributes: string;
-  events: string;
-  links: string;
-  scope_name: string;
-  scope_version: string;
-  source: string;
-  received_ms: number;
-}
-
-/** An entry span's row in `entry_spans` (schema.ts, migration 2): what operation stats and lists read. */
-export interface ChEntryRow {
-  project_id: number;
-  service_name: string;
-  operation: string;
-  start_ms: number;
-  trace_id: string;
-  span_id: string;
-  environment: string;
-  duration_ms: number;
-  status_code: number;
-}
-
-/** The `entry_spans` row of an entry span's `spans` row (the backfill in schema.ts selects the same columns). */
-export const entryRow = (r: ChSpanRow): ChEntryRow => ({
-  project_id: r.project_id,
-  service_name: r.service_name,
-  operation: r.operation,
-  start_ms: r.start_ms,
-  trace_id: r.trace_id,
-  span_id: r.span_id,
-  environment: r.environment,
-  duration_ms: r.duration_ms,
-  status_code: r.status_code,
-});
+export { entryRow, spanRow, utcDay, type ChEntryRow, type ChSpanRow } from './span-rows.js';
 
 /** Text waiting for its insert: JSONEachRow pieces per table, and entry operations not yet written by this process. */
 interface Rows {
@@ -78,38 +23,6 @@ const isEmpty = (r: Rows) => !r.spans.length && !r.entries.length && !r.chunks.l
 const opsText = (ops: Rows['ops']): Uint8Array[] =>
   ops.length ? [Buffer.from(ops.map(([project_id, service_name, operation, day]) => JSON.stringify({ project_id, service_name, operation, day }) + '\n').join(''), 'utf8')] : [];
 
-/** Span → row; the same derivations as the SQLite writer (operation, environment, service version). */
-export function spanRow(projectId: number, sp: SpanRecord, source: string, receivedMs: number): ChSpanRow {
-  const operation = operationOf(sp);
-  const duration = Math.max(0, sp.end_ms - sp.start_ms);
-  const w = wellFormed; // lone surrogates: see span-rows.ts
-  return {
-    project_id: projectId,
-    start_ms: sp.start_ms,
-    trace_id: w(sp.trace_id),
-    span_id: w(sp.span_id),
-    parent_span_id: w(sp.parent_span_id ?? ''),
-    trace_state: w(sp.trace_state),
-    name: w(sp.name),
-    operation: w(operation),
-    kind: sp.kind,
-    is_entry: sp.kind === 2 || sp.kind === 5 || !sp.parent_span_id ? 1 : 0,
-    service_name: w(sp.service_name),
-    environment: w(environmentOf(sp.resource)),
-    service_version: w(serviceVersionOf(sp.resource)),
-    end_ms: sp.end_ms,
-    duration_ms: duration,
-    status_code: sp.status_code,
-    status_message: w(sp.status_message),
-    attributes: JSON.stringify(sp.attributes),
-    events: sp.events.length ? JSON.stringify(sp.events) : '',
-    links: sp.links.length ? JSON.stringify(sp.links) : '',
-    scope_name: w(sp.scope.name),
-    scope_version: w(sp.scope.version ?? ''),
-    source: w(source),
-    received_ms: receivedMs,
-  };
-}
 
 /**
  * Spans bound for ClickHouse. Inside a write batch (src/storage/write-batcher.ts) a job's rows are
