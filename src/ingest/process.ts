@@ -158,7 +158,7 @@ function processOtlp(job: Extract<IngestJob, { kind: 'otlp' }>): IngestResult {
           s.ch = encodeSpans(ch.projectId, s.spans!, 'otlp', t);
           // No AI work in the slice (none prepared, none asking for privacy): the writers on the main
           // thread read only what slimSpan keeps; the rest travels as the encoded rows.
-          if (process.env.SIGHTLINE_CH_SLIM !== '0' && !s.ai && !s.spans!.some((sp) => observationFromSpan(sp, 'otlp'))) s.spans = s.spans!.map(slimSpan);
+          if (!s.ai && !s.spans!.some((sp) => observationFromSpan(sp, 'otlp'))) s.spans = s.spans!.map(slimSpan);
         }
       for (const e of chunk(errors, SLICE_ERRORS)) slices.push({ errors: e });
       return {

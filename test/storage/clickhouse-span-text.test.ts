@@ -132,3 +132,41 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('awkward strings through O
     expect(stored.map((s) => s.name).sort()).toEqual(AWKWARD.map(wellFormed).sort());
   });
 });
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('what the main thread still writes for spans bound for ClickHouse', () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer();
+  });
+  afterAll(() => t.close());
+
+  it('counts every span in the release rollups and maps AI spans to observations, in SQLite', async () => {
+    const now = Date.now();
+    const span = (i: number, attributes: { key: string; value: { stringValue: string } }[]) => ({
+      traceId: 'ef'.repeat(16),
+      spanId: (i + 1).toString(16).padStart(16, '0'),
+      name: `op ${i}`,
+      kind: 2,
+      startTimeUnixNano: String((now - 30_000 + i) * 1e6),
+      endTimeUnixNano: String((now - 30_000 + i + 4) * 1e6),
+      attributes,
+      status: { code: i === 1 ? 2 : 1 },
+    });
+    const plain = [0, 1, 2].map((i) => span(i, [{ key: 'http.route', value: { stringValue: '/x' } }]));
+    const ai = [span(3, [{ key: 'gen_ai.operation.name', value: { stringValue: 'chat' } }, { key: 'gen_ai.request.model', value: { stringValue: 'm-1' } }])];
+    for (const spans of [plain, ai]) {
+      const body = JSON.stringify({
+        resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'rollup-svc' } }, { key: 'service.version', value: { stringValue: '9.9.9' } }] }, scopeSpans: [{ spans }] }],
+      });
+      const r = await fetch(`${t.url}/ingest/v1/traces`, { method: 'POST', body, headers: { 'x-service-key': t.keys.ingest, 'content-type': 'application/json' } });
+      expect(r.status).toBe(200);
+    }
+    const rollup = t.s.db.prepare("SELECT sum(spans) AS spans, sum(requests) AS requests, sum(errors) AS errors FROM release_rollup_1m WHERE service_name = 'rollup-svc' AND version = '9.9.9'").get();
+    expect(rollup).toEqual({ spans: 4, requests: 4, errors: 1 });
+    const obs = t.s.db.prepare('SELECT span_id, model FROM agent_observations').all();
+    expect(obs).toEqual([{ span_id: (4).toString(16).padStart(16, '0'), model: 'm-1' }]);
+    const stored = await t.s.services.clickhouse!.engine.query<{ name: string; attributes: string }>("SELECT name, attributes FROM spans WHERE service_name = 'rollup-svc' ORDER BY span_id");
+    expect(stored.map((r) => r.name)).toEqual(['op 0', 'op 1', 'op 2', 'op 3']);
+    expect(JSON.parse(stored[0]!.attributes)).toEqual({ 'http.route': '/x' });
+  });
+});
