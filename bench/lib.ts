@@ -45,13 +45,14 @@ export interface BenchServer {
  * `sightline start` in a child process on a free port (rate limit out of the way), waiting until it
  * answers. On an empty database the printed project and keys are parsed from its banner.
  */
-export async function startBenchServer(dbFile: string, env: Record<string, string> = {}): Promise<BenchServer> {
+/** `checkout`: another checkout's directory to run its `bin/sightline.mjs` instead (a before/after comparison). */
+export async function startBenchServer(dbFile: string, env: Record<string, string> = {}, checkout?: string): Promise<BenchServer> {
   const { spawn } = await import('node:child_process');
   const { join } = await import('node:path');
   const port = await freePort();
   // BENCH_SERVER_NODE_ARGS: extra node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, not allowed in NODE_OPTIONS).
   const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, join(import.meta.dirname, '..', 'bin/sightline.mjs'), 'start'], {
+  const child = spawn(process.execPath, [...nodeArgs, join(checkout ?? join(import.meta.dirname, '..'), 'bin/sightline.mjs'), 'start'], {
     env: { ...process.env, SIGHTLINE_DB: dbFile, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGHTLINE_RATE_LIMIT: '100000000', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -14,7 +14,15 @@
  *    traces.get; p95 of sequential calls after a warm-up.
  *
  *   npx tsx bench/scale.ts [--spans 1000000] [--seconds 8] [--procs 1,2,3] [--connections 8] [--runs 15] [--sqlite-max 2000000]
- *     [--clickhouse-url http://127.0.0.1:8123] [--keep DIR]
+ *     [--clickhouse-url http://127.0.0.1:8123] [--keep DIR] [--ingest-only] [--baseline CHECKOUT] [--rounds 1] [--alt-env K=V]
+ *
+ * The ingest table gives CPU per span beside the wall rate (the machine is shared: CPU per span is
+ * the figure that compares): the Sightline processes' CPU (all threads, from /proc/<pid>/stat) and
+ * clickhouse-server's (the private one: a child of this process) over the measured seconds, divided
+ * by the spans acknowledged, with the load average. `--baseline CHECKOUT` runs each process count
+ * with that checkout's `bin/sightline.mjs` too (another git worktree: "before"), alternating with
+ * this one `--rounds` times; `--alt-env K=V,K2=V2` adds a run of this checkout with those variables
+ * (a setting compared in the same run). `--ingest-only` skips the store path and reads.
  *
  * SQLite is seeded and read only up to --sqlite-max spans (its seeding is the slow part at 10M).
  * `--clickhouse-url` uses a running server instead of starting a private one; with `--keep DIR` as
@@ -22,7 +30,7 @@
  * server, the control file and keys in DIR) and a later run with the same DIR and size reads it
  * without seeding again (seeding 10M spans takes minutes).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import http from 'node:http';
@@ -44,10 +52,50 @@ const RUNS = Number(flag('runs', '15'));
 const SQLITE_MAX = Number(flag('sqlite-max', '2000000'));
 const CH_URL = flag('clickhouse-url', '');
 const KEEP = flag('keep', '');
+const INGEST_ONLY = process.argv.includes('--ingest-only');
+const BASELINE = flag('baseline', '');
+const ROUNDS = Number(flag('rounds', '1'));
+const ALT_ENV = flag('alt-env', '');
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
 const DAY = 86_400_000;
 const SERVICES = ['web', 'checkout', 'payments', 'search', 'inventory', 'users'];
 const ROUTES = ['/orders/{id}', '/cart', '/checkout', '/users/{id}/profile', '/search', '/items/{id}', '/login', '/health'];
+
+const TICK_US = 1e6 / 100; // USER_HZ: /proc/<pid>/stat times are in 1/100 s on Linux
+
+/** CPU time (user + system, every thread) of a process in µs, from /proc/<pid>/stat; 0 when it is gone. */
+function cpuUs(pid: number): number {
+  try {
+    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * TICK_US; // utime, stime (fields 14 and 15)
+  } catch {
+    return 0;
+  }
+}
+
+/** The clickhouse-server this process started (a child), or null (an outside server: --clickhouse-url). */
+function clickHouseChildPid(): number | null {
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const comm = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'));
+      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid === process.pid && comm.startsWith('clickhouse')) return Number(d);
+    } catch {
+      /* gone */
+    }
+  }
+  return null;
+}
+
+/** clickhouse-server's insert queries and rows inserted so far (system.events; every table, views included). */
+async function chInserts(url: string): Promise<{ queries: number; rows: number }> {
+  const r = await fetch(`${url}/?query=${encodeURIComponent("SELECT event, value FROM system.events WHERE event IN ('InsertQuery', 'InsertedRows') FORMAT TSV")}`);
+  const m = new Map((await r.text()).trim().split('\n').map((l) => l.split('\t') as [string, string]));
+  return { queries: Number(m.get('InsertQuery') ?? 0), rows: Number(m.get('InsertedRows') ?? 0) };
+}
 
 /** Spans of one day ending at NOW: traces of 8 (an entry span, then children in other services), 2% failed. */
 export function* spanBatches(n: number, batch = 4096): Generator<{ spans: SpanRecord[]; traceIds: string[]; errorTraceIds: string[] }> {
@@ -187,7 +235,7 @@ async function reads(sd: Seeded): Promise<Map<string, number>> {
 }
 
 /** OTLP batches posted to the processes round-robin for SECONDS; spans/s acknowledged. */
-async function ingest(servers: BenchServer[], key: string): Promise<{ rate: number; p50: number; p99: number; failures: number }> {
+async function ingest(servers: BenchServer[], key: string): Promise<{ rate: number; p50: number; p99: number; failures: number; spans: number }> {
   const bodies = Array.from({ length: 16 }, (_, i) => otlpTraceBatch(i, 8));
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS * servers.length });
   const lat: number[] = [];
@@ -222,7 +270,7 @@ async function ingest(servers: BenchServer[], key: string): Promise<{ rate: numb
   const seconds = (performance.now() - t0) / 1000;
   agent.destroy();
   lat.sort((a, b) => a - b);
-  return { rate: (ok * 512) / seconds, p50: lat[Math.floor(lat.length / 2)] ?? 0, p99: lat[Math.floor(lat.length * 0.99)] ?? 0, failures };
+  return { rate: (ok * 512) / seconds, p50: lat[Math.floor(lat.length / 2)] ?? 0, p99: lat[Math.floor(lat.length * 0.99)] ?? 0, failures, spans: ok * 512 };
 }
 
 async function main() {
@@ -234,55 +282,82 @@ async function main() {
   const rows: string[] = [];
   try {
     // 1 + 3: store path and reads, ClickHouse then SQLite.
-    const chDb = KEEP ? `bench_keep_${N}` : `bench_${Date.now()}`;
-    const chSeeded = await seeded(N, `${ch.url}/${chDb}`, KEEP || undefined);
-    if (Number.isNaN(chSeeded.seedSeconds)) console.error(`ClickHouse: ${N.toLocaleString('en')} spans kept in ${chDb} (${KEEP}), not seeded again`);
-    else console.error(`ClickHouse: ${N.toLocaleString('en')} spans in ${chSeeded.seedSeconds.toFixed(1)} s (${chSeeded.cpuSeconds.toFixed(1)} CPU s in this process)`);
-    const load0 = loadavg().map((x) => x.toFixed(1)).join(' ');
-    const chReads = await reads(chSeeded);
-    console.error(`ClickHouse reads: load average ${load0} before, ${loadavg().map((x) => x.toFixed(1)).join(' ')} after`);
-    await chSeeded.close();
-    if (!KEEP) await dropDatabase(ch.url, chDb);
+    let chSeeded: Seeded | null = null;
+    let chReads = new Map<string, number>();
     let sqSeeded: Seeded | null = null;
     let sqReads: Map<string, number> | null = null;
-    if (N <= SQLITE_MAX) {
-      sqSeeded = await seeded(N, null);
-      console.error(`SQLite: ${N.toLocaleString('en')} spans in ${sqSeeded.seedSeconds.toFixed(1)} s`);
-      sqReads = await reads(sqSeeded);
-      await sqSeeded.close();
+    if (!INGEST_ONLY) {
+      const chDb = KEEP ? `bench_keep_${N}` : `bench_${Date.now()}`;
+      chSeeded = await seeded(N, `${ch.url}/${chDb}`, KEEP || undefined);
+      if (Number.isNaN(chSeeded.seedSeconds)) console.error(`ClickHouse: ${N.toLocaleString('en')} spans kept in ${chDb} (${KEEP}), not seeded again`);
+      else console.error(`ClickHouse: ${N.toLocaleString('en')} spans in ${chSeeded.seedSeconds.toFixed(1)} s (${chSeeded.cpuSeconds.toFixed(1)} CPU s in this process)`);
+      const load0 = loadavg().map((x) => x.toFixed(1)).join(' ');
+      chReads = await reads(chSeeded);
+      console.error(`ClickHouse reads: load average ${load0} before, ${loadavg().map((x) => x.toFixed(1)).join(' ')} after`);
+      await chSeeded.close();
+      if (!KEEP) await dropDatabase(ch.url, chDb);
+      if (N <= SQLITE_MAX) {
+        sqSeeded = await seeded(N, null);
+        console.error(`SQLite: ${N.toLocaleString('en')} spans in ${sqSeeded.seedSeconds.toFixed(1)} s`);
+        sqReads = await reads(sqSeeded);
+        await sqSeeded.close();
+      }
     }
 
     // 2: HTTP ingest with 1..3 processes on one SQLite file and one ClickHouse database.
     const ingestRows: string[] = [];
-    for (const procs of PROCS) {
-      const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scale-http-'));
-      const db = `bench_http_${procs}_${Date.now()}`;
-      const env = { SIGHTLINE_CLICKHOUSE_URL: `${ch.url}/${db}` };
-      const servers: BenchServer[] = [await startBenchServer(join(dir, 'bench.db'), env)];
-      for (let i = 1; i < procs; i++) servers.push(await startBenchServer(join(dir, 'bench.db'), env));
-      const key = servers[0]!.keys!.ingest;
-      await ingest(servers, key); // warm-up: workers, statements, the ClickHouse tables
-      const r = await ingest(servers, key);
-      const stored = await (await fetch(`${ch.url}/?query=${encodeURIComponent(`SELECT count() FROM \`${db}\`.spans`)}`)).text();
-      ingestRows.push(`| ${procs} | ${Math.round(r.rate).toLocaleString('en')} | ${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} | ${r.failures} | ${Number(stored).toLocaleString('en')} |`);
-      for (const s of servers) s.child.kill('SIGTERM');
-      await Promise.all(servers.map((s) => new Promise((res) => (s.child.exitCode !== null ? res(null) : s.child.once('exit', res)))));
-      await dropDatabase(ch.url, db);
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const chPid = clickHouseChildPid();
+    const variants: { label: string; checkout?: string; env?: Record<string, string> }[] = BASELINE ? [{ label: 'before', checkout: BASELINE }, { label: 'after' }] : [{ label: 'this' }];
+    if (ALT_ENV) variants.push({ label: ALT_ENV, env: Object.fromEntries(ALT_ENV.split(',').map((kv) => kv.split('=') as [string, string])) });
+    for (let round = 0; round < ROUNDS; round++)
+      for (const procs of PROCS)
+        for (const v of variants) {
+          const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scale-http-'));
+          const db = `bench_http_${procs}_${Date.now()}`;
+          const env = { SIGHTLINE_CLICKHOUSE_URL: `${ch.url}/${db}`, ...v.env };
+          const servers: BenchServer[] = [await startBenchServer(join(dir, 'bench.db'), env, v.checkout)];
+          for (let i = 1; i < procs; i++) servers.push(await startBenchServer(join(dir, 'bench.db'), env, v.checkout));
+          const key = servers[0]!.keys!.ingest;
+          await ingest(servers, key); // warm-up: workers, statements, the ClickHouse tables
+          const cpu0 = servers.map((x) => cpuUs(x.child.pid!));
+          const ch0 = chPid ? cpuUs(chPid) : 0;
+          const ins0 = await chInserts(ch.url);
+          const r = await ingest(servers, key);
+          const ins1 = await chInserts(ch.url);
+          const perInsert = (ins1.rows - ins0.rows) / Math.max(1, ins1.queries - ins0.queries);
+          const slUs = servers.reduce((a, x, i) => a + cpuUs(x.child.pid!) - cpu0[i]!, 0) / r.spans;
+          const chUs = chPid ? (cpuUs(chPid) - ch0) / r.spans : NaN;
+          const load = loadavg()[0]!.toFixed(1);
+          const stored = await (await fetch(`${ch.url}/?query=${encodeURIComponent(`SELECT count() FROM \`${db}\`.spans`)}`)).text();
+          const f = (x: number) => (Number.isNaN(x) ? '–' : x.toFixed(1));
+          ingestRows.push(
+            `| ${procs}${variants.length > 1 ? ` ${v.label}` : ''} | ${Math.round(r.rate).toLocaleString('en')} | ${f(slUs)} | ${f(chUs)} | ${f(slUs + chUs)} | ${load} | ${Math.round(perInsert).toLocaleString('en')} | ${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} | ${r.failures} | ${Number(stored).toLocaleString('en')} |`,
+          );
+          console.error(ingestRows.at(-1));
+          for (const s of servers) s.child.kill('SIGTERM');
+          await Promise.all(servers.map((s) => new Promise((res) => (s.child.exitCode !== null ? res(null) : s.child.once('exit', res)))));
+          await dropDatabase(ch.url, db);
+          rmSync(dir, { recursive: true, force: true });
+        }
 
     console.log(`\nbench/scale.ts — ${N.toLocaleString('en')} spans; clickhouse-server ${ch.version}; load average ${loadavg()[0]!.toFixed(1)} at the end\n`);
-    console.log('| store path (this process, no HTTP) | spans/s |');
-    console.log('|---|---:|');
-    console.log(`| ClickHouse span store | ${Number.isNaN(chSeeded.seedSeconds) ? '– (kept)' : Math.round(N / chSeeded.seedSeconds).toLocaleString('en')} |`);
-    if (sqSeeded) console.log(`| SQLite span writer | ${Math.round(N / sqSeeded.seedSeconds).toLocaleString('en')} |`);
-    console.log(`\n| processes (OTLP over HTTP, ${CONNECTIONS} connections, ${SECONDS} s) | spans/s acknowledged | p50 / p99 ack ms | non-200 | spans in ClickHouse |`);
-    console.log('|---:|---:|---:|---:|---:|');
+    if (chSeeded) {
+      console.log('| store path (this process, no HTTP) | spans/s |');
+      console.log('|---|---:|');
+      console.log(`| ClickHouse span store | ${Number.isNaN(chSeeded.seedSeconds) ? '– (kept)' : Math.round(N / chSeeded.seedSeconds).toLocaleString('en')} |`);
+      if (sqSeeded) console.log(`| SQLite span writer | ${Math.round(N / sqSeeded.seedSeconds).toLocaleString('en')} |\n`);
+    }
+    console.log(
+      `| processes (OTLP over HTTP, ${CONNECTIONS} connections, ${SECONDS} s) | spans/s acknowledged | Sightline CPU µs/span | clickhouse-server CPU µs/span | total µs/span | load avg | rows per ClickHouse insert | p50 / p99 ack ms | non-200 | spans in ClickHouse |`,
+    );
+    console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const r of ingestRows) console.log(r);
-    console.log(`\n| read p95 ms at ${N.toLocaleString('en')} spans (${RUNS} calls) | ClickHouse | SQLite |`);
-    console.log('|---|---:|---:|');
-    for (const [label, v] of chReads) rows.push(`| ${label} | ${v.toFixed(0)} | ${sqReads ? sqReads.get(label)!.toFixed(0) : '–'} |`);
-    for (const r of rows) console.log(r);
+    if (chReads.size) {
+      console.log(`\n| read p95 ms at ${N.toLocaleString('en')} spans (${RUNS} calls) | ClickHouse | SQLite |`);
+      console.log('|---|---:|---:|');
+      for (const [label, v] of chReads) rows.push(`| ${label} | ${v.toFixed(0)} | ${sqReads ? sqReads.get(label)!.toFixed(0) : '–'} |`);
+      for (const r of rows) console.log(r);
+    }
   } finally {
     await ch.stop();
   }

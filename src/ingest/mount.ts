@@ -19,6 +19,7 @@ import { mountStripeWebhook } from './stripe-webhook.js';
 import { feedbackUserFields } from './sentry/normalize.js';
 import { userField } from '../domain/errors/users.js';
 import { attachPrepared } from '../domain/ai/prepared.js';
+import { attachEncoded } from '../storage/clickhouse/span-rows.js';
 
 const SENTRY_CORS = {
   'Access-Control-Allow-Origin': '*',
@@ -93,6 +94,7 @@ export function buildIngestRouter(s: Sightline): Router {
         for (const c of slice.checkIns ?? []) services.ingestMisc.recordCheckIn(pid, c, t);
         if (slice.spans?.length) {
           if (slice.ai) attachPrepared(slice.spans, slice.ai);
+          if (slice.ch) attachEncoded(slice.spans, slice.ch);
           services.telemetry.insertSpans(pid, slice.spans, source, t);
         }
         if (slice.logs?.length) services.telemetry.insertLogs(pid, slice.logs, source, t);
@@ -129,7 +131,9 @@ export function buildIngestRouter(s: Sightline): Router {
     const id = ingestIdentity(services, credentialFromHeaders(ctx.headers), now());
     const body = await readIngestBody(ctx, bodyLimits);
     const t = now();
-    const run = await decode({ kind: 'otlp', signal, enc, body, receivedMs: t, limits });
+    // Spans bound for ClickHouse are encoded as its rows on the decode worker (span-rows.ts).
+    const clickhouse = signal === 'traces' && services.clickhouse ? { projectId: Number(id.project.id) } : undefined;
+    const run = await decode({ kind: 'otlp', signal, enc, body, receivedMs: t, limits, ...(clickhouse ? { clickhouse } : {}) });
     try {
       quota.take(id.project.id, run.head.quotaRecords, t);
     } catch (err) {

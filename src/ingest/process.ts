@@ -14,10 +14,21 @@ import { itemJson, parseEnvelope, replayRecordingHeader, SentryParseError, type 
 import { errorEventFromSentry, feedbackFromSentry, logsFromSentryLogItem, sessionsFromSentry, spansFromSpanItem, spansFromTransaction, type FeedbackRecord } from './sentry/normalize.js';
 import { errorEventsFromSpans } from './pipeline.js';
 import { prepareObservation, type PackedObservation, type PreparedSlice } from '../domain/ai/prepared.js';
+import { encodeSpans, slimSpan, type EncodedSpans } from '../storage/clickhouse/span-rows.js';
+import { observationFromSpan } from '../domain/ai/otel-mapping.js';
 import { clampEventTime, limitLog, limitPoint, limitSpan, newLimitCounts, type IngestLimits, type LimitCounts } from './limits.js';
 
 export type IngestJob =
-  | { kind: 'otlp'; signal: OtlpSignal; enc: OtlpEncoding; body: Uint8Array; receivedMs: number; limits: IngestLimits }
+  | {
+      kind: 'otlp';
+      signal: OtlpSignal;
+      enc: OtlpEncoding;
+      body: Uint8Array;
+      receivedMs: number;
+      limits: IngestLimits;
+      /** Spans go to ClickHouse: each slice also carries its rows' JSONEachRow text for this project (span-rows.ts). */
+      clickhouse?: { projectId: number };
+    }
   | { kind: 'envelope'; body: Uint8Array; receivedMs: number; limits: IngestLimits }
   | { kind: 'store'; body: Uint8Array; receivedMs: number; limits: IngestLimits };
 
@@ -45,9 +56,12 @@ export type KeyedEvent = KeyedErrorEvent & { json: EventJson };
 
 /** One bounded step of writes. Arrays are absent when empty. */
 export interface IngestSlice {
+  /** With `ch` and no AI work among them, slimmed (span-rows.ts `slimSpan`): only what the main thread's writers read. */
   spans?: SpanRecord[];
   /** The AI observations of `spans`, mapped here (src/domain/ai/prepared.ts). */
   ai?: PreparedSlice;
+  /** The ClickHouse rows of `spans`, encoded here (src/storage/clickhouse/span-rows.ts). */
+  ch?: EncodedSpans;
   logs?: LogRecordOut[];
   points?: MetricPointRecord[];
   errors?: KeyedEvent[];
@@ -138,6 +152,14 @@ function processOtlp(job: Extract<IngestJob, { kind: 'otlp' }>): IngestResult {
       const errors = errorEventsFromSpans(r.records, t).map((e) => keyed(clampEventTime(e, l, ec)));
       const spans = r.records.map((sp) => limitSpan(sp, l, c, t));
       const slices: IngestSlice[] = chunk(spans, SLICE_RECORDS).map((s) => spanSlice(s, 'otlp', t));
+      const ch = job.clickhouse;
+      if (ch)
+        for (const s of slices) {
+          s.ch = encodeSpans(ch.projectId, s.spans!, 'otlp', t);
+          // No AI work in the slice (none prepared, none asking for privacy): the writers on the main
+          // thread read only what slimSpan keeps; the rest travels as the encoded rows.
+          if (!s.ai && !s.spans!.some((sp) => observationFromSpan(sp, 'otlp'))) s.spans = s.spans!.map(slimSpan);
+        }
       for (const e of chunk(errors, SLICE_ERRORS)) slices.push({ errors: e });
       return {
         head: { quotaRecords: spans.length, rejected: r.rejected, rejectionMessage: r.rejectionMessage, itemCount: spans.length, outcomes: [...limitOutcomes('span', c), ...limitOutcomes('error', ec)] },

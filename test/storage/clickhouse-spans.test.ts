@@ -113,7 +113,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', (
   });
 
   it('fails every job of a batch whose insert fails, and acknowledges none', async () => {
-    const broken: ChEngine = { ...engine, insert: async () => Promise.reject(new Error('ClickHouse is down')), close: async () => {} };
+    const broken: ChEngine = { ...engine, insertLines: async () => Promise.reject(new Error('ClickHouse is down')), close: async () => {} };
     const store = createChSpanStore(broken);
     const batch = createWriteBatcher(db, 512, [store.participant]);
     const a = batch(() => store.add('8', [span(10)], 'otlp', 1));
@@ -124,7 +124,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', (
 
   it('coalesces batches that wait behind an insert into one insert', async () => {
     let inserts = 0;
-    const counting: ChEngine = { ...engine, insert: async (t, r) => (t === 'spans' && inserts++, engine.insert(t, r)), close: async () => {} };
+    const counting: ChEngine = { ...engine, insertLines: async (t, p) => (t === 'spans' && inserts++, engine.insertLines(t, p)), close: async () => {} };
     const store = createChSpanStore(counting);
     const batch = createWriteBatcher(db, 1, [store.participant]); // one job per batch: one commit each
     const jobs = [];

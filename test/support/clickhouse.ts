@@ -159,6 +159,10 @@ export function createChdbEngine(): ChEngine & { database: string } {
       if (!rows.length) return;
       run(`INSERT INTO ${table} FORMAT JSONEachRow\n${rows.map((r) => JSON.stringify(r)).join('\n')}`);
     },
+    async insertLines(table, pieces) {
+      const text = pieces.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('utf8')).join('');
+      if (text) run(`INSERT INTO ${table} FORMAT JSONEachRow\n${text}`);
+    },
     async close() {
       session.query(`DROP DATABASE IF EXISTS \`${database}\``);
     },

@@ -1,77 +1,16 @@
 import type { SpanRecord } from '../../domain/telemetry-types.js';
 import type { BatchParticipant } from '../write-batcher.js';
-import { environmentOf, operationOf, serviceVersionOf } from '../sqlite-telemetry-store.js';
 import type { ChEngine } from './client.js';
+import { encodeRowObjects, encodeSpans, opKey, takeEncoded, type ChSpanRow, type EncodedSpans } from './span-rows.js';
 
-/** A span as its ClickHouse row (schema.ts, table `spans`). */
-export interface ChSpanRow {
-  project_id: number;
-  start_ms: number;
-  trace_id: string;
-  span_id: string;
-  parent_span_id: string;
-  trace_state: string;
-  name: string;
-  operation: string;
-  kind: number;
-  is_entry: number;
-  service_name: string;
-  environment: string;
-  service_version: string;
-  end_ms: number;
-  duration_ms: number;
-  status_code: number;
-  status_message: string;
-  attributes: string;
-  events: string;
-  links: string;
-  scope_name: string;
-  scope_version: string;
-  source: string;
-  received_ms: number;
-}
+export { entryRow, spanRow, utcDay, type ChEntryRow, type ChSpanRow } from './span-rows.js';
 
-interface ChunkRow {
-  project_id: number;
-  trace_id: string;
-  min_start_ms: number;
-  max_start_ms: number;
-  max_end_ms: number;
-  span_count: number;
-  error_count: number;
-}
-
-/** An entry span's row in `entry_spans` (schema.ts, migration 2): what operation stats and lists read. */
-export interface ChEntryRow {
-  project_id: number;
-  service_name: string;
-  operation: string;
-  start_ms: number;
-  trace_id: string;
-  span_id: string;
-  environment: string;
-  duration_ms: number;
-  status_code: number;
-}
-
-/** The `entry_spans` row of an entry span's `spans` row (the backfill in schema.ts selects the same columns). */
-export const entryRow = (r: ChSpanRow): ChEntryRow => ({
-  project_id: r.project_id,
-  service_name: r.service_name,
-  operation: r.operation,
-  start_ms: r.start_ms,
-  trace_id: r.trace_id,
-  span_id: r.span_id,
-  environment: r.environment,
-  duration_ms: r.duration_ms,
-  status_code: r.status_code,
-});
-
+/** Text waiting for its insert: JSONEachRow pieces per table, and entry operations not yet written by this process. */
 interface Rows {
-  spans: ChSpanRow[];
-  entries: ChEntryRow[];
-  chunks: ChunkRow[];
-  ops: { project_id: number; service_name: string; operation: string; day: number }[];
+  spans: Uint8Array[];
+  entries: Uint8Array[];
+  chunks: Uint8Array[];
+  ops: [number, string, string, number][];
 }
 const empty = (): Rows => ({ spans: [], entries: [], chunks: [], ops: [] });
 const append = (into: Rows, from: Rows) => {
@@ -81,52 +20,17 @@ const append = (into: Rows, from: Rows) => {
   for (const r of from.ops) into.ops.push(r);
 };
 const isEmpty = (r: Rows) => !r.spans.length && !r.entries.length && !r.chunks.length && !r.ops.length;
+const opsText = (ops: Rows['ops']): Uint8Array[] =>
+  ops.length ? [Buffer.from(ops.map(([project_id, service_name, operation, day]) => JSON.stringify({ project_id, service_name, operation, day }) + '\n').join(''), 'utf8')] : [];
 
-/** Span → row; the same derivations as the SQLite writer (operation, environment, service version). */
-export function spanRow(projectId: number, sp: SpanRecord, source: string, receivedMs: number): ChSpanRow {
-  const operation = operationOf(sp);
-  const duration = Math.max(0, sp.end_ms - sp.start_ms);
-  return {
-    project_id: projectId,
-    start_ms: sp.start_ms,
-    trace_id: sp.trace_id,
-    span_id: sp.span_id,
-    parent_span_id: sp.parent_span_id ?? '',
-    trace_state: sp.trace_state,
-    name: sp.name,
-    operation,
-    kind: sp.kind,
-    is_entry: sp.kind === 2 || sp.kind === 5 || !sp.parent_span_id ? 1 : 0,
-    service_name: sp.service_name,
-    environment: environmentOf(sp.resource),
-    service_version: serviceVersionOf(sp.resource),
-    end_ms: sp.end_ms,
-    duration_ms: duration,
-    status_code: sp.status_code,
-    status_message: sp.status_message,
-    attributes: JSON.stringify(sp.attributes),
-    events: sp.events.length ? JSON.stringify(sp.events) : '',
-    links: sp.links.length ? JSON.stringify(sp.links) : '',
-    scope_name: sp.scope.name,
-    scope_version: sp.scope.version ?? '',
-    source,
-    received_ms: receivedMs,
-  };
-}
-
-/** The UTC day of an epoch-ms time as YYYYMMDD (ClickHouse's toYYYYMMDD of the partition key). */
-export function utcDay(ms: number): number {
-  const d = new Date(Math.max(0, Math.floor(ms)));
-  return d.getUTCFullYear() * 10000 + (d.getUTCMonth() + 1) * 100 + d.getUTCDate();
-}
-const opKey = (pid: number, service: string, operation: string, day: number) => `${pid}\u0000${service}\u0000${operation}\u0000${day}`;
 
 /**
  * Spans bound for ClickHouse. Inside a write batch (src/storage/write-batcher.ts) a job's rows are
  * kept only when its savepoint is released, and the batch's rows are inserted after the SQLite
  * commit (`commit()`), before any job of the batch is acknowledged: an acknowledged span is in
  * ClickHouse. Inserts are coalesced: while one insert is in flight, the rows of later batches wait
- * and go in the next one, so under load inserts grow large, as ClickHouse wants.
+ * and go in the next one, so under load inserts grow large, as ClickHouse wants. Rows travel as
+ * JSONEachRow text (span-rows.ts), made on the decode worker for OTLP spans, else here.
  */
 export function createChSpanStore(engine: ChEngine) {
   let inBatch = false;
@@ -148,13 +52,13 @@ export function createChSpanStore(engine: ChEngine) {
         waiters = [];
         try {
           // Spans first: an entry, chunk or operation row never names spans that are not stored.
-          await engine.insert('spans', rows.spans);
-          await engine.insert('entry_spans', rows.entries);
-          await engine.insert('trace_chunks', rows.chunks);
-          await engine.insert('entry_operations', rows.ops);
+          if (rows.spans.length) await engine.insertLines('spans', rows.spans);
+          if (rows.entries.length) await engine.insertLines('entry_spans', rows.entries);
+          if (rows.chunks.length) await engine.insertLines('trace_chunks', rows.chunks);
+          if (rows.ops.length) await engine.insertLines('entry_operations', opsText(rows.ops));
           for (const x of w) x.resolve();
         } catch (e) {
-          for (const r of rows.ops) seenOps.delete(opKey(r.project_id, r.service_name, r.operation, r.day));
+          forgetOps(rows.ops);
           for (const x of w) x.reject(e);
         }
       }
@@ -172,43 +76,35 @@ export function createChSpanStore(engine: ChEngine) {
     return p;
   };
 
+  const forgetOps = (ops: Rows['ops']) => {
+    for (const [pid, svc, op, day] of ops) seenOps.delete(opKey(pid, svc, op, day));
+  };
+
+  /** Spans of one project; encoded here unless the decode worker did (span-rows.ts, attachEncoded). */
   function add(projectId: string, spans: SpanRecord[], source: string, receivedMs: number): number {
     const pid = Number(projectId);
-    return addRows(spans.map((sp) => spanRow(pid, sp, source, receivedMs)));
+    return addEncoded(takeEncoded(spans, pid, source, receivedMs) ?? encodeSpans(pid, spans, source, receivedMs));
   }
 
   /** Rows already mapped (a copy from SQLite); their chunks and entry operations are derived here. */
   function addRows(spanRows: ChSpanRow[]): number {
+    return addEncoded(encodeRowObjects(spanRows));
+  }
+
+  function addEncoded(enc: EncodedSpans): number {
     const rows = inBatch ? job : empty();
-    const traces = new Map<string, ChunkRow>();
-    for (const r of spanRows) {
-      const pid = r.project_id;
-      rows.spans.push(r);
-      const tk = `${pid}/${r.trace_id}`;
-      let c = traces.get(tk);
-      if (!c) {
-        c = { project_id: pid, trace_id: r.trace_id, min_start_ms: r.start_ms, max_start_ms: r.start_ms, max_end_ms: r.end_ms, span_count: 0, error_count: 0 };
-        traces.set(tk, c);
-      }
-      c.span_count++;
-      if (r.status_code === 2) c.error_count++;
-      if (r.start_ms < c.min_start_ms) c.min_start_ms = r.start_ms;
-      if (r.start_ms > c.max_start_ms) c.max_start_ms = r.start_ms;
-      if (r.end_ms > c.max_end_ms) c.max_end_ms = r.end_ms;
-      if (r.is_entry) {
-        rows.entries.push(entryRow(r));
-        const day = utcDay(r.start_ms);
-        const k = opKey(pid, r.service_name, r.operation, day);
-        if (!seenOps.has(k)) {
-          if (seenOps.size > 200_000) seenOps.clear(); // a re-insert is a harmless duplicate
-          seenOps.add(k);
-          rows.ops.push({ project_id: pid, service_name: r.service_name, operation: r.operation, day });
-        }
-      }
+    if (enc.spans.byteLength) rows.spans.push(enc.spans);
+    if (enc.entries.byteLength) rows.entries.push(enc.entries);
+    if (enc.chunks.byteLength) rows.chunks.push(enc.chunks);
+    for (const o of enc.ops) {
+      const k = opKey(o[0], o[1], o[2], o[3]);
+      if (seenOps.has(k)) continue;
+      if (seenOps.size > 200_000) seenOps.clear(); // a re-insert is a harmless duplicate
+      seenOps.add(k);
+      rows.ops.push(o);
     }
-    for (const c of traces.values()) rows.chunks.push(c);
     if (!inBatch) void enqueue(rows).catch(() => {});
-    return spanRows.length;
+    return enc.count;
   }
 
   const participant: BatchParticipant = {
@@ -219,7 +115,7 @@ export function createChSpanStore(engine: ChEngine) {
     },
     jobEnd(ok) {
       if (ok) append(batch, job);
-      else for (const r of job.ops) seenOps.delete(opKey(r.project_id, r.service_name, r.operation, r.day));
+      else forgetOps(job.ops);
       job = empty();
     },
     end() {
@@ -228,7 +124,7 @@ export function createChSpanStore(engine: ChEngine) {
       batch = empty();
     },
     abort() {
-      for (const r of sealed.ops) seenOps.delete(opKey(r.project_id, r.service_name, r.operation, r.day));
+      forgetOps(sealed.ops);
       sealed = empty();
     },
     commit() {

@@ -1,0 +1,265 @@
+import type { Attributes, SpanRecord } from '../../domain/telemetry-types.js';
+import { environmentOf, operationOf, serviceVersionOf } from '../sqlite-telemetry-store.js';
+
+/**
+ * Spans as the JSONEachRow text of their ClickHouse rows (schema.ts: `spans`, `entry_spans`,
+ * `trace_chunks`), as UTF-8 bytes: on an OTLP decode worker (src/ingest/process.ts) the text is made
+ * where the spans are decoded, so the main thread only passes the bytes on to the insert (issue 20:
+ * the ClickHouse client's JSON.stringify per row object, and the garbage of those objects, were a
+ * third of the main thread). JSON.stringify escapes control characters, quotes and backslashes as
+ * ClickHouse's JSONEachRow reader expects; lone surrogates are replaced before (`wellFormed`).
+ */
+export interface EncodedSpans {
+  projectId: number;
+  source: string;
+  receivedMs: number;
+  /** Spans encoded. */
+  count: number;
+  /** JSONEachRow lines (UTF-8) for `spans`, `entry_spans` and `trace_chunks`. */
+  spans: Uint8Array;
+  entries: Uint8Array;
+  chunks: Uint8Array;
+  /** Distinct (project, service, operation, UTC day) of the entry spans: `entry_operations` rows once per process (span-store.ts). */
+  ops: [number, string, string, number][];
+}
+
+/** The UTC day of an epoch-ms time as YYYYMMDD (ClickHouse's toYYYYMMDD of the partition key). */
+export function utcDay(ms: number): number {
+  const d = new Date(Math.max(0, Math.floor(ms)));
+  return d.getUTCFullYear() * 10000 + (d.getUTCMonth() + 1) * 100 + d.getUTCDate();
+}
+
+/** The key of an `entry_operations` row (project, service, operation, day). */
+export const opKey = (pid: number, service: string, operation: string, day: number) => `${pid}\u0000${service}\u0000${operation}\u0000${day}`;
+
+/** A number as JSON.stringify writes it (non-finite: null). */
+const num = (x: number): string => (Number.isFinite(x) ? '' + x : 'null');
+/**
+ * A string without lone surrogates (OTLP/JSON can carry them, as `\ud800` escapes): ClickHouse 18.16
+ * refuses a JSONEachRow escape of a lone surrogate ("missing second part of surrogate pair"), and the
+ * whole insert with it — one such span name would fail every request coalesced into that insert.
+ * Each becomes three U+FFFD: SQLite stores a lone surrogate as its three WTF-8 bytes and reads them
+ * back as three U+FFFD, so both stores give the same text back. (The JSON columns — attributes,
+ * events, links — hold the escape itself as text, `\\ud800`, as SQLite's do.)
+ */
+type WellFormed = { isWellFormed(): boolean }; // ES2024, in Node 20
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+export const wellFormed = (s: string): string => ((s as unknown as WellFormed).isWellFormed() ? s : s.replace(LONE_SURROGATE, '\ufffd\ufffd\ufffd'));
+/** A string as JSON.stringify writes it (well-formed); a missing one as "" (ClickHouse's default for the column either way). */
+const str = (s: string | null | undefined): string => (typeof s === 'string' ? JSON.stringify(wellFormed(s)) : '""');
+
+interface Chunk {
+  pid: number;
+  trace: string;
+  min: number;
+  max: number;
+  maxEnd: number;
+  n: number;
+  errors: number;
+}
+
+/** Accumulates the derived rows (chunks per trace, distinct entry operations) of one encoding. */
+function derived() {
+  const chunks = new Map<string, Chunk>();
+  const ops = new Map<string, [number, string, string, number]>();
+  return {
+    span(pid: number, traceId: string, start: number, end: number, status: number) {
+      const k = `${pid}/${traceId}`;
+      let c = chunks.get(k);
+      if (!c) chunks.set(k, (c = { pid, trace: traceId, min: start, max: start, maxEnd: end, n: 0, errors: 0 }));
+      c.n++;
+      if (status === 2) c.errors++;
+      if (start < c.min) c.min = start;
+      if (start > c.max) c.max = start;
+      if (end > c.maxEnd) c.maxEnd = end;
+    },
+    entry(pid: number, service: string, operation: string, start: number) {
+      const day = utcDay(start);
+      const k = opKey(pid, service, operation, day);
+      if (!ops.has(k)) ops.set(k, [pid, wellFormed(service), wellFormed(operation), day]);
+    },
+    chunkText(): string {
+      let out = '';
+      for (const c of chunks.values())
+        out += `{"project_id":${c.pid},"trace_id":${str(c.trace)},"min_start_ms":${num(c.min)},"max_start_ms":${num(c.max)},"max_end_ms":${num(c.maxEnd)},"span_count":${c.n},"error_count":${c.errors}}\n`;
+      return out;
+    },
+    ops: () => [...ops.values()],
+  };
+}
+
+const utf8 = (s: string): Uint8Array => Buffer.from(s, 'utf8');
+
+/** A span as its ClickHouse row (schema.ts, table `spans`). */
+export interface ChSpanRow {
+  project_id: number;
+  start_ms: number;
+  trace_id: string;
+  span_id: string;
+  parent_span_id: string;
+  trace_state: string;
+  name: string;
+  operation: string;
+  kind: number;
+  is_entry: number;
+  service_name: string;
+  environment: string;
+  service_version: string;
+  end_ms: number;
+  duration_ms: number;
+  status_code: number;
+  status_message: string;
+  attributes: string;
+  events: string;
+  links: string;
+  scope_name: string;
+  scope_version: string;
+  source: string;
+  received_ms: number;
+}
+
+/** An entry span's row in `entry_spans` (schema.ts, migration 2): what operation stats and lists read. */
+export interface ChEntryRow {
+  project_id: number;
+  service_name: string;
+  operation: string;
+  start_ms: number;
+  trace_id: string;
+  span_id: string;
+  environment: string;
+  duration_ms: number;
+  status_code: number;
+}
+
+/** The `entry_spans` row of an entry span's `spans` row (the backfill in schema.ts selects the same columns). */
+export const entryRow = (r: ChSpanRow): ChEntryRow => ({
+  project_id: r.project_id,
+  service_name: r.service_name,
+  operation: r.operation,
+  start_ms: r.start_ms,
+  trace_id: r.trace_id,
+  span_id: r.span_id,
+  environment: r.environment,
+  duration_ms: r.duration_ms,
+  status_code: r.status_code,
+});
+
+/** Span → row; the same derivations as the SQLite writer (operation, environment, service version). */
+export function spanRow(projectId: number, sp: SpanRecord, source: string, receivedMs: number): ChSpanRow {
+  const operation = operationOf(sp);
+  const duration = Math.max(0, sp.end_ms - sp.start_ms);
+  const w = wellFormed; // lone surrogates: see span-rows.ts
+  return {
+    project_id: projectId,
+    start_ms: sp.start_ms,
+    trace_id: w(sp.trace_id),
+    span_id: w(sp.span_id),
+    parent_span_id: w(sp.parent_span_id ?? ''),
+    trace_state: w(sp.trace_state),
+    name: w(sp.name),
+    operation: w(operation),
+    kind: sp.kind,
+    is_entry: sp.kind === 2 || sp.kind === 5 || !sp.parent_span_id ? 1 : 0,
+    service_name: w(sp.service_name),
+    environment: w(environmentOf(sp.resource)),
+    service_version: w(serviceVersionOf(sp.resource)),
+    end_ms: sp.end_ms,
+    duration_ms: duration,
+    status_code: sp.status_code,
+    status_message: w(sp.status_message),
+    attributes: JSON.stringify(sp.attributes),
+    events: sp.events.length ? JSON.stringify(sp.events) : '',
+    links: sp.links.length ? JSON.stringify(sp.links) : '',
+    scope_name: w(sp.scope.name),
+    scope_version: w(sp.scope.version ?? ''),
+    source: w(source),
+    received_ms: receivedMs,
+  };
+}
+
+/**
+ * Spans → their rows' JSONEachRow text: JSON.stringify of each row object (`spanRow`, `entryRow`),
+ * appended to one string per table. (Writing each field with its own JSON.stringify instead was
+ * slower: V8 serializes a flat object in one native pass.)
+ */
+export function encodeSpans(projectId: number, spans: readonly SpanRecord[], source: string, receivedMs: number): EncodedSpans {
+  const d = derived();
+  let rows = '';
+  let entries = '';
+  for (const sp of spans) {
+    const r = spanRow(projectId, sp, source, receivedMs);
+    rows += JSON.stringify(r) + '\n';
+    d.span(projectId, r.trace_id, r.start_ms, r.end_ms, r.status_code);
+    if (r.is_entry) {
+      entries += JSON.stringify(entryRow(r)) + '\n';
+      d.entry(projectId, r.service_name, r.operation, r.start_ms);
+    }
+  }
+  return { projectId, source, receivedMs, count: spans.length, spans: utf8(rows), entries: utf8(entries), chunks: utf8(d.chunkText()), ops: d.ops() };
+}
+
+/** Row objects (a copy from SQLite, of any projects) → the same text and derived rows. */
+export function encodeRowObjects(rowObjs: readonly ChSpanRow[]): EncodedSpans {
+  const d = derived();
+  let rows = '';
+  let entries = '';
+  for (const r of rowObjs) {
+    rows += JSON.stringify(r) + '\n';
+    d.span(r.project_id, r.trace_id, r.start_ms, r.end_ms, r.status_code);
+    if (r.is_entry) {
+      entries += JSON.stringify(entryRow(r)) + '\n';
+      d.entry(r.project_id, r.service_name, r.operation, r.start_ms);
+    }
+  }
+  return { projectId: -1, source: '', receivedMs: 0, count: rowObjs.length, spans: utf8(rows), entries: utf8(entries), chunks: utf8(d.chunkText()), ops: d.ops() };
+}
+
+const NO_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
+const NONE: never[] = Object.freeze([]) as unknown as never[];
+const NO_SCOPE = Object.freeze({ name: '', attributes: NO_ATTRIBUTES }) as SpanRecord['scope'];
+
+/**
+ * A span reduced to what the main thread's writers still read once its ClickHouse rows are encoded
+ * and it is no AI work (the release rollups: service, resource, kind, parent, times, status; no ids): a
+ * decode worker posts these instead of whole spans, so the main thread does not receive (structured
+ * clone) and collect every attribute, event and link it never reads. The emptied fields share one
+ * frozen object, cloned once per message.
+ */
+export function slimSpan(sp: SpanRecord): SpanRecord {
+  return {
+    trace_id: '',
+    span_id: '',
+    parent_span_id: sp.parent_span_id,
+    trace_state: '',
+    name: '',
+    kind: sp.kind,
+    start_ms: sp.start_ms,
+    end_ms: sp.end_ms,
+    status_code: sp.status_code,
+    status_message: '',
+    attributes: NO_ATTRIBUTES,
+    events: NONE,
+    links: NONE,
+    resource: sp.resource,
+    scope: NO_SCOPE,
+    service_name: sp.service_name,
+  };
+}
+
+/**
+ * Encoded rows handed over with the very span array they were made from (a weak map, as
+ * src/domain/ai/prepared.ts does): the writer uses them only for that array, so a writer layer that
+ * replaces spans (privacy mode withholds AI content: src/storage/ai-spans.ts) makes a new array and
+ * its spans are encoded again, from what it changed.
+ */
+const attached = new WeakMap<readonly SpanRecord[], EncodedSpans>();
+export function attachEncoded(spans: readonly SpanRecord[], enc: EncodedSpans): void {
+  attached.set(spans, enc);
+}
+/** The rows encoded for exactly this array, project, route and receive time; null when there are none. */
+export function takeEncoded(spans: readonly SpanRecord[], projectId: number, source: string, receivedMs: number): EncodedSpans | null {
+  const e = attached.get(spans);
+  if (!e) return null;
+  attached.delete(spans);
+  return e.projectId === projectId && e.source === source && e.receivedMs === receivedMs && e.count === spans.length ? e : null;
+}

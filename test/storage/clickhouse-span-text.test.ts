@@ -1,0 +1,172 @@
+/**
+ * Issue 20: spans reach ClickHouse as JSONEachRow text made from the decoded spans (span-rows.ts),
+ * on the decode worker for OTLP. Runs in the `clickhouse-18` and `clickhouse-chdb` projects.
+ * - the text of a span is exactly JSON.stringify of its row object (so the writer made from text and
+ *   the one made from row objects store the same rows);
+ * - awkward strings (quotes, backslashes, control characters, U+2028, astral characters, lone
+ *   surrogates, byte-order marks) sent over OTLP come back from ClickHouse as SQLite gives them back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeSpans } from '../../src/storage/clickhouse/span-rows.js';
+import { entryRow, spanRow } from '../../src/storage/clickhouse/span-store.js';
+import type { SpanRecord } from '../../src/domain/telemetry-types.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+
+const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
+
+const AWKWARD = [
+  'plain',
+  'quote " and \\ backslash',
+  'nul \u0000 bell \u0007 esc \u001b del \u007f',
+  'line\nbreak\r\ttab\f\b',
+  'sep \u2028 \u2029',
+  'ünïcødé ✓ 𝄞 😀',
+  'bom \ufeff',
+  'lone high \ud800 end',
+  'lone low \udc00',
+  'reversed \udc00\ud800',
+  '\\N',
+  '<script>&amp;</script>',
+  '',
+];
+
+const span = (i: number, over: Partial<SpanRecord> = {}): SpanRecord => ({
+  trace_id: 'ab'.repeat(16),
+  span_id: (i + 1).toString(16).padStart(16, '0'),
+  parent_span_id: i ? (1).toString(16).padStart(16, '0') : null,
+  trace_state: '',
+  name: AWKWARD[i % AWKWARD.length]!,
+  kind: i ? 3 : 2,
+  start_ms: 1_767_225_600_000.5 + i,
+  end_ms: 1_767_225_600_000.5 + i + 2.125,
+  status_code: i % 4 === 0 ? 2 : 1,
+  status_message: AWKWARD[(i + 3) % AWKWARD.length]!,
+  attributes: { k: AWKWARD[(i + 1) % AWKWARD.length]!, [AWKWARD[(i + 2) % AWKWARD.length]! + 'key']: i, nested: [1.5, true, 'x\u0001'] },
+  events: i % 2 ? [{ name: AWKWARD[i % AWKWARD.length]!, time_ms: 1_767_225_600_001, attributes: { e: '\u0002' } }] : [],
+  links: [],
+  resource: { 'service.name': `svc ${AWKWARD[(i + 4) % AWKWARD.length]}`, 'deployment.environment.name': 'prod "x"', 'service.version': '1.\u00002' },
+  scope: { name: AWKWARD[(i + 5) % AWKWARD.length]!, version: '1', attributes: {} },
+  service_name: `svc ${AWKWARD[(i + 4) % AWKWARD.length]}`,
+  ...over,
+});
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('span rows as JSONEachRow text', () => {
+  it('writes each span as JSON.stringify of its row object, key for key', () => {
+    const spans = AWKWARD.map((_, i) => span(i));
+    spans.push(span(99, { kind: 5, parent_span_id: 'ff'.repeat(8), start_ms: Number.NaN }));
+    const enc = encodeSpans(42, spans, 'otlp', 1_767_225_600_123.25);
+    const text = (u: Uint8Array) => Buffer.from(u).toString('utf8');
+    const rows = spans.map((sp) => spanRow(42, sp, 'otlp', 1_767_225_600_123.25));
+    expect(text(enc.spans)).toBe(rows.map((r) => JSON.stringify(r) + '\n').join(''));
+    expect(text(enc.entries)).toBe(rows.filter((r) => r.is_entry).map((r) => JSON.stringify(entryRow(r)) + '\n').join(''));
+    expect(enc.count).toBe(spans.length);
+  });
+});
+
+/** OTLP/JSON carrying the awkward strings (JSON can carry lone surrogates; protobuf strings cannot). */
+function otlpJson(): string {
+  const now = Date.now();
+  const str = (s: string) => ({ stringValue: s });
+  const spans = AWKWARD.map((name, i) => ({
+    traceId: 'cd'.repeat(16),
+    spanId: (i + 1).toString(16).padStart(16, '0'),
+    ...(i ? { parentSpanId: (1).toString(16).padStart(16, '0') } : {}),
+    name,
+    kind: i ? 3 : 2,
+    startTimeUnixNano: String((now - 60_000 + i) * 1e6),
+    endTimeUnixNano: String((now - 60_000 + i + 3) * 1e6),
+    attributes: [
+      { key: 'k', value: str(AWKWARD[(i + 1) % AWKWARD.length]!) },
+      { key: `${AWKWARD[(i + 2) % AWKWARD.length]}key`, value: { intValue: String(i) } },
+    ],
+    events: [{ name: AWKWARD[(i + 6) % AWKWARD.length], timeUnixNano: String((now - 60_000 + i + 1) * 1e6), attributes: [{ key: 'e', value: str(AWKWARD[(i + 7) % AWKWARD.length]!) }] }],
+    status: { code: i % 3 === 0 ? 2 : 1, message: AWKWARD[(i + 3) % AWKWARD.length] },
+  }));
+  return JSON.stringify({
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: str('svc \u2028 "q" \ud800') }, { key: 'deployment.environment.name', value: str('env\u0001') }] },
+        scopeSpans: [{ scope: { name: 'scope \\ 𝄞', version: 'v\u0000' }, spans }],
+      },
+    ],
+  });
+}
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('awkward strings through OTLP into ClickHouse', () => {
+  let ch: TestServer;
+  let sq: TestServer;
+  beforeAll(async () => {
+    ch = await startTestServer();
+    sq = await startTestServer({ clickhouse: false });
+  });
+  afterAll(async () => {
+    await ch.close();
+    await sq.close();
+  });
+
+  it('reads back every span name, attribute, event and status message as the SQLite store gives them', async () => {
+    const body = otlpJson();
+    for (const t of [ch, sq]) {
+      const r = await fetch(`${t.url}/ingest/v1/traces`, { method: 'POST', body, headers: { 'x-service-key': t.keys.ingest, 'content-type': 'application/json' } });
+      expect(r.status, await r.text()).toBe(200);
+    }
+    expect((ch.s.db.prepare('SELECT count(*) AS n FROM spans').get() as { n: number }).n).toBe(0);
+    const stored = await ch.s.services.clickhouse!.engine.query<{ name: string; status_message: string; attributes: string; events: string; service_name: string; scope_name: string }>(
+      'SELECT name, status_message, attributes, events, service_name, scope_name FROM spans ORDER BY span_id',
+    );
+    expect(stored).toHaveLength(AWKWARD.length);
+    const trace = async (t: TestServer) => {
+      const r = await api(t, 'GET', `/v1/projects/${t.projectId}/traces/${'cd'.repeat(16)}`, { key: t.keys.admin });
+      expect(r.status).toBe(200);
+      const spans = (r.body as { spans: Record<string, unknown>[] }).spans;
+      return spans
+        .map((s) => ({ span_id: s.span_id, name: s.name, status_message: s.status_message, attributes: s.attributes, events: s.events, service_name: s.service_name, scope: s.scope }))
+        .sort((a, b) => String(a.span_id).localeCompare(String(b.span_id)));
+    };
+    const fromCh = await trace(ch);
+    const fromSqlite = await trace(sq);
+    expect(fromCh).toEqual(fromSqlite);
+    // and as sent, where UTF-8 can hold it (a lone surrogate cannot: both stores give three U+FFFD back)
+    const wellFormed = (s: string) => s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd\ufffd\ufffd');
+    expect(fromCh.map((s) => s.name).sort()).toEqual(AWKWARD.map(wellFormed).sort());
+    expect(stored.map((s) => s.name).sort()).toEqual(AWKWARD.map(wellFormed).sort());
+  });
+});
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('what the main thread still writes for spans bound for ClickHouse', () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer();
+  });
+  afterAll(() => t.close());
+
+  it('counts every span in the release rollups and maps AI spans to observations, in SQLite', async () => {
+    const now = Date.now();
+    const span = (i: number, attributes: { key: string; value: { stringValue: string } }[]) => ({
+      traceId: 'ef'.repeat(16),
+      spanId: (i + 1).toString(16).padStart(16, '0'),
+      name: `op ${i}`,
+      kind: 2,
+      startTimeUnixNano: String((now - 30_000 + i) * 1e6),
+      endTimeUnixNano: String((now - 30_000 + i + 4) * 1e6),
+      attributes,
+      status: { code: i === 1 ? 2 : 1 },
+    });
+    const plain = [0, 1, 2].map((i) => span(i, [{ key: 'http.route', value: { stringValue: '/x' } }]));
+    const ai = [span(3, [{ key: 'gen_ai.operation.name', value: { stringValue: 'chat' } }, { key: 'gen_ai.request.model', value: { stringValue: 'm-1' } }])];
+    for (const spans of [plain, ai]) {
+      const body = JSON.stringify({
+        resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'rollup-svc' } }, { key: 'service.version', value: { stringValue: '9.9.9' } }] }, scopeSpans: [{ spans }] }],
+      });
+      const r = await fetch(`${t.url}/ingest/v1/traces`, { method: 'POST', body, headers: { 'x-service-key': t.keys.ingest, 'content-type': 'application/json' } });
+      expect(r.status).toBe(200);
+    }
+    const rollup = t.s.db.prepare("SELECT sum(spans) AS spans, sum(requests) AS requests, sum(errors) AS errors FROM release_rollup_1m WHERE service_name = 'rollup-svc' AND version = '9.9.9'").get();
+    expect(rollup).toEqual({ spans: 4, requests: 4, errors: 1 });
+    const obs = t.s.db.prepare('SELECT span_id, model FROM agent_observations').all();
+    expect(obs).toEqual([{ span_id: (4).toString(16).padStart(16, '0'), model: 'm-1' }]);
+    const stored = await t.s.services.clickhouse!.engine.query<{ name: string; attributes: string }>("SELECT name, attributes FROM spans WHERE service_name = 'rollup-svc' ORDER BY span_id");
+    expect(stored.map((r) => r.name)).toEqual(['op 0', 'op 1', 'op 2', 'op 3']);
+    expect(JSON.parse(stored[0]!.attributes)).toEqual({ 'http.route': '/x' });
+  });
+});
