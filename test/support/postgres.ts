@@ -2,8 +2,10 @@
  * PostgreSQL for the tests (issue 20): the server at SIGHTLINE_TEST_POSTGRES_URL (default the local
  * one, 127.0.0.1:5432, user postgres), a fresh database per test server.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { openSyncPg } from '../../src/storage/postgres/sync-client.js';
+import { migratePostgres, PG_MIGRATIONS } from '../../src/storage/postgres/schema.js';
 
 export const TEST_POSTGRES_URL = process.env.SIGHTLINE_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -33,9 +35,45 @@ export interface PgDatabase {
   drop(): Promise<void>;
 }
 
+/**
+ * A database with PostgreSQL's migrations applied, made once per migration set (its name carries
+ * their hash); each test database is a copy of it (CREATE DATABASE … TEMPLATE), which is several
+ * times faster than migrating every test server's database from scratch.
+ */
+let template: Promise<string> | null = null;
+function migratedTemplate(): Promise<string> {
+  return (template ??= (async () => {
+    const hash = createHash('sha1').update(JSON.stringify(PG_MIGRATIONS)).digest('hex').slice(0, 12);
+    const name = `sl_tpl_${hash}`;
+    await withAdmin(async (c) => {
+      // One maker at a time across the test workers.
+      await c.query('SELECT pg_advisory_lock(7262847)');
+      try {
+        const exists = (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount;
+        if (exists) return;
+        const building = `${name}_new_${process.pid}`;
+        await c.query(`CREATE DATABASE ${building}`);
+        const u = new URL(TEST_POSTGRES_URL);
+        u.pathname = `/${building}`;
+        const pg = openSyncPg(u.toString());
+        try {
+          migratePostgres(pg);
+        } finally {
+          pg.close();
+        }
+        await c.query(`ALTER DATABASE ${building} RENAME TO ${name}`);
+      } finally {
+        await c.query('SELECT pg_advisory_unlock(7262847)');
+      }
+    });
+    return name;
+  })());
+}
+
 export async function createPgDatabase(): Promise<PgDatabase> {
   const name = `sl_t_${randomUUID().replace(/-/g, '')}`;
-  await withAdmin((c) => c.query(`CREATE DATABASE ${name}`));
+  const tpl = await migratedTemplate();
+  await withAdmin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${tpl}`));
   const u = new URL(TEST_POSTGRES_URL);
   u.pathname = `/${name}`;
   return {
