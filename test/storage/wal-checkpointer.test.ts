@@ -60,6 +60,10 @@ describe('WAL checkpoints on a worker thread', () => {
       })();
       if (round % 10 === 9) await cp.now();
     }
+    // A RESTART tried while a commit held the lock (the 5 ms timer's rounds run during the loop; on
+    // a loaded machine the commit can outlast the worker's 20 ms busy timeout) is not tried again for
+    // a second: wait that out, then the next round restarts the WAL.
+    await new Promise((r) => setTimeout(r, 1100));
     await cp.now();
     // One more commit: it starts the WAL over, so the WAL holds that commit only (not the ~10,000
     // pages written in all).
