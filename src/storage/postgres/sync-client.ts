@@ -54,18 +54,28 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
   let closed = false;
   let depth = 0;
 
+  let seq = 0;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
   function roundTrip(message: Record<string, unknown>): { rows?: unknown[]; rowCount?: number; error?: { message: string; code: string | null } } {
     if (closed) throw new SyncPgError('The PostgreSQL client is closed.', null);
+    // Each request carries a number the worker echoes: an answer is taken only for its own request,
+    // so a late or stray message can never be read as the next statement's answer.
+    const id = ++seq;
     Atomics.store(signal, 0, 0);
-    port1.postMessage(message);
-    if (Atomics.wait(signal, 0, 0, timeoutMs) === 'timed-out') {
-      closed = true;
-      void worker.terminate();
-      throw new SyncPgError(`PostgreSQL did not answer within ${timeoutMs} ms; the connection was closed.`, 'ETIMEDOUT');
+    port1.postMessage({ ...message, id });
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (Atomics.wait(signal, 0, 0, Math.max(1, deadline - Date.now())) === 'timed-out' || Date.now() > deadline) {
+        closed = true;
+        void worker.terminate();
+        throw new SyncPgError(`PostgreSQL did not answer within ${timeoutMs} ms; the connection was closed.`, 'ETIMEDOUT');
+      }
+      // The flag can be seen before the posted answer is in the port's queue (seen once under load
+      // in CI): look again after a millisecond rather than fail.
+      const got = receiveMessageOnPort(port1);
+      if (got && (got.message as { id?: number }).id === id) return got.message;
+      if (!got) Atomics.wait(pause, 0, 0, 1);
     }
-    const got = receiveMessageOnPort(port1);
-    if (!got) throw new SyncPgError('The PostgreSQL worker woke without an answer.', null);
-    return got.message;
   }
 
   function run<R>(sql: string, params: readonly unknown[] | undefined, array: boolean, guard = false): SyncPgResult<R> {

@@ -30,15 +30,16 @@ const reply = (message) => {
 
 let queue = Promise.resolve();
 port.on('message', (req) => {
+  const answer = (m) => reply({ ...m, id: req.id });
   queue = queue.then(async () => {
     if (req.close) {
       await client.end().catch(() => {});
-      reply({ closed: true });
+      answer({ closed: true });
       port.close();
       return;
     }
     const failed = await connected;
-    if (failed) return reply({ error: { message: `could not connect to PostgreSQL: ${failed.message}`, code: failed.code ?? 'ECONNECT' } });
+    if (failed) return answer({ error: { message: `could not connect to PostgreSQL: ${failed.message}`, code: failed.code ?? 'ECONNECT' } });
     try {
       if (req.guard) await client.query('SAVEPOINT sl_guard');
       let res;
@@ -49,9 +50,9 @@ port.on('message', (req) => {
         throw err;
       }
       if (req.guard) await client.query('RELEASE SAVEPOINT sl_guard');
-      reply({ rows: res.rows, rowCount: res.rowCount ?? 0 });
+      answer({ rows: res.rows, rowCount: res.rowCount ?? 0 });
     } catch (err) {
-      reply({ error: { message: err.message, code: err.code ?? null } });
+      answer({ error: { message: err.message, code: err.code ?? null } });
     }
   });
 });
