@@ -11,6 +11,7 @@ import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { openSyncPg, type SyncPg } from './storage/postgres/sync-client.js';
 import { migratePostgres } from './storage/postgres/schema.js';
+import { adoptMovedTables } from './storage/postgres/migrate.js';
 import { openSplitDatabase } from './storage/postgres/split-db.js';
 import { createPgCounters } from './storage/postgres/pg-counters.js';
 import { startWalCheckpointer } from './storage/wal-checkpointer.js';
@@ -99,6 +100,7 @@ function openStores(config: AppConfig, log: (msg: string, fields?: Record<string
   try {
     pg = openSyncPg(config.databaseUrl);
     migratePostgres(pg, log);
+    adoptMovedTables(sqlite, pg, log);
   } catch (err) {
     pg?.close();
     sqlite.close();

@@ -392,24 +392,54 @@ export function createErrorGroupsRepo(db: Db) {
     return r && r.short_id.toUpperCase() === shortId.toUpperCase() ? r : undefined;
   }
 
-  const windowStmts = new Map<string, Statement>();
-  /** The window-count read for a group with `n - 1` merged duplicates, with whole hours from the tallies or all from events. */
-  function windowStmt(n: number, hours: boolean): Statement {
-    const k = `${n}:${hours}`;
-    let st = windowStmts.get(k);
+  /*
+   * Window counts read whole hours from the per-(group, hour, user) tallies and the edges from events.
+   * The two are separate statements (with control data in PostgreSQL the tallies live there, events
+   * in SQLite), combined so that only the edges' user keys travel: users = distinct keys of the hours
+   * + edge keys the hours do not hold.
+   */
+  const windowStmts = new Map<string, { edges: Statement; hours: Statement; overlap: Statement }>();
+  function windowStmt(n: number) {
+    let st = windowStmts.get(String(n));
     if (!st) {
       const ids = Array(n).fill('?').join(', ');
-      const raw = (hi: '<' | '<=') => `SELECT 1 AS n, ${USER_KEY} AS k FROM error_events WHERE project_id = ? AND group_id IN (${ids}) AND timestamp_ms >= ? AND timestamp_ms ${hi} ?`;
-      st = db.prepare(
-        hours
-          ? `SELECT COALESCE(SUM(n), 0) AS events, COUNT(DISTINCT k) AS users FROM (
-               SELECT n, NULLIF(user_key, '') AS k FROM error_group_hour_users WHERE group_id IN (${ids}) AND hour >= ? AND hour < ?
-               UNION ALL ${raw('<')} UNION ALL ${raw('<=')})`
-          : `SELECT COUNT(*) AS events, COUNT(DISTINCT k) AS users FROM (${raw('<=')})`,
-      );
-      windowStmts.set(k, st);
+      st = {
+        // Events of [from, hStart) and [hEnd, to] (or all of [from, to]) per user key (NULL: no user).
+        // (Two ranges in a UNION ALL: each is an index range; an OR of the two could scan the group's events.)
+        edges: db.prepare(
+          `SELECT k, COUNT(*) AS n FROM (
+             SELECT ${USER_KEY} AS k FROM error_events WHERE project_id = ? AND group_id IN (${ids}) AND timestamp_ms >= ? AND timestamp_ms < ?
+             UNION ALL SELECT ${USER_KEY} AS k FROM error_events WHERE project_id = ? AND group_id IN (${ids}) AND timestamp_ms >= ? AND timestamp_ms <= ?) GROUP BY k`,
+        ),
+        hours: db.prepare(
+          `SELECT COALESCE(SUM(n), 0) AS events, COUNT(DISTINCT NULLIF(user_key, '')) AS users FROM error_group_hour_users WHERE group_id IN (${ids}) AND hour >= ? AND hour < ?`,
+        ),
+        overlap: db.prepare(
+          `SELECT COUNT(DISTINCT user_key) AS n FROM error_group_hour_users WHERE group_id IN (${ids}) AND hour >= ? AND hour < ?
+             AND user_key IN (SELECT value FROM json_each(?))`,
+        ),
+      };
+      windowStmts.set(String(n), st);
     }
     return st;
+  }
+
+  /** Events and distinct users of groups `ids` with event times in [from, to], whole hours [hStart, hEnd) from the tallies. */
+  function windowCount(pid: number, ids: string[], from: number, to: number, hStart: number, hEnd: number): { events: number; users: number } {
+    const st = windowStmt(ids.length);
+    const whole = hEnd > hStart;
+    // Without whole hours both edge ranges are the one range [from, to].
+    const edges = st.edges.all(pid, ...ids, from, whole ? hStart : from, pid, ...ids, whole ? hEnd : from, to) as { k: string | null; n: number }[];
+    let events = 0;
+    const keys: string[] = [];
+    for (const e of edges) {
+      events += e.n;
+      if (e.k !== null && e.k !== '') keys.push(e.k);
+    }
+    if (!whole) return { events, users: keys.length };
+    const h = st.hours.get(...ids, hStart, hEnd) as { events: number; users: number };
+    const shared = keys.length ? (st.overlap.get(...ids, hStart, hEnd, JSON.stringify(keys)) as { n: number }).n : 0;
+    return { events: events + h.events, users: h.users + keys.length - shared };
   }
 
   function listWhere(f: GroupListFilter, skip?: 'service' | 'environment' | 'level'): { sql: string; args: unknown[] } {
@@ -541,11 +571,7 @@ export function createErrorGroupsRepo(db: Db) {
       const out = new Map<string, { events: number; users: number }>();
       for (const id of groupIds) {
         const ids = eventGroupIds(projectId, id);
-        const r =
-          hEnd > hStart
-            ? (windowStmt(ids.length, true).get(...ids, hStart, hEnd, pid, ...ids, from, hStart, pid, ...ids, hEnd, to) as { events: number; users: number })
-            : (windowStmt(ids.length, false).get(pid, ...ids, from, to) as { events: number; users: number });
-        out.set(id, r);
+        out.set(id, windowCount(pid, ids, from, to, hStart, hEnd));
       }
       return out;
     },

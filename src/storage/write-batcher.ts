@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { postgresOf } from './postgres/split-db.js';
 
 interface Job {
   fn: () => unknown;
@@ -81,7 +82,18 @@ export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly
   const savepoint = db.prepare('SAVEPOINT sl_write_job');
   const release = db.prepare('RELEASE sl_write_job');
   const rollbackTo = db.prepare('ROLLBACK TO sl_write_job');
+  // With control data in PostgreSQL (split-db.ts) those savepoints are SQLite's alone: a job runs in a
+  // nested transaction of the split handle instead, so a failed job's PostgreSQL writes roll back too.
+  const nested = postgresOf(db) ? (fn: () => unknown) => db.transaction(fn)() : null;
   const runJob = (fn: () => unknown): unknown => {
+    if (nested) {
+      const value = nested(() => {
+        const v = fn();
+        if (v && typeof (v as { then?: unknown }).then === 'function') throw new TypeError('A write batch job cannot return a promise');
+        return v;
+      });
+      return value;
+    }
     savepoint.run();
     try {
       const value = fn();

@@ -11,6 +11,7 @@ import { openSyncPg, type SyncPg } from '../../src/storage/postgres/sync-client.
 import { migratePostgres } from '../../src/storage/postgres/schema.js';
 import { openSplitDatabase } from '../../src/storage/postgres/split-db.js';
 import { CONTROL_TABLES } from '../../src/storage/postgres/control-tables.js';
+import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import { createPgDatabase, postgresMissing, type PgDatabase } from '../support/postgres.js';
 
 const schema = { primaryKey: (t: string) => (t === 'kv' ? ['k'] : t === 'pair' ? ['a', 'b'] : undefined), generatedKey: (t: string) => (t === 'projects' ? 'id' : undefined) };
@@ -127,8 +128,27 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
     );
   });
 
+  it("rolls back a failed write-batch job's PostgreSQL writes with its SQLite ones, and commits the others", async () => {
+    const batch = createWriteBatcher(db);
+    const add = db.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, 'batch', 1)");
+    const tele = db.prepare("INSERT INTO ingest_outcomes (project_id, minute, category, reason, quantity) VALUES (3, ?, 'error', 'batch', 1)");
+    const jobs = [
+      batch(() => (add.run('kept-1'), tele.run(1))),
+      batch(() => {
+        add.run('dropped');
+        tele.run(2);
+        throw new Error('job fails');
+      }),
+      batch(() => (add.run('kept-2'), tele.run(3))),
+    ];
+    const settled = await Promise.allSettled(jobs);
+    expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(pg.query("SELECT id FROM organizations WHERE name = 'batch' ORDER BY id").rows).toEqual([{ id: 'kept-1' }, { id: 'kept-2' }]);
+    expect(sqlite.prepare("SELECT minute FROM ingest_outcomes WHERE reason = 'batch' ORDER BY minute").pluck().all()).toEqual([1, 3]);
+  });
+
   it('refuses, when prepared, a statement that joins control and telemetry tables', () => {
-    expect(() => db.prepare('SELECT * FROM error_groups g JOIN projects p ON p.id = g.project_id')).toThrow(/control tables \(projects.*telemetry tables \(error_groups/);
+    expect(() => db.prepare('SELECT * FROM error_events e JOIN projects p ON p.id = e.project_id')).toThrow(/control tables \(projects.*telemetry tables \(error_events/);
   });
 
   it('rolls back the PostgreSQL part of a transaction that throws, and commits both parts of one that returns', () => {

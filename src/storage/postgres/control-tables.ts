@@ -3,8 +3,8 @@
  * users, credentials, OAuth, feedback, deployments, settings, the scheduler, automations, status
  * pages, monitors' configuration, remote access, the agent's configuration and threads. Everything
  * else is telemetry or derived from it and stays with the telemetry (SQLite, or ClickHouse where it
- * has moved). Error groups stay with their events for now: their counters are updated in the same
- * transaction as each event, and their rollups are joined with telemetry tables.
+ * has moved). Error groups are control data (PostgreSQL migration 3): their counters and rollups are
+ * updated in the ingest transaction, whose PostgreSQL part commits just before SQLite's.
  *
  * PostgreSQL's schema for these tables is generated from SQLite's (scripts/pg-schema.ts writes
  * src/storage/postgres/migrations.ts; test/storage/postgres-schema.test.ts fails when they differ).
@@ -21,13 +21,16 @@ export const CONTROL_TABLES: ReadonlySet<string> = new Set([
   'remote_audit', 'remote_connectors', 'remote_console_sessions', 'remote_executions', 'remote_policies', 'remote_requests', 'remote_stepups', 'remote_targets',
   'agent_channels', 'agent_conversations', 'agent_deliveries', 'agent_memory', 'agent_settings', 'agent_signals', 'agent_skills', 'agent_usage', 'agent_watch',
   'chat_threads', 'chat_messages', 'ai_settings', 'revenue_settings', 'payment_connections',
+  // PostgreSQL migration 3: error groups (one per fingerprint, shared by every process) with their
+  // state and the rollups updated with them in each ingest transaction.
+  'error_groups', 'error_group_user_state', 'triage_runs', 'error_group_dims', 'error_group_users', 'error_group_hour_users',
 ]);
 
 /** The control tables a credential or project check reads: a change to any of them moves `control_version`. */
 export const CREDENTIAL_TABLES = ['organizations', 'users', 'memberships', 'projects', 'api_keys', 'oauth_grants', 'oauth_tokens'] as const;
 
 /** The control tables in an order where each comes after the tables it references (read from SQLite's schema). */
-export function controlTablesInOrder(sqlite: Db): string[] {
+export function controlTablesInOrder(sqlite: Db, tables: ReadonlySet<string> = CONTROL_TABLES): string[] {
   const order: string[] = [];
   const visit = (t: string, seen: Set<string>) => {
     if (order.includes(t) || seen.has(t)) return;
@@ -35,6 +38,6 @@ export function controlTablesInOrder(sqlite: Db): string[] {
     for (const fk of sqlite.prepare(`PRAGMA foreign_key_list(${JSON.stringify(t)})`).all() as Array<{ table: string }>) if (fk.table !== t) visit(fk.table, seen);
     order.push(t);
   };
-  for (const t of [...CONTROL_TABLES].sort()) visit(t, new Set());
+  for (const t of [...tables].sort()) visit(t, new Set());
   return order;
 }

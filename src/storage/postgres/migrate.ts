@@ -28,35 +28,85 @@ export function copyControlToPostgres(sqlite: Db, pg: SyncPg, opts: { onProgress
   if (holding.length) throw new PgCopyRefusedError(`PostgreSQL already holds control data (${holding.join(', ')}): copy into an empty database`);
   let rows = 0;
   pg.transaction(() => {
-    for (const table of order) {
-      const cols = (sqlite.prepare(`PRAGMA table_info(${JSON.stringify(table)})`).all() as Array<{ name: string }>).map((c) => c.name);
-      const hasRowid = !(sqlite.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(table) as string).match(/WITHOUT\s+ROWID\s*$/i);
-      // Enough rows per INSERT to amortize the round trip, under PostgreSQL's 65,535 parameters.
-      const per = Math.max(1, Math.min(opts.batchRows ?? 500, Math.floor(60_000 / cols.length)));
-      const select = sqlite.prepare(`SELECT ${cols.map((c) => `"${c}"`).join(', ')} FROM ${table}${hasRowid ? ' ORDER BY rowid' : ''}`).raw();
-      let batch: unknown[][] = [];
-      let n = 0;
-      const flush = () => {
-        if (!batch.length) return;
-        const values = batch.map((_, i) => `(${cols.map((__, j) => `$${i * cols.length + j + 1}`).join(', ')})`).join(', ');
-        pg.query(`INSERT INTO ${table} (${cols.join(', ')}) VALUES ${values}`, batch.flat().map((v) => (typeof v === 'bigint' ? v.toString() : v)));
-        n += batch.length;
-        batch = [];
-      };
-      for (const row of select.iterate() as Iterable<unknown[]>) {
-        batch.push(row);
-        if (batch.length >= per) flush();
-      }
-      flush();
-      rows += n;
-      opts.onProgress?.(table, n);
-    }
-    // Identity columns: the next generated key comes after the copied ones.
-    for (const r of pg.query<{ table_name: string; column_name: string }>(
-      "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() AND is_identity = 'YES' AND identity_generation = 'BY DEFAULT'",
-    ).rows) {
-      pg.query(`SELECT setval(pg_get_serial_sequence('${r.table_name}', '${r.column_name}'), GREATEST((SELECT max(${r.column_name}) FROM ${r.table_name}), 1), (SELECT max(${r.column_name}) FROM ${r.table_name}) IS NOT NULL)`);
-    }
+    rows = copyTables(sqlite, pg, order, opts);
   });
   return { tables: order.length, rows, ms: Date.now() - started };
+}
+
+/** Copies `order`'s rows from SQLite into PostgreSQL (inside the caller's transaction); moves identity sequences on. */
+function copyTables(
+  sqlite: Db,
+  pg: SyncPg,
+  order: string[],
+  opts: { onProgress?: (table: string, rows: number) => void; batchRows?: number; keep?: (table: string, row: Record<string, unknown>) => boolean } = {},
+): number {
+  let rows = 0;
+  for (const table of order) {
+    const cols = (sqlite.prepare(`PRAGMA table_info(${JSON.stringify(table)})`).all() as Array<{ name: string }>).map((c) => c.name);
+    const hasRowid = !(sqlite.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(table) as string).match(/WITHOUT\s+ROWID\s*$/i);
+    // Enough rows per INSERT to amortize the round trip, under PostgreSQL's 65,535 parameters.
+    const per = Math.max(1, Math.min(opts.batchRows ?? 500, Math.floor(60_000 / cols.length)));
+    const select = sqlite.prepare(`SELECT ${cols.map((c) => `"${c}"`).join(', ')} FROM ${table}${hasRowid ? ' ORDER BY rowid' : ''}`).raw();
+    let batch: unknown[][] = [];
+    let n = 0;
+    const flush = () => {
+      if (!batch.length) return;
+      const values = batch.map((_, i) => `(${cols.map((__, j) => `$${i * cols.length + j + 1}`).join(', ')})`).join(', ');
+      pg.query(`INSERT INTO ${table} (${cols.join(', ')}) VALUES ${values}`, batch.flat().map((v) => (typeof v === 'bigint' ? v.toString() : v)));
+      n += batch.length;
+      batch = [];
+    };
+    for (const row of select.iterate() as Iterable<unknown[]>) {
+      if (opts.keep && !opts.keep(table, Object.fromEntries(cols.map((c, i) => [c, row[i]])))) continue;
+      batch.push(row);
+      if (batch.length >= per) flush();
+    }
+    flush();
+    rows += n;
+    opts.onProgress?.(table, n);
+  }
+  // Identity columns: the next generated key comes after the copied ones.
+  for (const r of pg.query<{ table_name: string; column_name: string }>(
+    "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() AND is_identity = 'YES' AND identity_generation = 'BY DEFAULT'",
+  ).rows) {
+    pg.query(`SELECT setval(pg_get_serial_sequence('${r.table_name}', '${r.column_name}'), GREATEST((SELECT max(${r.column_name}) FROM ${r.table_name}), 1), (SELECT max(${r.column_name}) FROM ${r.table_name}) IS NOT NULL)`);
+  }
+  return rows;
+}
+
+/**
+ * Tables that became control tables in a later PostgreSQL migration (3: error groups and their
+ * rollups). A server already running on PostgreSQL kept them in its SQLite file until then; at the
+ * first start with the migration it copies them over — once: only while PostgreSQL holds none of
+ * them (several processes starting together: the first copies under the lock, the others see rows).
+ */
+export const MOVED_LATER: readonly string[] = ['error_groups', 'error_group_user_state', 'triage_runs', 'error_group_dims', 'error_group_users', 'error_group_hour_users'];
+
+export function adoptMovedTables(sqlite: Db, pg: SyncPg, log?: (message: string) => void): number {
+  const moved = new Set(MOVED_LATER);
+  const order = controlTablesInOrder(sqlite, moved).filter((t) => moved.has(t));
+  const inSqlite = order.filter((t) => sqlite.prepare(`SELECT 1 FROM ${t} LIMIT 1`).get() !== undefined);
+  if (!inSqlite.length) return 0;
+  let rows = 0;
+  pg.transaction(() => {
+    pg.query("SELECT pg_advisory_xact_lock(hashtext('sightline-adopt'))");
+    const holding = order.filter((t) => pg.queryArrays(`SELECT 1 FROM ${t} LIMIT 1`).rows.length > 0);
+    if (holding.length) {
+      log?.(`PostgreSQL already holds ${holding.join(', ')}: this SQLite file's rows of ${inSqlite.join(', ')} stay there, unread`);
+      return;
+    }
+    // With SQLite's foreign keys off beside PostgreSQL, a group may outlive its project (deleted in
+    // PostgreSQL): such groups, and the rows of groups not copied, are left behind.
+    const projects = new Set(pg.queryArrays('SELECT id FROM projects').rows.map((r) => Number(r[0])));
+    const groups = new Set<string>();
+    const keep = (table: string, row: Record<string, unknown>) => {
+      if (table !== 'error_groups') return groups.has(String(row.group_id));
+      if (!projects.has(Number(row.project_id))) return false;
+      groups.add(String(row.id));
+      return true;
+    };
+    rows = copyTables(sqlite, pg, order, { keep });
+    log?.(`copied ${rows} rows of ${order.join(', ')} from SQLite into PostgreSQL (control tables since PostgreSQL migration 3)`);
+  });
+  return rows;
 }

@@ -12,6 +12,7 @@ import type { SyncPg } from './sync-client.js';
 import { CONTROL_TABLES, CREDENTIAL_TABLES, controlTablesInOrder } from './control-tables.js';
 import { translateDdl } from './dialect.js';
 import { PG_CONTROL_SCHEMA_V1 } from './schema-v1.js';
+import { PG_SCHEMA_V3 } from './schema-v3.js';
 
 export interface PgMigration {
   version: number;
@@ -52,6 +53,12 @@ PG_MIGRATIONS.push({
   version: 2,
   name: 'rate_counters (the shared rate limit without Redis)',
   sql: 'CREATE UNLOGGED TABLE rate_counters (key TEXT PRIMARY KEY, count BIGINT NOT NULL, expires_at BIGINT NOT NULL)',
+});
+
+PG_MIGRATIONS.push({
+  version: 3,
+  name: 'error groups and their state, triage runs and the group rollups (dimensions, users, hourly user counts)',
+  sql: PG_SCHEMA_V3,
 });
 
 export const PG_LATEST_SCHEMA_VERSION = Math.max(...PG_MIGRATIONS.map((m) => m.version));
@@ -101,17 +108,17 @@ function splitPg(sql: string): string[] {
  * schema: tables in foreign-key order; a table that SQLite gives an implicit rowid (no INTEGER
  * PRIMARY KEY, not WITHOUT ROWID) gets a `rowid` identity column, since queries order by it.
  */
-export function controlSchemaDdl(sqlite: Db): string {
+export function controlSchemaDdl(sqlite: Db, only: ReadonlySet<string> = CONTROL_TABLES): string {
   const rows = sqlite.prepare("SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL AND type IN ('table', 'index') ORDER BY rowid").all() as Array<{
     type: string;
     name: string;
     tbl_name: string;
     sql: string;
   }>;
-  const tables = rows.filter((r) => r.type === 'table' && CONTROL_TABLES.has(r.name));
-  const missing = [...CONTROL_TABLES].filter((t) => !tables.some((r) => r.name === t));
+  const tables = rows.filter((r) => r.type === 'table' && only.has(r.name));
+  const missing = [...only].filter((t) => !tables.some((r) => r.name === t));
   if (missing.length) throw new Error(`control tables missing from the SQLite schema: ${missing.join(', ')}`);
-  const order = controlTablesInOrder(sqlite);
+  const order = controlTablesInOrder(sqlite, only).filter((t) => only.has(t));
   const out: string[] = [];
   for (const name of order) {
     const t = tables.find((r) => r.name === name)!;

@@ -71,7 +71,8 @@ export function openSplitDatabase(sqlite: Db, pg: SyncPg, opts: { control?: Read
       // A transaction takes one advisory lock for its duration, as a SQLite transaction takes the
       // file's write lock: check-then-write blocks (the feedback quota, idempotency keys) stay exact
       // across processes, on one machine or several.
-      pg.query(i === 0 ? `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK})` : `SAVEPOINT f${i}`);
+      // Sent with the statement that needs it, in one round trip (SyncPg.defer).
+      pg.defer(i === 0 ? `BEGIN; SELECT pg_advisory_xact_lock(${WRITE_LOCK})` : `SAVEPOINT f${i}`);
       f.opened = true;
     }
   }
@@ -80,7 +81,8 @@ export function openSplitDatabase(sqlite: Db, pg: SyncPg, opts: { control?: Read
     if (!f.opened) return;
     f.opened = false;
     if (depth === 0) pg.query(commit ? 'COMMIT' : 'ROLLBACK');
-    else pg.query(commit ? `RELEASE SAVEPOINT f${depth}` : `ROLLBACK TO SAVEPOINT f${depth}`);
+    // A nested frame's end goes with the next statement (at the latest the COMMIT; a ROLLBACK drops it).
+    else pg.defer(commit ? `RELEASE SAVEPOINT f${depth}` : `ROLLBACK TO SAVEPOINT f${depth}`);
   }
 
   function run(t: Translated, sql: string, args: unknown[], array: boolean) {
@@ -88,7 +90,11 @@ export function openSplitDatabase(sqlite: Db, pg: SyncPg, opts: { control?: Read
     const inTxn = frames.length > 0;
     if (inTxn) ensureOpen();
     try {
-      return array ? pg.queryArrays(t.text, values, { guard: inTxn }) : pg.query(t.text, values, { guard: inTxn });
+      // A failed write inside a transaction must leave it usable, as in SQLite: it runs in a savepoint of
+      // its own. Reads do not (two round trips fewer); a read that fails aborts the frame, whose
+      // rollback (the job's savepoint, or the transaction) restores it.
+      const guard = inTxn && !/^\s*SELECT\b/i.test(t.text);
+      return array ? pg.queryArrays(t.text, values, { guard }) : pg.query(t.text, values, { guard });
     } catch (err) {
       throw sqliteError(err, t.text);
     }

@@ -39,6 +39,12 @@ export interface SyncPg {
   query<R = Record<string, unknown>>(sql: string, params?: readonly unknown[], opts?: QueryOptions): SyncPgResult<R>;
   /** The same, rows as arrays of column values. */
   queryArrays(sql: string, params?: readonly unknown[], opts?: QueryOptions): SyncPgResult<unknown[]>;
+  /**
+   * Queues a parameterless statement (a savepoint opened or released) to run just before the next
+   * statement sent, in the same round trip: its failure is that statement's failure. A ROLLBACK of the
+   * whole transaction drops what is queued.
+   */
+  defer(sql: string): void;
   /** Runs `fn` in a transaction (a savepoint when nested): committed when it returns, rolled back when it throws. */
   transaction<T>(fn: () => T): T;
   close(): void;
@@ -78,8 +84,12 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
     }
   }
 
+  let deferred: string[] = [];
   function run<R>(sql: string, params: readonly unknown[] | undefined, array: boolean, guard = false): SyncPgResult<R> {
-    const r = roundTrip({ sql, params: params ?? [], array, guard });
+    if (sql === 'ROLLBACK') deferred = [];
+    const before = deferred;
+    deferred = [];
+    const r = roundTrip({ sql, params: params ?? [], array, guard, ...(before.length ? { before } : {}) });
     if (r.error) throw new SyncPgError(r.error.message, r.error.code);
     return { rows: (r.rows ?? []) as R[], rowCount: r.rowCount ?? 0 };
   }
@@ -87,6 +97,9 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
   const client: SyncPg = {
     query: (sql, params, o) => run(sql, params, false, o?.guard),
     queryArrays: (sql, params, o) => run(sql, params, true, o?.guard),
+    defer(sql) {
+      deferred.push(sql);
+    },
     transaction<T>(fn: () => T): T {
       const savepoint = depth > 0 ? `sp${depth}` : null;
       run(savepoint ? `SAVEPOINT ${savepoint}` : 'BEGIN', [], false);

@@ -41,6 +41,8 @@ port.on('message', (req) => {
     const failed = await connected;
     if (failed) return answer({ error: { message: `could not connect to PostgreSQL: ${failed.message}`, code: failed.code ?? 'ECONNECT' } });
     try {
+      // Statements the caller deferred (savepoints opened and released) run first, in order.
+      for (const sql of req.before ?? []) await client.query(sql);
       if (req.guard) await client.query('SAVEPOINT sl_guard');
       let res;
       try {
