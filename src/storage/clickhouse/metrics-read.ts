@@ -1,6 +1,6 @@
 import type { MetricType } from '../../domain/telemetry-types.js';
 import { normalizePoints, type MetricPointInput } from '../../domain/metrics/normalize.js';
-import { addHistPoint, EXACT_PERCENTILE_VALUES, newState, type BucketState } from '../../domain/metrics/rollup-state.js';
+import { addHistPoint, EXACT_PERCENTILE_VALUES, LN_GAMMA, newState, type BucketState } from '../../domain/metrics/rollup-state.js';
 import { addReceived, MINUTE_MS } from '../metric-rollups.js';
 import {
   bucketsOf,
@@ -19,10 +19,12 @@ import { sqliteValueText } from './log-store.js';
  * The metric reads (metrics-read-repo.ts) from the ClickHouse `metric_points` table (schema.ts,
  * migration 5), giving the SQLite repository's answers. There are no rollups: the catalogue
  * (metrics.list, the summary's busiest metrics) is aggregated from the window's points, and the
- * bucket states SQLite reads from its per-minute rollups are built from the window's points with the
- * same contribution rules (normalize.ts: cumulative sums differenced per series and scope, the latest
- * point of the hour before as baseline) and the same state functions (rollup-state.ts: the value
- * sketch's log buckets are those the SQLite rollup writer computes). `rollupStates` answers null in
+ * bucket states SQLite reads from its per-minute rollups are aggregated from the window's points
+ * with the same rules: points taken as received (gauges, delta sums, delta histograms) per bucket in
+ * ClickHouse — count, Σ, min, max and the value sketch's counts per (bucket, sign, ⌈ln|v| / ln γ⌉),
+ * rollup-state.ts's keys — and cumulative sums read per series in time order and differenced as
+ * normalize.ts does (the latest point of the hour before as baseline); explicit-histogram bucket
+ * counts (percentiles) from the points. `rollupStates` answers null in
  * exactly the cases SQLite's does, so each operation takes the same path (rollup states or raw
  * points) on both backends. Attribute conditions compare the 'key\0value' texts the writer stored
  * (metric-store.ts), a point attribute taking precedence over the resource's, as SQLite's COALESCE.
@@ -121,7 +123,14 @@ export function createChMetricsReader(engine: ChEngine): MetricsReader {
     return { rows, runs };
   }
 
-  async function points(projectId: string, m: MetricSelector, fromMs: number, toMs: number, baselineMs: number, opts: { groupBy?: readonly string[] } = {}): Promise<MetricPointInput[]> {
+  async function points(
+    projectId: string,
+    m: MetricSelector,
+    fromMs: number,
+    toMs: number,
+    baselineMs: number,
+    opts: { groupBy?: readonly string[]; cumulativeOnly?: boolean } = {},
+  ): Promise<MetricPointInput[]> {
     const groupBy = opts.groupBy ?? [];
     const histo = m.type === 'hist' || m.type === 'exponential_histogram';
     const cols = histo ? 'count, sum, min, max, buckets' : 'value';
@@ -129,7 +138,7 @@ export function createChMetricsReader(engine: ChEngine): MetricsReader {
       `SELECT temporality, monotonic, start_ms, time_ms, series_key, scope_name, ${cols}, exemplars${groupBy.length ? ', attributes, resource' : ''}
        FROM metric_points WHERE project_id = ${lit(Number(projectId))} AND metric_name = ${lit(m.metricName)} AND time_ms >= ${lit(fromMs - baselineMs)}
          AND time_ms < ${lit(toMs)} AND type = ${lit(m.type)}${where({ service: m.service, environment: m.environment })}${attrWhere(m)}
-         AND (time_ms >= ${lit(fromMs)} OR temporality = 'cumulative')
+         AND (time_ms >= ${lit(fromMs)} OR temporality = 'cumulative')${opts.cumulativeOnly ? " AND temporality = 'cumulative'" : ''}
        ORDER BY time_ms, id`,
     );
     const type = m.type;
@@ -221,17 +230,96 @@ export function createChMetricsReader(engine: ChEngine): MetricsReader {
       const B = Math.floor(toMs / MINUTE_MS) * MINUTE_MS;
       if (A >= B) return null;
       const valueType = m.type === 'gauge' || m.type === 'sum';
-      const pts = await points(projectId, m, fromMs, toMs, m.type === 'sum' ? HOUR : 0);
-      if (m.type === 'hist' && pts.some((p) => p.temporality === 'cumulative')) return null;
       const states: BucketState[] = Array.from({ length: b.n }, () => newState(withDist && valueType));
-      for (const c of normalizePoints(pts, { fromMs, toMs, baselineMs: HOUR })) {
-        const s = states[Math.floor((c.time_ms - b.first) / b.size)];
-        if (!s) continue;
-        // Bucket counts only with the distribution, as SQLite merges them only then.
-        if (c.type === 'hist') addHistPoint(s, { ...c, count: c.count as number }, withDist);
-        else addReceived(s, c);
+      const at = (ms: number) => states[Math.floor((ms - b.first) / b.size)];
+      const pid = Number(projectId);
+      const range = `project_id = ${lit(pid)} AND metric_name = ${lit(m.metricName)} AND type = ${lit(m.type)} AND time_ms >= ${lit(fromMs)} AND time_ms < ${lit(toMs)}${where({ service: m.service, environment: m.environment })}`;
+      const bucket = `toInt64(floor((time_ms - ${lit(b.first)}) / ${lit(b.size)}))`;
+      const inRange = (i: number) => i >= 0 && i < b.n;
+
+      if (m.type === 'hist') {
+        // SQLite takes the raw path for a window holding cumulative histogram points.
+        const [c] = await engine.query<{ n: number }>(`SELECT count() AS n FROM metric_points WHERE ${range} AND temporality = 'cumulative'`);
+        if (Number(c?.n ?? 0) > 0) return null;
+        if (withDist) {
+          // Bucket counts per bounds: from the points (normalize.ts), as SQLite's raw edges.
+          for (const p of normalizePoints(await points(projectId, m, fromMs, toMs, 0), { fromMs, toMs })) {
+            const s = at(p.time_ms);
+            if (s) addHistPoint(s, { ...p, count: p.count as number }, true);
+          }
+          return states;
+        }
+        // Points taken as received, aggregated per bucket (rollup-state.ts addHistPoint's fields).
+        const rows = await engine.query<Record<string, number>>(
+          `SELECT ${bucket} AS b, count() AS n, sum(ifNull(count, 0.)) AS hcount, sum(ifNull(sum, 0.)) AS hsum, countIf(isNotNull(sum)) AS hsum_n,
+             sum(if(isNull(sum), 0., ifNull(count, 0.))) AS hsum_count, countIf(ifNull(count, 0.) > 0) AS live,
+             minIf(ifNull(min, 0.), ifNull(count, 0.) > 0 AND isNotNull(min)) AS lmin, countIf(ifNull(count, 0.) > 0 AND isNotNull(min)) AS lmin_n,
+             maxIf(ifNull(max, 0.), ifNull(count, 0.) > 0 AND isNotNull(max)) AS lmax, countIf(ifNull(count, 0.) > 0 AND isNotNull(max)) AS lmax_n
+           FROM metric_points WHERE ${range} AND isNotNull(count) GROUP BY b`,
+        );
+        for (const r of rows) {
+          const i = Number(r.b);
+          if (!inRange(i)) continue;
+          const s = states[i]!;
+          s.n += Number(r.n);
+          s.hcount += Number(r.hcount);
+          s.hsum += Number(r.hsum);
+          s.hsumN += Number(r.hsum_n);
+          s.hsumCount += Number(r.hsum_count);
+          s.live += Number(r.live);
+          if (Number(r.lmin_n) > 0) s.lmin = Math.min(s.lmin, Number(r.lmin));
+          s.lminN += Number(r.lmin_n);
+          if (Number(r.lmax_n) > 0) s.lmax = Math.max(s.lmax, Number(r.lmax));
+          s.lmaxN += Number(r.lmax_n);
+        }
+        return states;
       }
-      if (withDist && valueType && states.reduce((t, x) => t + x.n, 0) <= EXACT_PERCENTILE_VALUES) return null;
+
+      // Gauge values and delta (or unspecified) sums, taken as received: count, Σ, min and max per
+      // bucket and, for percentiles, the sketch's counts per (bucket, sign, log key) — the key as
+      // rollup-state.ts sketchAdd computes it (⌈ln|v| / ln γ⌉).
+      const received = `${range} AND isNotNull(value)${m.type === 'sum' ? " AND temporality != 'cumulative'" : ''}`;
+      const agg = await engine.query<{ b: number; n: number; vsum: number; vmin: number; vmax: number }>(
+        `SELECT ${bucket} AS b, count() AS n, sum(ifNull(value, 0.)) AS vsum, min(ifNull(value, 0.)) AS vmin, max(ifNull(value, 0.)) AS vmax
+         FROM metric_points WHERE ${received} GROUP BY b`,
+      );
+      for (const r of agg) {
+        const i = Number(r.b);
+        if (!inRange(i)) continue;
+        const s = states[i]!;
+        s.n += Number(r.n);
+        s.vsum += Number(r.vsum);
+        if (Number(r.vmin) < s.vmin) s.vmin = Number(r.vmin);
+        if (Number(r.vmax) > s.vmax) s.vmax = Number(r.vmax);
+      }
+      if (withDist) {
+        const keyed = await engine.query<{ b: number; sg: number; k: number; cnt: number }>(
+          `SELECT ${bucket} AS b, multiIf(ifNull(value, 0.) > 0, 1, ifNull(value, 0.) < 0, -1, 0) AS sg,
+             if(ifNull(value, 0.) = 0, toInt64(0), toInt64(ceil(log(abs(ifNull(value, 0.))) / ${lit(LN_GAMMA)}))) AS k, count() AS cnt
+           FROM metric_points WHERE ${received} GROUP BY b, sg, k`,
+        );
+        for (const r of keyed) {
+          const i = Number(r.b);
+          const sk = inRange(i) ? states[i]!.sketch : null;
+          if (!sk) continue;
+          const cnt = Number(r.cnt);
+          if (Number(r.sg) === 0) sk.z += cnt;
+          else {
+            const mp = Number(r.sg) > 0 ? sk.p : sk.n;
+            mp.set(Number(r.k), (mp.get(Number(r.k)) ?? 0) + cnt);
+          }
+        }
+      }
+      if (m.type === 'sum') {
+        // Cumulative sums: each series' points in time order, differenced as normalize.ts does, with
+        // the latest point of the hour before the window as baseline.
+        const cum = await points(projectId, m, fromMs, toMs, HOUR, { cumulativeOnly: true });
+        for (const c of normalizePoints(cum, { fromMs, toMs, baselineMs: HOUR })) {
+          const s = at(c.time_ms);
+          if (s) addReceived(s, c);
+        }
+      }
+      if (withDist && states.reduce((t, x) => t + x.n, 0) <= EXACT_PERCENTILE_VALUES) return null;
       return states;
     },
   };
