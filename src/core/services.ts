@@ -77,7 +77,7 @@ export interface Services {
   tracesRead: TracesReader;
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
-  /** Set when spans and logs go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span and log stores (flush, close). */
+  /** Set when spans, logs and metric points go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span, log and metric stores (flush, close). */
   clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
