@@ -77,8 +77,8 @@ interface PointRow {
   monotonic: number;
   start_ms: number | null;
   time_ms: number;
-  series_key: string;
-  scope_name: string;
+  sk: string;
+  sc: string;
   value?: number | null;
   count?: number | null;
   sum?: number | null;
@@ -135,7 +135,9 @@ export function createChMetricsReader(engine: ChEngine): MetricsReader {
     const histo = m.type === 'hist' || m.type === 'exponential_histogram';
     const cols = histo ? 'count, sum, min, max, buckets' : 'value';
     const rows = await engine.query<PointRow>(
-      `SELECT temporality, monotonic, start_ms, time_ms, series_key, scope_name, ${cols}, exemplars${groupBy.length ? ', attributes, resource' : ''}
+      // Series identity only for cumulative points (the only ones differenced), as SQLite's reader.
+      `SELECT temporality, monotonic, start_ms, time_ms, if(temporality = 'cumulative', series_key, '') AS sk,
+         if(temporality = 'cumulative', scope_name, '') AS sc, ${cols}, exemplars${groupBy.length ? ', attributes, resource' : ''}
        FROM metric_points WHERE project_id = ${lit(Number(projectId))} AND metric_name = ${lit(m.metricName)} AND time_ms >= ${lit(fromMs - baselineMs)}
          AND time_ms < ${lit(toMs)} AND type = ${lit(m.type)}${where({ service: m.service, environment: m.environment })}${attrWhere(m)}
          AND (time_ms >= ${lit(fromMs)} OR temporality = 'cumulative')${opts.cumulativeOnly ? " AND temporality = 'cumulative'" : ''}
@@ -153,8 +155,8 @@ export function createChMetricsReader(engine: ChEngine): MetricsReader {
         monotonic: cum && Number(r.monotonic) === 1,
         start_ms: cum ? r.start_ms : null,
         time_ms: r.time_ms,
-        series_key: cum ? r.series_key : '',
-        scope_name: cum ? r.scope_name : '',
+        series_key: cum ? r.sk : '',
+        scope_name: cum ? r.sc : '',
       };
       if (!histo) {
         if (r.value !== null && r.value !== undefined) p.value = r.value;
