@@ -3,7 +3,7 @@ import { chdbMissing, clickHouseServerMissing } from './test/support/clickhouse.
 import { postgresMissing } from './test/support/postgres.js';
 
 /**
- * Issue 20: these files also run with spans and logs in ClickHouse — on Debian's clickhouse-server 18.16
+ * Issue 20: these files also run with spans, logs and metric points in ClickHouse — on Debian's clickhouse-server 18.16
  * (scripts/install-clickhouse.sh installs it) and on chdb (ClickHouse 26 in-process) — and must
  * answer exactly as on SQLite. A project whose engine is missing is left out, saying why.
  */
@@ -14,6 +14,8 @@ const CLICKHOUSE_FILES = [
   'test/storage/clickhouse-*.test.ts',
   'test/operations/logs.*.test.ts',
   'test/operations/observability.summary.test.ts',
+  'test/operations/metrics.*.test.ts',
+  'test/queries/metrics.test.ts',
 ];
 
 /**
@@ -24,7 +26,7 @@ const CLICKHOUSE_FILES = [
  */
 const SCALE_OUT_FILES = [
   ...CLICKHOUSE_FILES,
-  // (minus the two randomized equivalence files below: they compare telemetry reads only, control
+  // (minus the three randomized equivalence files below: they compare telemetry reads only, control
   // data does not enter them, and chdb runs them; the operation tests prove the same SQL on 18.16)
   'test/operations/feedback.*.test.ts',
   'test/operations/errors.*.test.ts',
@@ -91,7 +93,7 @@ export default defineConfig({
               test: {
                 name: 'scale-out',
                 include: SCALE_OUT_FILES,
-                exclude: ['test/storage/clickhouse-equivalence.test.ts', 'test/storage/clickhouse-logs-equivalence.test.ts', '**/node_modules/**'],
+                exclude: ['test/storage/clickhouse-equivalence.test.ts', 'test/storage/clickhouse-logs-equivalence.test.ts', 'test/storage/clickhouse-metrics-equivalence.test.ts', '**/node_modules/**'],
                 // Internal errors (a 500's cause) are printed: a failure here says which store refused what.
                 env: { SIGHTLINE_TEST_CLICKHOUSE: 'server', SIGHTLINE_TEST_POSTGRES: '1', SIGHTLINE_TEST_LOG_LEVEL: 'error' },
                 globalSetup: ['test/support/clickhouse-global.ts'],

@@ -153,9 +153,9 @@ export const list = defineOperation({
   }),
   errors: [...WINDOW_ERRORS],
   example: { q: 'http', limit: 20 },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now());
-    const { rows, total } = ctx.services.metricsRead.listSeries(
+    const { rows, total } = await ctx.services.metricsRead.listSeries(
       ctx.project!.id,
       { ...w, type: input.metric_type, service: input.service_name, environment: input.environment, q: input.q },
       { limit: input.limit, offset: input.offset },
@@ -218,23 +218,23 @@ export const timeline = defineOperation({
     { status: 422, code: 'UNSUPPORTED_METRIC_TEMPORALITY', when: 'a percentile aggregation of a cumulative exponential histogram' },
   ],
   example: { metric_name: 'http.server.request.duration', metric_type: 'hist', aggregation: 'p95', granularity: '5m' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now());
     const granularity = input.granularity ?? defaultGranularity(w.fromMs, w.toMs);
     const gMs = domainCall(() => granularityMs(granularity));
     domainCall(() => checkBucketCount(w.fromMs, w.toMs, gMs));
     const sel = { metricName: input.metric_name, type: input.metric_type, service: input.service_name, environment: input.environment, attributes: input.attributes };
     const repo = ctx.services.metricsRead;
-    const meta = repo.meta(ctx.project!.id, sel, w.toMs);
+    const meta = await repo.meta(ctx.project!.id, sel, w.toMs);
     domainCall(() => checkAggregationSupported(input.metric_type, meta?.temporality, input.aggregation));
     const groupBy = input.group_by ? [...new Set(input.group_by)] : undefined;
     if (!groupBy) {
       // Whole minutes from the per-minute rollups, unaligned edges from the points (migration 040).
       const first = bucketStart(w.fromMs, gMs);
-      const states = repo.rollupStates(ctx.project!.id, sel, w.fromMs, w.toMs, { first, size: gMs, n: bucketCount(w.fromMs, w.toMs, gMs) }, isPercentileAggregation(input.aggregation));
+      const states = await repo.rollupStates(ctx.project!.id, sel, w.fromMs, w.toMs, { first, size: gMs, n: bucketCount(w.fromMs, w.toMs, gMs) }, isPercentileAggregation(input.aggregation));
       if (states) {
         const buckets = timelineFromStates(states, first, gMs, input.metric_type, input.aggregation);
-        const ex = exemplarsByBucket(repo.exemplarPoints(ctx.project!.id, sel, w.fromMs, w.toMs), { ...w, granularityMs: gMs });
+        const ex = exemplarsByBucket(await repo.exemplarPoints(ctx.project!.id, sel, w.fromMs, w.toMs), { ...w, granularityMs: gMs });
         return {
           metric_name: input.metric_name,
           metric_type: input.metric_type,
@@ -247,7 +247,7 @@ export const timeline = defineOperation({
         };
       }
     }
-    const points = repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS, { groupBy });
+    const points = await repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS, { groupBy });
     const opts = { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, aggregation: input.aggregation };
     const withExemplars = (pts: typeof points, buckets: ReturnType<typeof metricTimeline>['buckets']) => {
       const ex = exemplarsByBucket(pts, { ...w, granularityMs: gMs });
@@ -322,23 +322,26 @@ export const inspect = defineOperation({
   }),
   errors: [...WINDOW_ERRORS],
   example: { metric_name: 'http.server.request.duration', metric_type: 'hist' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = windowOf(input, ctx.now());
     const granularity = defaultGranularity(w.fromMs, w.toMs);
     const gMs = granularityMs(granularity);
     const sel = { metricName: input.metric_name, type: input.metric_type, service: input.service_name, environment: input.environment, attributes: input.attributes };
     const repo = ctx.services.metricsRead;
-    const meta = repo.meta(ctx.project!.id, sel, w.toMs);
-    const sample = repo.attributeValues(ctx.project!.id, sel, w.fromMs, w.toMs, INSPECT_ATTR_SAMPLE);
+    const meta = await repo.meta(ctx.project!.id, sel, w.toMs);
+    const sample = await repo.attributeValues(ctx.project!.id, sel, w.fromMs, w.toMs, INSPECT_ATTR_SAMPLE);
     const iopts = { ...w, granularityMs: gMs, type: input.metric_type, temporality: meta?.temporality, metricName: input.metric_name, unit: meta?.unit };
     const first = bucketStart(w.fromMs, gMs);
-    const states = repo.rollupStates(ctx.project!.id, sel, w.fromMs, w.toMs, { first, size: gMs, n: bucketCount(w.fromMs, w.toMs, gMs) }, true);
+    const states = await repo.rollupStates(ctx.project!.id, sel, w.fromMs, w.toMs, { first, size: gMs, n: bucketCount(w.fromMs, w.toMs, gMs) }, true);
     const r = states
       ? inspectFromTimelines(
           INSPECT_AGGREGATIONS.map((aggregation) => ({ aggregation, buckets: timelineFromStates(states, first, gMs, input.metric_type, aggregation) })),
           iopts,
         )
-      : domainCall(() => inspectMetric(repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS), iopts));
+      : await (async () => {
+          const pts = await repo.points(ctx.project!.id, sel, w.fromMs, w.toMs, HOUR_MS);
+          return domainCall(() => inspectMetric(pts, iopts));
+        })();
     return {
       metric_name: input.metric_name,
       metric_type: input.metric_type,

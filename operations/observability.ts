@@ -239,15 +239,16 @@ export const summary = defineOperation({
         .map(([value, count]) => ({ value: truncateValue(value, 256), count }));
     const notable = (await logs.search(pid, { ...f, levels: NOTABLE_LEVELS }, { limit: input.log_limit, offset: 0, withTotal: false })).rows;
 
-    const candidates = metrics.busiest(pid, { ...f, nameQuery: input.metric_query }, CANDIDATES);
-    const selected = candidates.slice(0, input.metric_limit).map((m) => {
+    const candidates = await metrics.busiest(pid, { ...f, nameQuery: input.metric_query }, CANDIDATES);
+    const selected = [];
+    for (const m of candidates.slice(0, input.metric_limit)) {
       const sel = { metricName: m.metric_name, type: m.type, service: input.service_name, environment: input.environment };
-      const meta = metrics.meta(pid, sel, w.toMs);
+      const meta = await metrics.meta(pid, sel, w.toMs);
       // One bucket spanning the window: whole minutes from the rollups (migration 040), else the points.
-      const states = metrics.rollupStates(pid, sel, w.fromMs, w.toMs, { first: w.fromMs, size: w.toMs - w.fromMs, n: 1 }, true);
-      const s = states ? summarizeState(states[0]!, m.type, w.toMs - w.fromMs) : summarize(metrics.points(pid, sel, w.fromMs, w.toMs, HOUR_MS), w, m.type, meta?.temporality);
-      return { metric_name: m.metric_name, type: m.type, unit: m.unit, ...s };
-    });
+      const states = await metrics.rollupStates(pid, sel, w.fromMs, w.toMs, { first: w.fromMs, size: w.toMs - w.fromMs, n: 1 }, true);
+      const s = states ? summarizeState(states[0]!, m.type, w.toMs - w.fromMs) : summarize(await metrics.points(pid, sel, w.fromMs, w.toMs, HOUR_MS), w, m.type, meta?.temporality);
+      selected.push({ metric_name: m.metric_name, type: m.type, unit: m.unit, ...s });
+    }
 
     // Errors: new in the window, and regressed (back after a silent preceding window).
     const errorGroups = ctx.services.errorGroups;

@@ -11,7 +11,7 @@ import { createAiRepo, type AiRepo } from '../storage/ai-repo.js';
 import { withReleaseRollups } from '../storage/release-rollups.js';
 import { createReleasesRepo, type ReleasesRepo } from '../storage/releases-repo.js';
 import { asyncLogsReader, createLogsReadRepo, type LogsReader } from '../storage/logs-read-repo.js';
-import { createMetricsReadRepo, type MetricsReadRepo } from '../storage/metrics-read-repo.js';
+import { asyncMetricsReader, createMetricsReadRepo, type MetricsReader } from '../storage/metrics-read-repo.js';
 import { asyncTracesReader, createTracesReadRepo, type TracesReader } from '../storage/traces-read-repo.js';
 import { createHttpEngine, type ChEngine } from '../storage/clickhouse/client.js';
 import { migrateClickHouse } from '../storage/clickhouse/schema.js';
@@ -19,6 +19,8 @@ import { createChSpanStore, type ChSpanStore } from '../storage/clickhouse/span-
 import { createChTracesReader } from '../storage/clickhouse/traces-read.js';
 import { createChLogStore, type ChLogStore } from '../storage/clickhouse/log-store.js';
 import { createChLogsReader } from '../storage/clickhouse/logs-read.js';
+import { createChMetricStore, type ChMetricStore } from '../storage/clickhouse/metric-store.js';
+import { createChMetricsReader } from '../storage/clickhouse/metrics-read.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
@@ -71,12 +73,12 @@ export interface Services {
   /** The server's own figures (system.status); filled in by the server that owns them. */
   serverStatus?: () => Promise<Record<string, unknown>>;
   logsRead: LogsReader;
-  metricsRead: MetricsReadRepo;
+  metricsRead: MetricsReader;
   tracesRead: TracesReader;
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
-  /** Set when spans and logs go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span and log stores (flush, close). */
-  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore };
+  /** Set when spans, logs and metric points go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span, log and metric stores (flush, close). */
+  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
@@ -149,10 +151,11 @@ function migratedOnFirstUse(engine: ChEngine): ChEngine {
 
 export function createServices(db: Db, config: AppConfig, now: () => number = Date.now, opts: { clickhouse?: ChEngine } = {}): Services {
   const chEngine = opts.clickhouse ?? (config.clickhouseUrl ? createHttpEngine(config.clickhouseUrl) : null);
-  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore } : null;
+  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore, metrics: null as unknown as ChMetricStore } : null;
   if (ch) {
     ch.spans = createChSpanStore(ch.engine);
     ch.logs = createChLogStore(ch.engine);
+    ch.metrics = createChMetricStore(ch.engine);
   }
   const errorsIngest = createErrorsIngestRepo(db);
   const ingestMisc = createIngestMiscRepo(db);
@@ -201,14 +204,14 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     feedback: createFeedbackRepo(db),
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
-    // With ClickHouse, log records skip SQLite entirely (rows, full text and the count rollups).
-    telemetry: logsTo(withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))), ch?.logs),
-    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant] : [])]),
+    // With ClickHouse, log records and metric points skip SQLite entirely (rows, full text, catalogue and rollups).
+    telemetry: metricsTo(logsTo(withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))), ch?.logs), ch?.metrics),
+    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant] : [])]),
     ...(ch ? { clickhouse: ch } : {}),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
     logsRead: ch ? createChLogsReader(ch.engine) : asyncLogsReader(createLogsReadRepo(db)),
-    metricsRead: createMetricsReadRepo(db),
+    metricsRead: ch ? createChMetricsReader(ch.engine) : asyncMetricsReader(createMetricsReadRepo(db)),
     tracesRead: ch ? createChTracesReader(ch.engine, asyncTracesReader(createTracesReadRepo(db))) : asyncTracesReader(createTracesReadRepo(db)),
     operationRollups: createOperationRollupReader(db),
     errorsIngest,
@@ -254,6 +257,11 @@ function spansTo(writer: TelemetryWriter, spans: ChSpanStore | undefined): Telem
 /** The writer with its log records sent to ClickHouse instead, when a log store is given. */
 function logsTo(writer: TelemetryWriter, logs: ChLogStore | undefined): TelemetryWriter {
   return logs ? { ...writer, insertLogs: (projectId, rows, source, receivedMs, connectorKey) => logs.add(projectId, rows, source, receivedMs, connectorKey ?? null) } : writer;
+}
+
+/** The writer with its metric points sent to ClickHouse instead, when a metric store is given. */
+function metricsTo(writer: TelemetryWriter, metrics: ChMetricStore | undefined): TelemetryWriter {
+  return metrics ? { ...writer, insertMetricPoints: (projectId, rows, receivedMs) => metrics.add(projectId, rows, receivedMs) } : writer;
 }
 
 /** Current releases of a project whose health verdict is `regressed`, read through `releases.list` (its rules, not a copy). */

@@ -74,7 +74,7 @@ export interface BusyMetric {
 }
 
 /** A catalogue row (or the same aggregate over the points of a straddling hour). */
-interface CatalogRow {
+export interface CatalogRow {
   metric_name: string;
   type: MetricType;
   service_name: string;
@@ -88,7 +88,7 @@ interface CatalogRow {
 }
 
 /** A cumulative histogram run's part (series, scope, start; start -1 when unknown). */
-interface RunRow {
+export interface RunRow {
   metric_name: string;
   type: MetricType;
   service_name: string;
@@ -126,7 +126,7 @@ function where(f: { service?: string; environment?: string; type?: MetricType })
 const TEMPORALITIES: readonly Temporality[] = ['unspecified', 'delta', 'cumulative'];
 
 /** The stored bucket JSON (see sqlite-telemetry-store.ts) as MetricPointInput fields. */
-function bucketsOf(type: MetricType, json: string): Partial<MetricPointInput> {
+export function bucketsOf(type: MetricType, json: string): Partial<MetricPointInput> {
   const b = JSON.parse(json);
   if (type === 'hist') return { bucket_counts: b.bucket_counts ?? [], explicit_bounds: b.explicit_bounds ?? [] };
   const out: Partial<MetricPointInput> = { scale: b.scale ?? 0, zero_count: b.zero_count ?? 0, zero_threshold: b.zero_threshold ?? 0 };
@@ -179,6 +179,75 @@ function explicitBucketsInto(p: MetricPointInput, json: string, cache: Map<strin
   p.bucket_counts = counts;
   p.explicit_bounds = bounds;
   return true;
+}
+
+/** metrics.list's rows from catalogue rows and cumulative histogram runs of the window (both readers). */
+export function seriesFromCatalogue(rows: readonly CatalogRow[], runs: readonly RunRow[], f: { fromMs: number }, page: { limit: number; offset: number }): { rows: MetricSeriesRow[]; total: number } {
+  const groups = new Map<string, MetricSeriesRow>();
+  for (const r of rows) {
+    const k = `${r.metric_name}\u0000${r.type}\u0000${r.service_name}`;
+    const g = groups.get(k);
+    if (!g) {
+      groups.set(k, {
+        metric_name: r.metric_name,
+        type: r.type,
+        unit: r.unit,
+        description: r.description,
+        service_name: r.service_name,
+        first_seen: r.first_ms,
+        last_seen: r.last_ms,
+        point_count: r.point_count,
+        sample_count: r.samples,
+      });
+      continue;
+    }
+    if (r.unit > g.unit) g.unit = r.unit;
+    if (r.description > g.description) g.description = r.description;
+    if (r.first_ms < g.first_seen) g.first_seen = r.first_ms;
+    if (r.last_ms > g.last_seen) g.last_seen = r.last_ms;
+    g.point_count += r.point_count;
+    g.sample_count += r.samples;
+  }
+  // Cumulative histogram runs (series, scope, start) across hours, environments and units.
+  const merged = new Map<string, RunRow>();
+  for (const r of runs) {
+    const k = `${r.metric_name}\u0000${r.type}\u0000${r.service_name}\u0000${r.series_key}\u0000${r.scope_name}\u0000${r.start_ms}`;
+    const m = merged.get(k);
+    if (!m) merged.set(k, { ...r });
+    else {
+      if (r.first_ms < m.first_ms) m.first_ms = r.first_ms;
+      if (r.min_count !== null && (m.min_count === null || r.min_count < m.min_count)) m.min_count = r.min_count;
+      if (r.max_count !== null && (m.max_count === null || r.max_count > m.max_count)) m.max_count = r.max_count;
+    }
+  }
+  for (const r of merged.values()) {
+    if (r.max_count === null) continue;
+    const growth = r.start_ms >= f.fromMs && r.start_ms < r.first_ms ? r.max_count : r.min_count === null ? null : r.max_count - r.min_count;
+    if (growth === null) continue;
+    const g = groups.get(`${r.metric_name}\u0000${r.type}\u0000${r.service_name}`);
+    if (g) g.sample_count += Math.max(growth, 0);
+  }
+  const all = [...groups.values()].sort((x, y) => cmp(x.metric_name, y.metric_name) || cmp(x.type, y.type) || cmp(x.service_name, y.service_name));
+  return { rows: all.slice(page.offset, page.offset + page.limit), total: all.length };
+}
+
+/** The summary's busiest metrics from catalogue rows of the window (both readers). */
+export function busiestFromCatalogue(rows: readonly CatalogRow[], limit: number): BusyMetric[] {
+  const groups = new Map<string, BusyMetric & { svc: Set<string> }>();
+  for (const r of rows) {
+    const k = `${r.metric_name}\u0000${r.type}`;
+    const g = groups.get(k);
+    if (!g) groups.set(k, { metric_name: r.metric_name, type: r.type, unit: r.unit, point_count: r.point_count, services: [], svc: new Set([r.service_name]) });
+    else {
+      if (r.unit > g.unit) g.unit = r.unit;
+      g.point_count += r.point_count;
+      g.svc.add(r.service_name);
+    }
+  }
+  return [...groups.values()]
+    .sort((x, y) => y.point_count - x.point_count || cmp(x.metric_name, y.metric_name) || cmp(x.type, y.type))
+    .slice(0, limit)
+    .map(({ svc, ...g }) => ({ ...g, services: [...svc].filter(Boolean).sort(cmp) }));
 }
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -333,52 +402,7 @@ export function createMetricsReadRepo(db: Db) {
      */
     listSeries(projectId: string, f: MetricSeriesFilter, page: { limit: number; offset: number }): { rows: MetricSeriesRow[]; total: number } {
       const { rows, runs } = catalogue(projectId, f, f.q, true);
-      const groups = new Map<string, MetricSeriesRow>();
-      for (const r of rows) {
-        const k = `${r.metric_name}\u0000${r.type}\u0000${r.service_name}`;
-        const g = groups.get(k);
-        if (!g) {
-          groups.set(k, {
-            metric_name: r.metric_name,
-            type: r.type,
-            unit: r.unit,
-            description: r.description,
-            service_name: r.service_name,
-            first_seen: r.first_ms,
-            last_seen: r.last_ms,
-            point_count: r.point_count,
-            sample_count: r.samples,
-          });
-          continue;
-        }
-        if (r.unit > g.unit) g.unit = r.unit;
-        if (r.description > g.description) g.description = r.description;
-        if (r.first_ms < g.first_seen) g.first_seen = r.first_ms;
-        if (r.last_ms > g.last_seen) g.last_seen = r.last_ms;
-        g.point_count += r.point_count;
-        g.sample_count += r.samples;
-      }
-      // Cumulative histogram runs (series, scope, start) across hours, environments and units.
-      const merged = new Map<string, RunRow>();
-      for (const r of runs) {
-        const k = `${r.metric_name}\u0000${r.type}\u0000${r.service_name}\u0000${r.series_key}\u0000${r.scope_name}\u0000${r.start_ms}`;
-        const m = merged.get(k);
-        if (!m) merged.set(k, { ...r });
-        else {
-          if (r.first_ms < m.first_ms) m.first_ms = r.first_ms;
-          if (r.min_count !== null && (m.min_count === null || r.min_count < m.min_count)) m.min_count = r.min_count;
-          if (r.max_count !== null && (m.max_count === null || r.max_count > m.max_count)) m.max_count = r.max_count;
-        }
-      }
-      for (const r of merged.values()) {
-        if (r.max_count === null) continue;
-        const growth = r.start_ms >= f.fromMs && r.start_ms < r.first_ms ? r.max_count : r.min_count === null ? null : r.max_count - r.min_count;
-        if (growth === null) continue;
-        const g = groups.get(`${r.metric_name}\u0000${r.type}\u0000${r.service_name}`);
-        if (g) g.sample_count += Math.max(growth, 0);
-      }
-      const all = [...groups.values()].sort((x, y) => cmp(x.metric_name, y.metric_name) || cmp(x.type, y.type) || cmp(x.service_name, y.service_name));
-      return { rows: all.slice(page.offset, page.offset + page.limit), total: all.length };
+      return seriesFromCatalogue(rows, runs, f, page);
     },
 
     /** Unit, description and temporality of the newest matching point (any time), or null. */
@@ -500,21 +524,7 @@ export function createMetricsReadRepo(db: Db) {
      */
     busiest(projectId: string, f: { fromMs: number; toMs: number; service?: string; environment?: string; nameQuery?: string }, limit: number): BusyMetric[] {
       const { rows } = catalogue(projectId, f, f.nameQuery || undefined, false);
-      const groups = new Map<string, BusyMetric & { svc: Set<string> }>();
-      for (const r of rows) {
-        const k = `${r.metric_name}\u0000${r.type}`;
-        const g = groups.get(k);
-        if (!g) groups.set(k, { metric_name: r.metric_name, type: r.type, unit: r.unit, point_count: r.point_count, services: [], svc: new Set([r.service_name]) });
-        else {
-          if (r.unit > g.unit) g.unit = r.unit;
-          g.point_count += r.point_count;
-          g.svc.add(r.service_name);
-        }
-      }
-      return [...groups.values()]
-        .sort((x, y) => y.point_count - x.point_count || cmp(x.metric_name, y.metric_name) || cmp(x.type, y.type))
-        .slice(0, limit)
-        .map(({ svc, ...g }) => ({ ...g, services: [...svc].filter(Boolean).sort(cmp) }));
+      return busiestFromCatalogue(rows, limit);
     },
 
     /** Points of the window that carry exemplars (time and exemplars only), through a partial index. */
@@ -753,3 +763,34 @@ function addHistInto(s: BucketState, h: { bounds: number[]; counts: number[] }):
 
 
 export type MetricsReadRepo = ReturnType<typeof createMetricsReadRepo>;
+
+/**
+ * The metric reads the operations use, asynchronous: answered by the SQLite repository
+ * ({@link asyncMetricsReader}) or, with metric points in ClickHouse, by clickhouse/metrics-read.ts —
+ * the same answers from either.
+ */
+export interface MetricsReader {
+  /** Raw-path switches (benches and tests); the ClickHouse reader honours `rollupReads` only. */
+  settings: { rollupReads: boolean; coarseLevels: boolean };
+  listSeries(...a: Parameters<MetricsReadRepo['listSeries']>): Promise<ReturnType<MetricsReadRepo['listSeries']>>;
+  meta(...a: Parameters<MetricsReadRepo['meta']>): Promise<ReturnType<MetricsReadRepo['meta']>>;
+  points(...a: Parameters<MetricsReadRepo['points']>): Promise<ReturnType<MetricsReadRepo['points']>>;
+  attributeValues(...a: Parameters<MetricsReadRepo['attributeValues']>): Promise<ReturnType<MetricsReadRepo['attributeValues']>>;
+  busiest(...a: Parameters<MetricsReadRepo['busiest']>): Promise<ReturnType<MetricsReadRepo['busiest']>>;
+  exemplarPoints(...a: Parameters<MetricsReadRepo['exemplarPoints']>): Promise<ReturnType<MetricsReadRepo['exemplarPoints']>>;
+  rollupStates(...a: Parameters<MetricsReadRepo['rollupStates']>): Promise<ReturnType<MetricsReadRepo['rollupStates']>>;
+}
+
+/** The SQLite repository behind the asynchronous {@link MetricsReader}. */
+export function asyncMetricsReader(repo: MetricsReadRepo): MetricsReader {
+  return {
+    settings: repo.settings,
+    listSeries: async (...a) => repo.listSeries(...a),
+    meta: async (...a) => repo.meta(...a),
+    points: async (...a) => repo.points(...a),
+    attributeValues: async (...a) => repo.attributeValues(...a),
+    busiest: async (...a) => repo.busiest(...a),
+    exemplarPoints: async (...a) => repo.exemplarPoints(...a),
+    rollupStates: async (...a) => repo.rollupStates(...a),
+  };
+}

@@ -1,7 +1,7 @@
 /**
- * Issue 20, item 5: `sightline migrate --to-clickhouse` copies a SQLite database's spans and log
- * records into ClickHouse; a server reading them there answers the trace and log reads exactly as the
- * SQLite server did.
+ * Issue 20, item 5: `sightline migrate --to-clickhouse` copies a SQLite database's spans, log
+ * records and metric points into ClickHouse; a server reading them there answers the trace, log and
+ * metric reads exactly as the SQLite server did, and cumulative series continue across the copy.
  * Runs in the ClickHouse test projects (18.16 and chdb).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,15 +10,38 @@ import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-tra
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
-import { copyLogsToClickHouse, copySpansToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
+import { copyLogsToClickHouse, copyMetricPointsToClickHouse, copySpansToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
 import { SEV, sendLogs, type LogSpec } from '../operations/telemetry-fixtures.js';
 import { main } from '../../src/cli/main.js';
 import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import type { MetricPointRecord } from '../../src/domain/telemetry-types.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
 const NOW = Date.parse('2026-03-02T10:00:00.000Z');
+
+/** A cumulative counter and a gauge of two services, one point a minute, and a delta histogram with exemplars. */
+function metricPoints(minutes: number[], value: (m: number) => number): MetricPointRecord[] {
+  const out: MetricPointRecord[] = [];
+  for (const m of minutes) {
+    const at = NOW - m * 60_000;
+    for (const service of ['web', 'worker']) {
+      const base = {
+        description: 'd', flags: 0, attributes: { 'http.route': '/cart' }, resource: { 'service.name': service, 'deployment.environment.name': 'prod', 'host.name': `${service}-1` },
+        scope: { name: 'app', version: '', attributes: {} }, service_name: service, time_ms: at,
+      };
+      out.push({ ...base, metric_name: 'requests', unit: '{request}', type: 'sum', temporality: 'cumulative', monotonic: true, start_ms: NOW - 2 * 3600_000, value: value(m) });
+      out.push({ ...base, metric_name: 'cpu', unit: '1', type: 'gauge', temporality: 'unspecified', monotonic: false, start_ms: null, value: (m % 7) / 4 });
+      out.push({
+        ...base, metric_name: 'latency', unit: 'ms', type: 'hist', temporality: 'delta', monotonic: false, start_ms: at - 60_000, count: 3, sum: 40 + m,
+        min: 2, max: 30, bucket_counts: [1, 1, 1], explicit_bounds: [5, 20],
+        ...(m % 10 === 0 ? { exemplars: [{ time_ms: at - 5, value: 30, trace_id: '0af7651916cd43dd8448eb211c80319c', span_id: 'b7ad6b7169203331', attributes: {} }] } : {}),
+      });
+    }
+  }
+  return out;
+}
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse', () => {
   let sqlite: TestServer;
@@ -57,6 +80,8 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
       { resource: { service: 'web', environment: 'prod', release: '3.1' }, logs: logs.slice(0, 20) },
       { resource: { service: 'worker' }, logs: logs.slice(20) },
     ]);
+    const pts = metricPoints(Array.from({ length: 50 }, (_, i) => 50 - i), (m) => (50 - m) * 3);
+    await sqlite.s.services.writeBatch(() => sqlite.s.services.telemetry.insertMetricPoints(sqlite.projectId, pts, NOW));
     engine = mode === 'server' ? createHttpEngine(`${serverUrl}/${database}`) : createChdbEngine();
   });
   afterAll(async () => {
@@ -65,12 +90,14 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
     if (mode === 'server') await dropDatabase(serverUrl!, database);
   });
 
-  it('copies every span and log record, and the copy answers the trace and log reads as SQLite does', async () => {
+  it('copies every span, log record and metric point, and the copy answers the trace, log and metric reads as SQLite does', async () => {
     const r = await copySpansToClickHouse(sqlite.s.db, engine, { batch: 5 });
     expect(r.spans).toBe(12);
     expect(r.projects).toBe(1);
     const l = await copyLogsToClickHouse(sqlite.s.db, engine, { batch: 7 });
     expect(l).toMatchObject({ logs: 30, projects: 1 });
+    const m = await copyMetricPointsToClickHouse(sqlite.s.db, engine, { batch: 40 });
+    expect(m).toMatchObject({ points: 300, projects: 1 });
     copy = await startTestServer({ now: () => NOW, options: { clickhouse: engine } });
     expect(copy.projectId).toBe(sqlite.projectId);
     const w = `from=${new Date(NOW - 3600_000).toISOString()}&to=${new Date(NOW).toISOString()}`;
@@ -87,6 +114,12 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
       `/logs/histogram?${w}&step=5m&group_by=http_method`,
       `/logs/insights?${w}&dimensions=http.route,user.id`,
       ...traceIds.map((t) => `/traces/${t}`),
+      `/metrics?${w}`,
+      `/metrics/timeline?${w}&metric_name=requests&metric_type=sum&aggregation=sum&granularity=5m`,
+      `/metrics/timeline?${w}&metric_name=cpu&metric_type=gauge&aggregation=p90&granularity=15m&group_by=host.name`,
+      `/metrics/timeline?${w}&metric_name=latency&metric_type=hist&aggregation=p50&granularity=5m&attributes=host.name:web-1`,
+      `/metrics/inspect?${w}&metric_name=latency&metric_type=hist`,
+      `/observability-summary?${w}`,
     ];
     for (const p of paths) {
       const a = await api(sqlite, 'GET', `/v1/projects/${sqlite.projectId}${p}`, { key: sqlite.keys.admin });
@@ -96,6 +129,16 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
     }
     await expect(copySpansToClickHouse(sqlite.s.db, engine)).rejects.toThrow(CopyRefusedError);
     await expect(copyLogsToClickHouse(sqlite.s.db, engine)).rejects.toThrow(CopyRefusedError);
+    await expect(copyMetricPointsToClickHouse(sqlite.s.db, engine)).rejects.toThrow(CopyRefusedError);
+
+    // A counter's next export, sent after the copy, is differenced against the copied points.
+    const next = metricPoints([0], () => 49 * 3 + 14); // 14 more than the last copied point, per service
+    for (const s of [sqlite, copy]) await s.s.services.writeBatch(() => s.s.services.telemetry.insertMetricPoints(s.projectId, next, NOW));
+    const t = `/metrics/timeline?from=${new Date(NOW - 600_000).toISOString()}&to=${new Date(NOW + 60_000).toISOString()}&metric_name=requests&metric_type=sum&aggregation=sum&granularity=1m`;
+    const a = await api(sqlite, 'GET', `/v1/projects/${sqlite.projectId}${t}`, { key: sqlite.keys.admin });
+    const b = await api(copy, 'GET', `/v1/projects/${copy.projectId}${t}`, { key: copy.keys.admin });
+    expect(a.body.buckets.at(-1)).toMatchObject({ value: 28, point_count: 2 });
+    expect(b.body).toEqual(a.body);
   });
 
   it.skipIf(mode !== 'server')('runs from the command line against SIGHTLINE_DB', async () => {
@@ -114,6 +157,6 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse',
       process.env.SIGHTLINE_DB = saved;
       await dropDatabase(serverUrl!, target);
     }
-    expect(JSON.parse(out.join('').trim().split('\n')[0]!)).toMatchObject({ spans: 12, projects: 1, logs: 30 });
+    expect(JSON.parse(out.join('').trim().split('\n')[0]!)).toMatchObject({ spans: 12, projects: 1, logs: 30, metric_points: 306 }); // with the counter's next export the first test sent
   });
 });

@@ -144,6 +144,34 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
     expect(missing).toEqual([]);
   });
 
+  it('differences one cumulative counter whose exports reached different processes as one series', async () => {
+    // One OTLP/JSON export per process, values 10, 25 and 31 under one start: increases 15 and 6.
+    const start = BigInt(Date.now() - 600_000) * 1_000_000n;
+    const values = [10, 25, 31];
+    for (const [i, v] of values.entries()) {
+      const at = BigInt(Date.now() - 120_000 + i * 30_000) * 1_000_000n;
+      const body = {
+        resourceMetrics: [{
+          resource: { attributes: [{ key: 'service.name', value: { stringValue: 'multi' } }] },
+          scopeMetrics: [{ scope: { name: 'm' }, metrics: [{ name: 'multi.requests', sum: { aggregationTemporality: 2, isMonotonic: true, dataPoints: [{ startTimeUnixNano: String(start), timeUnixNano: String(at), asInt: String(v) }] } }] }],
+        }],
+      };
+      const live = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+      const r = await fetch(`${live[i % live.length]!.url}/ingest/v1/metrics`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-service-key': keys.ingest }, body: JSON.stringify(body) });
+      await r.arrayBuffer();
+      expect(r.status).toBe(200);
+    }
+    const reader = procs[0]!;
+    const r = await fetch(`${reader.url}/v1/projects/${keys.project}/metrics/timeline?metric_name=multi.requests&metric_type=sum&aggregation=sum&from=-5m&to=now&granularity=1h`, {
+      headers: { 'x-service-key': keys.admin },
+    });
+    const body = (await r.json()) as { buckets: { value: number | null; point_count: number }[] };
+    expect(r.status).toBe(200);
+    const total = body.buckets.reduce((t, b) => t + (b.value ?? 0), 0);
+    const points = body.buckets.reduce((t, b) => t + b.point_count, 0);
+    expect({ total, points }).toEqual({ total: 21, points: 3 });
+  });
+
   it('keeps an MCP session on the process that opened it, and answers elsewhere with a clear 404', async () => {
     const live = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-service-key': keys.admin };

@@ -64,7 +64,7 @@ export function sqliteValueText(v: unknown): string | null {
 }
 
 /** 'key\0value' of every top-level attribute with a value (schema.ts `attr_kv`, `res_kv`). */
-const kv = (attrs: Attributes): string[] => {
+export const kv = (attrs: Attributes): string[] => {
   const out: string[] = [];
   for (const [k, v] of Object.entries(attrs)) {
     const t = sqliteValueText(v);

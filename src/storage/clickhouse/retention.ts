@@ -66,26 +66,40 @@ export async function clickHouseMutationsPending(engine: ChEngine): Promise<bool
  * has passed are dropped as partitions, a shorter retention deletes its older rows by a mutation.
  * Returns the log records expired.
  */
-export async function expireClickHouseLogs(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+export function expireClickHouseLogs(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  return expireByDay(engine, 'logs', cutoffs);
+}
+
+/**
+ * Expiry of the metric points kept in ClickHouse (table `metric_points`, schema.ts migration 5), with
+ * each project's metric point retention, as {@link expireClickHouseLogs}. Nothing outlives them there
+ * (SQLite keeps its catalogue and rollups longer): metric reads cover the retained points.
+ */
+export function expireClickHouseMetricPoints(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  return expireByDay(engine, 'metric_points', cutoffs);
+}
+
+/** Day partitions every cutoff passed are dropped; a later project cutoff deletes by a mutation. */
+async function expireByDay(engine: ChEngine, table: 'logs' | 'metric_points', cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
   if (!cutoffs.length) return 0;
   const days = cutoffs.map((c) => ({ pid: Number(c.projectId), cut: dayStart(c.cutoffMs) }));
   const global = Math.min(...days.map((d) => d.cut));
   let expired = 0;
   const parts = await engine.query<{ p: string; rows: number }>(
-    "SELECT partition AS p, sum(rows) AS rows FROM system.parts WHERE database = currentDatabase() AND table = 'logs' AND active GROUP BY partition",
+    `SELECT partition AS p, sum(rows) AS rows FROM system.parts WHERE database = currentDatabase() AND table = ${lit(table)} AND active GROUP BY partition`,
   );
   for (const part of parts) {
     const p = Number(part.p);
     if (!Number.isInteger(p) || partitionEnd(p) > global) continue;
-    await engine.command(`ALTER TABLE logs DROP PARTITION ${p}`);
+    await engine.command(`ALTER TABLE ${table} DROP PARTITION ${p}`);
     expired += Number(part.rows);
   }
   for (const d of days) {
     if (d.cut <= global) continue;
     const cond = `project_id = ${lit(d.pid)} AND time_ms < ${lit(d.cut)}`;
-    const [c] = await engine.query<{ n: number }>(`SELECT count() AS n FROM logs WHERE ${cond}`);
+    const [c] = await engine.query<{ n: number }>(`SELECT count() AS n FROM ${table} WHERE ${cond}`);
     if (!c || !Number(c.n)) continue;
-    await engine.command(`ALTER TABLE logs DELETE WHERE ${cond}`);
+    await engine.command(`ALTER TABLE ${table} DELETE WHERE ${cond}`);
     expired += Number(c.n);
   }
   return expired;

@@ -173,6 +173,48 @@ export const CH_MIGRATIONS: ChMigration[] = [
       ) ENGINE = MergeTree PARTITION BY ${DAY('time_ms')} ORDER BY (project_id, time_ms)`,
     ],
   },
+  {
+    version: 5,
+    name: 'metric_points',
+    statements: [
+      // One row per metric point (metric-store.ts), ordered by project, metric name and time: every
+      // metric read takes one metric's time range, or (the catalogue) one project's window. Columns
+      // as SQLite's metric_points, with the resource's attributes as JSON text instead of its id,
+      // `buckets`/`exemplars` '' for none, and what the attribute filters compare, derived once:
+      // `attr_kv`/`res_kv` ('key\0value as text' of the top-level point and resource attributes, as
+      // the logs table has them). `id` orders points of equal time (arrival order, as SQLite's
+      // rowid). No rollups: reads aggregate the points (metrics-read.ts). Expires by day partitions.
+      `CREATE TABLE IF NOT EXISTS metric_points (
+        project_id UInt32,
+        metric_name String,
+        time_ms Float64,
+        id UInt64,
+        type String,
+        unit String,
+        description String,
+        temporality String,
+        monotonic UInt8,
+        service_name String,
+        environment String,
+        series_key String,
+        scope_name String,
+        start_ms Nullable(Float64),
+        value Nullable(Float64),
+        count Nullable(Float64),
+        sum Nullable(Float64),
+        min Nullable(Float64),
+        max Nullable(Float64),
+        buckets String,
+        attributes String,
+        resource String,
+        attr_kv Array(String),
+        res_kv Array(String),
+        flags UInt32,
+        exemplars String,
+        received_ms Float64
+      ) ENGINE = MergeTree PARTITION BY ${DAY('time_ms')} ORDER BY (project_id, metric_name, time_ms)`,
+    ],
+  },
 ];
 
 /** Applies the migrations not yet recorded; safe to run from several processes (statements are idempotent). */

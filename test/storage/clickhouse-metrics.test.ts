@@ -1,0 +1,117 @@
+/**
+ * Issue 20: metric points in ClickHouse. Runs in the ClickHouse test projects (chdb, and 18.16 in
+ * scale-out).
+ * - a write batch inserts the metric points of the jobs that succeeded, after the SQLite commit, and
+ *   acknowledges a job only once its points are readable; a failing insert fails the jobs;
+ * - retention drops the days every project's metric point period has passed and deletes a
+ *   shorter-lived project's older points; metrics.list then lists only the retained points' metrics.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
+import { migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
+import { createChMetricStore } from '../../src/storage/clickhouse/metric-store.js';
+import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
+import { createWriteBatcher } from '../../src/storage/write-batcher.js';
+import { openDatabase, type Db } from '../../src/storage/db.js';
+import type { MetricPointRecord } from '../../src/domain/telemetry-types.js';
+import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
+
+const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
+const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
+
+const point = (name: string, timeMs = 1_780_000_000_000, value = 1): MetricPointRecord => ({
+  resource: { 'service.name': 'svc' },
+  scope: { name: 'test', version: '', attributes: {} },
+  service_name: 'svc',
+  metric_name: name,
+  description: '',
+  unit: '1',
+  type: 'gauge',
+  temporality: 'unspecified',
+  monotonic: false,
+  start_ms: null,
+  time_ms: timeMs,
+  attributes: { n: 1 },
+  flags: 0,
+  value,
+});
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('metric store in ClickHouse', () => {
+  let engine: ChEngine;
+  let dir: string;
+  let db: Db;
+  beforeAll(async () => {
+    engine = mode === 'server' ? createHttpEngine(`${serverUrl}/m_${process.pid}_${Math.random().toString(36).slice(2)}`) : createChdbEngine();
+    await migrateClickHouse(engine);
+    dir = mkdtempSync(join(tmpdir(), 'sightline-ch-metrics-'));
+    db = openDatabase(join(dir, 't.db'));
+  });
+  afterAll(async () => {
+    if (mode === 'server') await dropDatabase(serverUrl!, (engine as ReturnType<typeof createHttpEngine>).database);
+    await engine.close();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('inserts the metric points of the jobs that succeeded, after the commit, before acknowledging them', async () => {
+    const store = createChMetricStore(engine);
+    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const kept = batch(() => store.add('7', [point('one'), point('two')], 1));
+    const failed = batch(() => {
+      store.add('7', [point('three')], 1);
+      throw new Error('this job fails after adding its point');
+    });
+    const alsoKept = batch(() => store.add('7', [point('four')], 1));
+    const failedCheck = expect(failed).rejects.toThrow('this job fails');
+    await expect(kept).resolves.toBe(2);
+    // acknowledged: readable now, in arrival order for equal times
+    const rows = await engine.query<{ metric_name: string }>('SELECT metric_name FROM metric_points WHERE project_id = 7 ORDER BY id');
+    expect(rows.map((r) => r.metric_name)).toEqual(['one', 'two', 'four']);
+    await failedCheck;
+    await expect(alsoKept).resolves.toBe(1);
+  });
+
+  it('fails the jobs of a batch whose insert fails', async () => {
+    const broken: ChEngine = { ...engine, insert: async () => Promise.reject(new Error('ClickHouse is down')) };
+    const store = createChMetricStore(broken);
+    const batch = createWriteBatcher(db, 512, [store.participant]);
+    await expect(batch(() => store.add('8', [point('lost')], 1))).rejects.toThrow('ClickHouse is down');
+    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM metric_points WHERE project_id = 8'))[0]!.n).toBe(0);
+  });
+});
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('retention of metric points in ClickHouse', () => {
+  const DAY = 86_400_000;
+  const T0 = Date.parse('2026-06-01T12:00:00.000Z');
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer({ now: () => T0, config: { retention: { maxDays: 400, intervalMs: 0, batchRows: 50, maxDbBytes: 0 } } });
+  });
+  afterAll(() => t.close());
+
+  it("drops days every project's period has passed, deletes a shorter-lived project's older points, and keeps the rest", async () => {
+    const P = t.projectId;
+    const O = t.otherProject.projectId;
+    // The main project keeps metric points 7 days, the other one the default (30).
+    const put = await api(t, 'PUT', `/v1/projects/${P}/retention`, { key: t.keys.admin, body: { metric_points: 7 } });
+    expect(put.status).toBe(200);
+    const write = (pid: string, pts: MetricPointRecord[]) => t.s.services.writeBatch(() => t.s.services.telemetry.insertMetricPoints(pid, pts, T0));
+    await write(P, [point('p40', T0 - 40 * DAY), point('p10', T0 - 10 * DAY), point('p2', T0 - 2 * DAY)]);
+    await write(O, [point('o40', T0 - 40 * DAY), point('o10', T0 - 10 * DAY), point('o2', T0 - 2 * DAY)]);
+    const ch = t.s.services.clickhouse!;
+    const left = async () => (await ch.engine.query<{ metric_name: string }>('SELECT metric_name FROM metric_points ORDER BY metric_name')).map((r) => r.metric_name);
+    expect(await left()).toHaveLength(6);
+
+    const report = await t.s.retention.runOnce();
+    for (let i = 0; i < 200 && (await clickHouseMutationsPending(ch.engine)); i++) await new Promise((r) => setTimeout(r, 50));
+    // 40 days old: past both periods (a dropped partition); 10 days: past the main project's 7 only.
+    expect(await left()).toEqual(['o10', 'o2', 'p2']);
+    expect(report.expired.metric_points).toBe(3);
+    const list = await api(t, 'GET', `/v1/projects/${P}/metrics?from=${new Date(T0 - 29 * DAY).toISOString()}&to=${new Date(T0).toISOString()}`, { key: t.keys.admin });
+    expect(list.body.data.map((r: { metric_name: string }) => r.metric_name)).toEqual(['p2']);
+  });
+});
