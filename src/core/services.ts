@@ -19,6 +19,7 @@ import { createChSpanStore, type ChSpanStore } from '../storage/clickhouse/span-
 import { createChTracesReader } from '../storage/clickhouse/traces-read.js';
 import { createChLogStore, type ChLogStore } from '../storage/clickhouse/log-store.js';
 import { createChLogsReader } from '../storage/clickhouse/logs-read.js';
+import { createChMonitorResults } from '../storage/clickhouse/monitor-results.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
@@ -75,7 +76,7 @@ export interface Services {
   tracesRead: TracesReader;
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
-  /** Set when spans and logs go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span and log stores (flush, close). */
+  /** Set when spans, logs and monitor results go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span and log stores (flush, close). */
   clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
@@ -160,7 +161,8 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   const scheduler = createScheduler(jobs, { now, leaderLeaseMs: config.scheduler.leaderLeaseMs });
   const events = createEventBus();
   const mailer = createMailer(config.mail);
-  const monitors = createMonitorsRepo(db);
+  // With ClickHouse, monitor results too: every process reads what the scheduler's leader wrote.
+  const monitors = createMonitorsRepo(db, ch ? createChMonitorResults(ch.engine) : undefined);
   const incidents = createIncidentsRepo(db);
   const statusPages = createStatusPagesRepo(db);
   // IMMEDIATE: the write lock is taken when the block starts, so a read-then-write block never

@@ -25,6 +25,29 @@ const resultOf = (r: any): MonitorResultRow => ({
 });
 
 /**
+ * Inserts rows in as few INSERTs as hold at most 90 partitions (`partOf`) each: ClickHouse refuses
+ * an insert block touching more than 100 (`max_partitions_per_insert_block`).
+ */
+export async function insertByPartition<T extends object>(engine: ChEngine, table: string, rows: readonly T[], partOf: (r: T) => number): Promise<void> {
+  let chunk: T[] = [];
+  const parts = new Set<number>();
+  for (const r of rows) {
+    const p = partOf(r);
+    if (!parts.has(p) && parts.size === 90) {
+      await engine.insert(table, chunk);
+      chunk = [];
+      parts.clear();
+    }
+    parts.add(p);
+    chunk.push(r);
+  }
+  await engine.insert(table, chunk);
+}
+
+/** Results by day (the table's partitions). */
+export const insertResults = (engine: ChEngine, rows: readonly ChMonitorResultRow[]) => insertByPartition(engine, 'monitor_results', rows, (r) => Math.floor(r.at_ms / 86_400_000));
+
+/**
  * Monitor results and their daily counts in ClickHouse (issue 20): with several processes, the
  * scheduler's leader runs the checks and any process may take a check-in, and every process reads
  * the results. A result recorded inside {@link MonitorResultsStore.collect} is held until that call's
@@ -42,7 +65,7 @@ export function createChMonitorResults(engine: ChEngine): MonitorResultsStore {
         held.push(row);
         return Promise.resolve();
       }
-      return engine.insert('monitor_results', [row]);
+      return insertResults(engine, [row]);
     },
     collect(fn) {
       const outer = held;
@@ -54,7 +77,7 @@ export function createChMonitorResults(engine: ChEngine): MonitorResultsStore {
       } finally {
         held = outer;
       }
-      return { value, write: () => engine.insert('monitor_results', mine) };
+      return { value, write: () => insertResults(engine, mine) };
     },
     async results(pid, monitorId, f) {
       const cond = `${where(pid, monitorId)} AND at_ms >= ${lit(f.from)} AND at_ms <= ${lit(f.to)}${f.status ? ` AND status = ${lit(f.status)}` : ''}`;
