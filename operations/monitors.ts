@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineOperation, type HandlerContext } from './define.js';
 import { isoDateTime, offsetPagination, parseIso, projectId, toIso, uuid } from './shared.js';
 import { NotFoundError, ConflictError, ValidationError } from '../src/core/errors.js';
-import { MONITOR_STATES, parseExpectedStatus, uptimeRatio, DAY_MS } from '../src/domain/monitors/health.js';
+import { MONITOR_STATES, parseExpectedStatus, uptimeRatio, DAY_MS, type DayCounts } from '../src/domain/monitors/health.js';
 import { ScheduleError, validateSchedule, type Schedule } from '../src/domain/monitors/cron.js';
 import type { CronMonitorConfig, HttpMonitorConfig, MonitorRow } from '../src/storage/monitors-repo.js';
 
@@ -47,7 +47,8 @@ const monitorSchema = z.object({
   updated_at: z.string(),
 });
 
-async function monitorOut(m: MonitorRow, ctx: HandlerContext): Promise<z.input<typeof monitorSchema>> {
+/** A monitor as returned; `days`: its daily counts of the last 30 days when already read (a list reads them at once). */
+async function monitorOut(m: MonitorRow, ctx: HandlerContext, days?: DayCounts[]): Promise<z.input<typeof monitorSchema>> {
   const http = m.kind === 'http' ? (m.config as HttpMonitorConfig) : null;
   const cron = m.kind === 'cron' ? (m.config as CronMonitorConfig) : null;
   const today = Math.floor(ctx.now() / DAY_MS);
@@ -74,7 +75,7 @@ async function monitorOut(m: MonitorRow, ctx: HandlerContext): Promise<z.input<t
     last_result_status: m.last_result_status,
     state_changed_at: toIso(m.state_changed_at)!,
     open_incident_id: m.open_incident_id,
-    uptime_30d: uptimeRatio(await ctx.services.monitors.days(m.project_id, m.id, today - 29)),
+    uptime_30d: uptimeRatio(days ?? (await ctx.services.monitors.days(m.project_id, m.id, today - 29))),
     created_at: toIso(m.created_at)!,
     updated_at: toIso(m.updated_at)!,
   };
@@ -174,7 +175,8 @@ export const list = defineOperation({
   example: { state: 'down' },
   async handler(input, ctx) {
     const { rows, total } = ctx.services.monitors.list(ctx.project!.id, { kind: input.kind, state: input.state, limit: input.limit, offset: input.offset });
-    return { data: await Promise.all(rows.map((m) => monitorOut(m, ctx))), total, limit: input.limit, offset: input.offset };
+    const days = await ctx.services.monitors.daysOf(ctx.project!.id, rows.map((m) => m.id), Math.floor(ctx.now() / DAY_MS) - 29);
+    return { data: await Promise.all(rows.map((m) => monitorOut(m, ctx, days.get(m.id)))), total, limit: input.limit, offset: input.offset };
   },
 });
 

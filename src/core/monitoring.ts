@@ -1,6 +1,6 @@
 /**
  * Monitors at run time: the scheduler jobs that run HTTP checks and detect missed or timed-out cron
- * check-ins, the processing of Sentry check-ins (through the event bus), state transitions
+ * check-ins, the processing of Sentry check-ins (ingestion awaits onCheckIn once committed), state transitions
  * (up / down / degraded / paused), incidents opened on down and resolved on recovery, domain events
  * for the agent and automations, and incident mail to status-page subscribers (as `mail.send` jobs
  * committed with the change that caused them).

@@ -73,6 +73,8 @@ export interface MonitorResultsStore {
   /** The status of the latest result recorded for a check-in (none: undefined). */
   lastStatusOfCheckIn(projectId: number, monitorId: string, checkInId: string): Promise<string | undefined>;
   days(projectId: number, monitorId: string, sinceDay: number): Promise<DayCounts[]>;
+  /** {@link days} of several monitors in one read (a monitor without counts: an empty list). */
+  daysOf(projectId: number, monitorIds: readonly string[], sinceDay: number): Promise<Map<string, DayCounts[]>>;
   /** Removes a deleted monitor's results and daily counts (after `remove`'s transaction; SQLite: none left). */
   forget(projectId: number, monitorId: string): Promise<void>;
   /** SQLite: removes them inside `remove`'s transaction. */
@@ -125,6 +127,9 @@ export function createSqliteMonitorResults(db: Db): MonitorResultsStore {
     },
     async days(pid, mid, sinceDay) {
       return s.days.all(pid, mid, sinceDay) as DayCounts[];
+    },
+    async daysOf(pid, mids, sinceDay) {
+      return new Map(mids.map((mid) => [mid, s.days.all(pid, mid, sinceDay) as DayCounts[]]));
     },
     removeNow(pid, mid) {
       s.removeResults.run(pid, mid);
@@ -216,6 +221,10 @@ export function createMonitorsRepo(db: Db, results: MonitorResultsStore = create
     },
     days(projectId: string, monitorId: string, sinceDay: number): Promise<DayCounts[]> {
       return results.days(Number(projectId), monitorId, sinceDay);
+    },
+    /** Daily counts of several monitors of a project in one read (monitor lists, status pages). */
+    daysOf(projectId: string, monitorIds: readonly string[], sinceDay: number): Promise<Map<string, DayCounts[]>> {
+      return results.daysOf(Number(projectId), monitorIds, sinceDay);
     },
     /** Drops results older than `resultsBefore` and daily counts older than `daysBefore` (a day number). */
     prune(resultsBefore: number, daysBefore: number): Promise<number> {

@@ -99,6 +99,17 @@ export function createChMonitorResults(engine: ChEngine): MonitorResultsStore {
       );
       return rows.map((r) => ({ day: Number(r.day), ok: Number(r.ok), degraded: Number(r.degraded), failed: Number(r.failed) }));
     },
+    async daysOf(pid, monitorIds, sinceDay) {
+      const out = new Map<string, DayCounts[]>(monitorIds.map((m) => [m, []]));
+      if (!monitorIds.length) return out;
+      const rows = await engine.query<DayCounts & { monitor_id: string }>(
+        `SELECT monitor_id, day, sum(ok) AS ok, sum(degraded) AS degraded, sum(failed) AS failed FROM monitor_daily
+          WHERE project_id = ${lit(pid)} AND monitor_id IN (${[...new Set(monitorIds)].map(lit).join(', ')}) AND day >= ${lit(sinceDay)}
+          GROUP BY monitor_id, day ORDER BY monitor_id, day`,
+      );
+      for (const r of rows) out.get(r.monitor_id)?.push({ day: Number(r.day), ok: Number(r.ok), degraded: Number(r.degraded), failed: Number(r.failed) });
+      return out;
+    },
     async forget(pid, monitorId) {
       // Mutations, applied in the background: the monitor is gone, so nothing reads these rows meanwhile.
       await engine.command(`ALTER TABLE monitor_results DELETE WHERE ${where(pid, monitorId)}`);
