@@ -148,7 +148,9 @@ export function createSqliteMonitorResults(db: Db): MonitorResultsStore {
  * Monitors (control data) and their results (append-only, kept for a retention period) with daily
  * counts, in `results`: SQLite's by default, ClickHouse's when it is configured.
  */
-export function createMonitorsRepo(db: Db, results: MonitorResultsStore = createSqliteMonitorResults(db)) {
+export function createMonitorsRepo(db: Db, store?: MonitorResultsStore) {
+  const local = createSqliteMonitorResults(db);
+  const results = store ?? local;
   const s = {
     insert: db.prepare(`INSERT INTO monitors (id, project_id, name, kind, state, paused, config, slug, next_expected_at, state_changed_at, created_at, updated_at)
       VALUES (@id, @project_id, @name, @kind, @state, @paused, @config, @slug, @next_expected_at, @now, @now, @now)`),
@@ -226,8 +228,12 @@ export function createMonitorsRepo(db: Db, results: MonitorResultsStore = create
     daysOf(projectId: string, monitorIds: readonly string[], sinceDay: number): Promise<Map<string, DayCounts[]>> {
       return results.daysOf(Number(projectId), monitorIds, sinceDay);
     },
-    /** Drops results older than `resultsBefore` and daily counts older than `daysBefore` (a day number). */
-    prune(resultsBefore: number, daysBefore: number): Promise<number> {
+    /**
+     * Drops results older than `resultsBefore` and daily counts older than `daysBefore` (a day number);
+     * with ClickHouse, also those SQLite kept from before (copied by `migrate --to-clickhouse`).
+     */
+    async prune(resultsBefore: number, daysBefore: number): Promise<number> {
+      if (results !== local) await local.prune(resultsBefore, daysBefore);
       return results.prune(resultsBefore, daysBefore);
     },
   };

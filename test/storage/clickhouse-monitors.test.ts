@@ -6,7 +6,8 @@
  *   has a SQLite file of its own), and nothing of them is in SQLite;
  * - the ClickHouse store answers as SQLite's for the same results: pages, counts, daily counts, the
  *   check-in look-up, retention;
- * - deleting a monitor removes its results and counts; `migrate --to-clickhouse` copies them.
+ * - deleting a monitor removes its results and counts; the monitor.prune job expires them (and the
+ *   SQLite rows left from before); `migrate --to-clickhouse` copies them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
@@ -142,6 +143,18 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('monitor results in ClickH
       expect(del.status).toBe(200);
       await mutationsDone(engine);
       expect(await left()).toEqual([0, 0]);
+    });
+
+    it('expires results past the monitor retention through the monitor.prune job, keeping the daily counts', async () => {
+      const list = (await onB(`${P()}/monitors?kind=http`)).body.data;
+      const m = list.find((x: { name: string }) => x.name === 'api');
+      const window = `from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z`;
+      expect((await onB(`${P()}/monitors/${m.id}/results?${window}`)).body.total).toBe(1);
+      clock += 92 * DAY; // past the 90 days of results
+      await a.s.services.scheduler.runDue();
+      expect((await onB(`${P()}/monitors/${m.id}/results?${window}`)).body.total).toBe(0);
+      const [d] = await a.s.services.clickhouse!.engine.query<{ n: number }>(`SELECT count() AS n FROM monitor_daily WHERE monitor_id = '${m.id}' AND day = ${Date.parse('2026-03-01') / DAY}`);
+      expect(Number(d!.n)).toBe(1);
     });
   });
 
