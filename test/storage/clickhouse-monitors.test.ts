@@ -6,8 +6,8 @@
  *   has a SQLite file of its own), and nothing of them is in SQLite;
  * - the ClickHouse store answers as SQLite's for the same results: pages, counts, daily counts, the
  *   check-in look-up, retention;
- * - deleting a monitor removes its results and counts; the monitor.prune job expires them (and the
- *   SQLite rows left from before); `migrate --to-clickhouse` copies them.
+ * - deleting a monitor removes its results and counts; the monitor.prune job expires them;
+ * - `migrate --to-clickhouse` copies them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
