@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineOperation, type HandlerContext } from './define.js';
 import { isoDateTime, offsetPagination, parseIso, projectId, toIso, uuid } from './shared.js';
 import { NotFoundError, ConflictError, ValidationError } from '../src/core/errors.js';
-import { MONITOR_STATES, parseExpectedStatus, uptimeRatio, DAY_MS } from '../src/domain/monitors/health.js';
+import { MONITOR_STATES, parseExpectedStatus, uptimeRatio, DAY_MS, type DayCounts } from '../src/domain/monitors/health.js';
 import { ScheduleError, validateSchedule, type Schedule } from '../src/domain/monitors/cron.js';
 import type { CronMonitorConfig, HttpMonitorConfig, MonitorRow } from '../src/storage/monitors-repo.js';
 
@@ -47,7 +47,8 @@ const monitorSchema = z.object({
   updated_at: z.string(),
 });
 
-function monitorOut(m: MonitorRow, ctx: HandlerContext): z.input<typeof monitorSchema> {
+/** A monitor as returned; `days`: its daily counts of the last 30 days when already read (a list reads them at once). */
+async function monitorOut(m: MonitorRow, ctx: HandlerContext, days?: DayCounts[]): Promise<z.input<typeof monitorSchema>> {
   const http = m.kind === 'http' ? (m.config as HttpMonitorConfig) : null;
   const cron = m.kind === 'cron' ? (m.config as CronMonitorConfig) : null;
   const today = Math.floor(ctx.now() / DAY_MS);
@@ -74,7 +75,7 @@ function monitorOut(m: MonitorRow, ctx: HandlerContext): z.input<typeof monitorS
     last_result_status: m.last_result_status,
     state_changed_at: toIso(m.state_changed_at)!,
     open_incident_id: m.open_incident_id,
-    uptime_30d: uptimeRatio(ctx.services.monitors.days(m.project_id, m.id, today - 29)),
+    uptime_30d: uptimeRatio(days ?? (await ctx.services.monitors.days(m.project_id, m.id, today - 29))),
     created_at: toIso(m.created_at)!,
     updated_at: toIso(m.updated_at)!,
   };
@@ -172,9 +173,10 @@ export const list = defineOperation({
   output: z.object({ data: z.array(monitorSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }),
   errors: [{ status: 400, code: 'invalid_parameter', when: 'bad kind, state, limit or offset' }],
   example: { state: 'down' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const { rows, total } = ctx.services.monitors.list(ctx.project!.id, { kind: input.kind, state: input.state, limit: input.limit, offset: input.offset });
-    return { data: rows.map((m) => monitorOut(m, ctx)), total, limit: input.limit, offset: input.offset };
+    const days = await ctx.services.monitors.daysOf(ctx.project!.id, rows.map((m) => m.id), Math.floor(ctx.now() / DAY_MS) - 29);
+    return { data: await Promise.all(rows.map((m) => monitorOut(m, ctx, days.get(m.id)))), total, limit: input.limit, offset: input.offset };
   },
 });
 
@@ -369,12 +371,13 @@ export const del = defineOperation({
   output: z.object({ id: z.string(), deleted: z.literal(true) }),
   errors: [{ status: 404, code: 'not_found', when: 'no such monitor' }],
   example: { monitor_id: '0f8fad5b-d9cb-469f-a165-70867728950e' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const m = requireMonitor(ctx, input.monitor_id);
     ctx.services.atomic(() => {
       ctx.services.monitoring.forgetMonitor(m);
       ctx.services.monitors.remove(m.project_id, m.id);
     });
+    await ctx.services.monitors.forgetResults(m.project_id, m.id);
     return { id: m.id, deleted: true as const };
   },
 });
@@ -415,12 +418,12 @@ export const listResults = defineOperation({
     { status: 404, code: 'not_found', when: 'no such monitor' },
   ],
   example: { monitor_id: '0f8fad5b-d9cb-469f-a165-70867728950e', status: 'down' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const m = requireMonitor(ctx, input.monitor_id);
     const to = parseIso(input.to) ?? ctx.now();
     const from = parseIso(input.from) ?? to - DAY_MS;
     if (from > to) throw new ValidationError('`from` is after `to`.', 'from');
-    const { rows, total } = ctx.services.monitors.results(m.project_id, m.id, { from, to, status: input.status, limit: input.limit, offset: input.offset });
+    const { rows, total } = await ctx.services.monitors.results(m.project_id, m.id, { from, to, status: input.status, limit: input.limit, offset: input.offset });
     return {
       data: rows.map((r) => ({ at: toIso(r.at_ms)!, status: r.status as z.infer<typeof resultSchema>['status'], latency_ms: r.latency_ms, http_status: r.http_status, error: r.error, region: r.region, check_in_id: r.check_in_id })),
       total,

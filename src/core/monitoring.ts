@@ -1,6 +1,6 @@
 /**
  * Monitors at run time: the scheduler jobs that run HTTP checks and detect missed or timed-out cron
- * check-ins, the processing of Sentry check-ins (through the event bus), state transitions
+ * check-ins, the processing of Sentry check-ins (ingestion awaits onCheckIn once committed), state transitions
  * (up / down / degraded / paused), incidents opened on down and resolved on recovery, domain events
  * for the agent and automations, and incident mail to status-page subscribers (as `mail.send` jobs
  * committed with the change that caused them).
@@ -71,6 +71,51 @@ export function createMonitoring(d: MonitoringDeps) {
 
   const pageUrl = (p: StatusPageRow) => (p.custom_domain ? `https://${p.custom_domain}/` : `${d.baseUrl}/status/${encodeURIComponent(p.slug)}`);
 
+  /** The check-ins of this process, one after another (see onCheckIn). */
+  let checkIns: Promise<unknown> = Promise.resolve();
+
+  async function checkIn(projectId: string, c: Record<string, unknown>, at: number, slug: string, checkInId: string, status: 'in_progress' | 'ok' | 'error'): Promise<void> {
+    const known = d.monitors.bySlug(projectId, slug);
+    const priorOfKnown = known ? await d.monitors.lastStatusOfCheckIn(projectId, known.id, checkInId) : undefined;
+    const { value: events, write } = d.monitors.collectResults(() =>
+      d.atomic(() => {
+        let mon = d.monitors.bySlug(projectId, slug);
+        const cfg = cronConfigFromSentry(c.monitor_config);
+        if (!mon) {
+          if (!cfg) return []; // Sentry too needs a monitor config (or an existing monitor) to accept a check-in
+          const name = d.monitors.byName(projectId, slug) ? `${slug} (cron)` : slug;
+          mon = d.monitors.create(projectId, { name, kind: 'cron', config: cfg, slug, paused: false, next_expected_at: null }, d.now());
+        } else if (cfg && mon.kind === 'cron' && JSON.stringify(cfg) !== JSON.stringify(mon.config)) {
+          mon = { ...mon, config: cfg };
+          d.monitors.save(mon, d.now());
+        }
+        if (mon.kind !== 'cron' || mon.paused) return [];
+        const config = mon.config as CronMonitorConfig;
+        const prior = mon.id === known?.id ? priorOfKnown : undefined; // a monitor made just now has no results
+        if (prior && prior !== 'in_progress') return []; // a repeat of a finished check-in
+        const timeoutKey = `${mon.id}:${checkInId}`;
+        if (!prior) {
+          // A new run: the expected slot is satisfied; the next one is the schedule's next time.
+          mon = { ...mon, next_expected_at: m.nextExpected(config, at, mon.created_at) };
+          d.monitors.save(mon, d.now());
+          m.scheduleMonitor(mon);
+        }
+        if (status === 'in_progress') {
+          d.scheduler.enqueue(JOB_CRON_TIMEOUT, timeoutKey, { project_id: projectId }, at + config.max_runtime_min * MIN);
+        } else {
+          d.scheduler.cancel(JOB_CRON_TIMEOUT, timeoutKey);
+        }
+        const duration = typeof c.duration === 'number' ? Math.round(c.duration * 1000) : null;
+        return m.applyResult(mon, {
+          status, at, latency_ms: duration, check_in_id: checkInId,
+          error: status === 'error' ? 'the job reported an error' : null, region: typeof c.environment === 'string' ? c.environment : null,
+        });
+      }),
+    );
+    await write();
+    m.publish(events);
+  }
+
   const m = {
     policy,
     pageUrl,
@@ -100,12 +145,13 @@ export function createMonitoring(d: MonitoringDeps) {
     },
 
     /**
-     * Records a result and applies the state change it implies (call inside a transaction). Returns the
-     * events to publish once committed.
+     * Records a result and applies the state change it implies (call inside a transaction, itself
+     * inside `monitors.collectResults`, whose write stores the result once committed). Returns the
+     * events to publish once the result is stored.
      */
     applyResult(mon: MonitorRow, r: ResultInput): DomainEvent[] {
       const region = r.region ?? (mon.kind === 'http' ? (mon.config as HttpMonitorConfig).region : null);
-      d.monitors.addResult(mon.project_id, mon.id, {
+      void d.monitors.addResult(mon.project_id, mon.id, {
         at_ms: r.at, status: r.status as never, latency_ms: r.latency_ms ?? null, http_status: r.http_status ?? null,
         error: r.error ?? null, region, check_in_id: r.check_in_id ?? null,
       });
@@ -201,61 +247,39 @@ export function createMonitoring(d: MonitoringDeps) {
       return nextRun(sched, after, anchor);
     },
 
-    /** A Sentry check-in, as ingestion stored it (checkin.received). */
-    onCheckIn(projectId: string, c: Record<string, unknown>, at: number): void {
+    /**
+     * A Sentry check-in, as ingestion stored it; resolves once its result is stored (ingestion
+     * acknowledges the envelope after that). Check-ins are taken one at a time in a process: whether
+     * one repeats a finished run is read from the results (possibly ClickHouse) before the transaction.
+     */
+    onCheckIn(projectId: string, c: Record<string, unknown>, at: number): Promise<void> {
       const slug = typeof c.monitor_slug === 'string' ? c.monitor_slug.slice(0, 128) : '';
       const checkInId = typeof c.check_in_id === 'string' ? c.check_in_id : '';
       const status = c.status;
-      if (!slug || !checkInId || (status !== 'in_progress' && status !== 'ok' && status !== 'error')) return;
-      const events = d.atomic(() => {
-        let mon = d.monitors.bySlug(projectId, slug);
-        const cfg = cronConfigFromSentry(c.monitor_config);
-        if (!mon) {
-          if (!cfg) return []; // Sentry too needs a monitor config (or an existing monitor) to accept a check-in
-          const name = d.monitors.byName(projectId, slug) ? `${slug} (cron)` : slug;
-          mon = d.monitors.create(projectId, { name, kind: 'cron', config: cfg, slug, paused: false, next_expected_at: null }, d.now());
-        } else if (cfg && mon.kind === 'cron' && JSON.stringify(cfg) !== JSON.stringify(mon.config)) {
-          mon = { ...mon, config: cfg };
-          d.monitors.save(mon, d.now());
-        }
-        if (mon.kind !== 'cron' || mon.paused) return [];
-        const config = mon.config as CronMonitorConfig;
-        const prior = d.monitors.lastStatusOfCheckIn(projectId, mon.id, checkInId);
-        if (prior && prior !== 'in_progress') return []; // a repeat of a finished check-in
-        const timeoutKey = `${mon.id}:${checkInId}`;
-        if (!prior) {
-          // A new run: the expected slot is satisfied; the next one is the schedule's next time.
-          mon = { ...mon, next_expected_at: m.nextExpected(config, at, mon.created_at) };
-          d.monitors.save(mon, d.now());
-          m.scheduleMonitor(mon);
-        }
-        if (status === 'in_progress') {
-          d.scheduler.enqueue(JOB_CRON_TIMEOUT, timeoutKey, { project_id: projectId }, at + config.max_runtime_min * MIN);
-        } else {
-          d.scheduler.cancel(JOB_CRON_TIMEOUT, timeoutKey);
-        }
-        const duration = typeof c.duration === 'number' ? Math.round(c.duration * 1000) : null;
-        return m.applyResult(mon, {
-          status, at, latency_ms: duration, check_in_id: checkInId,
-          error: status === 'error' ? 'the job reported an error' : null, region: typeof c.environment === 'string' ? c.environment : null,
-        });
-      });
-      m.publish(events);
+      if (!slug || !checkInId || (status !== 'in_progress' && status !== 'ok' && status !== 'error')) return Promise.resolve();
+      const run = checkIns.then(() => checkIn(projectId, c, at, slug, checkInId, status));
+      checkIns = run.catch(() => {});
+      return run;
     },
 
     register(): void {
+      // A job's result is stored (collectResults' write) after the job's transaction committed and
+      // before the job is done: the scheduler awaits the after-commit callback.
       d.scheduler.register(JOB_HTTP_CHECK, async (job: JobRow) => {
         const mon = d.monitors.getById(job.key);
         if (!mon || mon.kind !== 'http' || mon.paused) return {};
         const cfg = mon.config as HttpMonitorConfig;
         const result = await runHttpCheck(cfg, policy);
         const at = d.now();
-        let events: DomainEvent[] = [];
         return {
           commit: () => {
             const fresh = d.monitors.getById(job.key);
-            if (fresh && !fresh.paused && fresh.kind === 'http') events = m.applyResult(fresh, { ...result, at });
-            return () => m.publish(events);
+            if (!fresh || fresh.paused || fresh.kind !== 'http') return;
+            const { value: events, write } = d.monitors.collectResults(() => m.applyResult(fresh, { ...result, at }));
+            return async () => {
+              await write();
+              m.publish(events);
+            };
           },
           nextRunAt: () => {
             const fresh = d.monitors.getById(job.key);
@@ -268,7 +292,6 @@ export function createMonitoring(d: MonitoringDeps) {
       });
 
       d.scheduler.register(JOB_CRON_MISSED, (job: JobRow) => {
-        let events: DomainEvent[] = [];
         return {
           commit: () => {
             const mon = d.monitors.getById(job.key);
@@ -277,10 +300,16 @@ export function createMonitoring(d: MonitoringDeps) {
             const deadline = mon.next_expected_at + cfg.checkin_margin_min * MIN;
             const now = d.now();
             if (deadline > now) return; // a check-in moved the slot after this run was claimed
-            events = m.applyResult(mon, { status: 'missed', at: deadline, error: `no check-in by ${new Date(deadline).toISOString()} (expected ${new Date(mon.next_expected_at).toISOString()})` });
+            const expected = mon.next_expected_at;
+            const { value: events, write } = d.monitors.collectResults(() =>
+              m.applyResult(mon, { status: 'missed', at: deadline, error: `no check-in by ${new Date(deadline).toISOString()} (expected ${new Date(expected).toISOString()})` }),
+            );
             const after = d.monitors.getById(mon.id)!;
             d.monitors.save({ ...after, next_expected_at: m.nextExpected(cfg, now - cfg.checkin_margin_min * MIN, mon.created_at) }, now);
-            return () => m.publish(events);
+            return async () => {
+              await write();
+              m.publish(events);
+            };
           },
           nextRunAt: () => {
             const mon = d.monitors.getById(job.key);
@@ -290,30 +319,36 @@ export function createMonitoring(d: MonitoringDeps) {
         };
       });
 
-      d.scheduler.register(JOB_CRON_TIMEOUT, (job: JobRow) => {
+      d.scheduler.register(JOB_CRON_TIMEOUT, async (job: JobRow) => {
         const [monitorId, checkInId] = [job.key.slice(0, job.key.indexOf(':')), job.key.slice(job.key.indexOf(':') + 1)];
-        let events: DomainEvent[] = [];
+        const known = d.monitors.getById(monitorId);
+        if (!known || known.paused) return {};
+        // The run's last result, read before the transaction (results may be in ClickHouse), after the
+        // check-ins this process is taking.
+        await checkIns;
+        if ((await d.monitors.lastStatusOfCheckIn(known.project_id, known.id, checkInId)) !== 'in_progress') return {};
         return {
           commit: () => {
             const mon = d.monitors.getById(monitorId);
-            if (!mon || mon.paused) return;
-            if (d.monitors.lastStatusOfCheckIn(mon.project_id, mon.id, checkInId) !== 'in_progress') return;
+            if (!mon || mon.paused) return; // (a check-in that finished the run cancelled this job: not called)
             const maxRuntime = (mon.config as CronMonitorConfig).max_runtime_min;
-            events = m.applyResult(mon, { status: 'timeout', at: d.now(), check_in_id: checkInId, error: `the run did not finish within ${maxRuntime} min` });
-            return () => m.publish(events);
+            const { value: events, write } = d.monitors.collectResults(() =>
+              m.applyResult(mon, { status: 'timeout', at: d.now(), check_in_id: checkInId, error: `the run did not finish within ${maxRuntime} min` }),
+            );
+            return async () => {
+              await write();
+              m.publish(events);
+            };
           },
         };
       });
 
-      d.scheduler.register(JOB_PRUNE, () => ({
-        commit: () => {
-          const now = d.now();
-          d.monitors.prune(now - d.retentionDays * DAY_MS, Math.floor(now / DAY_MS) - 400);
-        },
-        nextRunAt: () => d.now() + DAY_MS,
-      }));
+      d.scheduler.register(JOB_PRUNE, async () => {
+        const now = d.now();
+        await d.monitors.prune(now - d.retentionDays * DAY_MS, Math.floor(now / DAY_MS) - 400);
+        return { nextRunAt: () => d.now() + DAY_MS };
+      });
       d.scheduler.ensure(JOB_PRUNE, 'all', {}, d.now() + 60 * MIN);
-      d.events.subscribe('checkin.received', (e) => m.onCheckIn(e.projectId, e.checkIn, e.at));
     },
   };
   return m;

@@ -22,8 +22,11 @@ import type { JobRow, JobsRepo } from '../storage/jobs-repo.js';
 export type { JobRow };
 
 export interface JobOutcome {
-  /** Database writes to commit together with the job's completion; may return an after-commit callback. */
-  commit?: () => void | (() => void);
+  /**
+   * Database writes to commit together with the job's completion; may return an after-commit callback
+   * (the job's run ends when a promise it returns settles: writes to another store, such as ClickHouse).
+   */
+  commit?: () => void | (() => void | Promise<void>);
   /**
    * Next due time for a recurring job; omitted or null: the job is done and removed. A function is
    * called inside the commit transaction, after `commit`, so it can read the state `commit` wrote.
@@ -93,7 +96,7 @@ export function createScheduler(jobs: JobsRepo, opts: SchedulerOptions): Schedul
       }
       return;
     }
-    let after: void | (() => void) = undefined;
+    let after: void | (() => void | Promise<void>) = undefined;
     try {
       jobs.atomic(() => {
         if (!jobs.stillClaimed(job.id, job.fence)) return; // another runner took it over: commit nothing
@@ -113,7 +116,7 @@ export function createScheduler(jobs: JobsRepo, opts: SchedulerOptions): Schedul
     }
     if (typeof after === 'function') {
       try {
-        (after as () => void)();
+        await (after as () => void | Promise<void>)();
       } catch (err) {
         s.onError(err, job);
       }

@@ -21,6 +21,7 @@ import { createChLogStore, type ChLogStore } from '../storage/clickhouse/log-sto
 import { createChLogsReader } from '../storage/clickhouse/logs-read.js';
 import { createChMetricStore, type ChMetricStore } from '../storage/clickhouse/metric-store.js';
 import { createChMetricsReader } from '../storage/clickhouse/metrics-read.js';
+import { createChMonitorResults } from '../storage/clickhouse/monitor-results.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
@@ -77,7 +78,7 @@ export interface Services {
   tracesRead: TracesReader;
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
-  /** Set when spans, logs and metric points go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span, log and metric stores (flush, close). */
+  /** Set when spans, logs, metric points and monitor results go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span, log and metric stores (flush, close). */
   clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
@@ -163,7 +164,8 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   const scheduler = createScheduler(jobs, { now, leaderLeaseMs: config.scheduler.leaderLeaseMs });
   const events = createEventBus();
   const mailer = createMailer(config.mail);
-  const monitors = createMonitorsRepo(db);
+  // With ClickHouse, monitor results too: every process reads what the scheduler's leader wrote.
+  const monitors = createMonitorsRepo(db, ch ? createChMonitorResults(ch.engine) : undefined);
   const incidents = createIncidentsRepo(db);
   const statusPages = createStatusPagesRepo(db);
   // IMMEDIATE: the write lock is taken when the block starts, so a read-then-write block never

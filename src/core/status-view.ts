@@ -49,15 +49,16 @@ export function componentViews(services: Services, page: StatusPageRow): Compone
   return views;
 }
 
-export function pageView(services: Services, page: StatusPageRow, now: number, opts: { bars?: boolean } = {}): PageView {
+export async function pageView(services: Services, page: StatusPageRow, now: number, opts: { bars?: boolean } = {}): Promise<PageView> {
   const components = componentViews(services, page);
   const top = components.filter((c) => !c.parent_id);
   const monitorIds = new Set(components.map((c) => c.monitor_id).filter((x): x is string => !!x));
   const today = Math.floor(now / DAY_MS);
+  const withBars = top.filter((c) => c.kind === 'monitor' && c.monitor_id && opts.bars).map((c) => c.monitor_id!);
+  const daysOf = withBars.length ? await services.monitors.daysOf(page.project_id, withBars, today - 89) : new Map();
   const barsOf = (c: ComponentView) => {
-    if (c.kind !== 'monitor' || !c.monitor_id || !opts.bars) return { bars: null, uptime: null };
-    const days = services.monitors.days(page.project_id, c.monitor_id, today - 89);
-    return { bars: uptimeBars(days, now, 90), uptime: uptimeRatio(days) };
+    const days = c.kind === 'monitor' && c.monitor_id && opts.bars ? daysOf.get(c.monitor_id) : undefined;
+    return days ? { bars: uptimeBars(days, now, 90), uptime: uptimeRatio(days) } : { bars: null, uptime: null };
   };
   const tree = top.map((c) => ({ component: c, children: components.filter((x) => x.parent_id === c.id), ...barsOf(c) }));
   const { rows } = services.incidents.list(page.project_id, { resolvedSince: now - RECENT_INCIDENT_DAYS * DAY_MS, limit: 50, offset: 0 });

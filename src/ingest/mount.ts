@@ -101,8 +101,12 @@ export function buildIngestRouter(s: Sightline): Router {
         if (slice.points?.length) services.telemetry.insertMetricPoints(pid, slice.points, t);
         return slice.errors?.length ? ingestKeyedErrorEvents(services, spike, id.project, slice.errors, t) : null;
       });
-      // Committed: cron monitors (src/core/monitoring.ts) hear of each check-in.
-      for (const c of slice.checkIns ?? []) services.events.publish({ type: 'checkin.received', projectId: pid, at: t, checkIn: c.payload as Record<string, unknown> });
+      // Committed: cron monitors (src/core/monitoring.ts) take each check-in; the envelope is
+      // acknowledged once its result is stored (with ClickHouse, inserted there).
+      for (const c of slice.checkIns ?? []) {
+        await services.monitoring.onCheckIn(pid, c.payload as Record<string, unknown>, t);
+        services.events.publish({ type: 'checkin.received', projectId: pid, at: t, checkIn: c.payload as Record<string, unknown> });
+      }
       if (r) {
         publishGroupChanges(services, pid, r, t);
         accepted += r.accepted;

@@ -77,9 +77,9 @@ export function statusMount(s: Sightline, router: Router): void {
   };
   const absolute = (ctx: Koa.Context, path: string, onDomain: boolean) => (onDomain ? `${ctx.protocol}://${ctx.host}${path || '/'}` : `${s.config.baseUrl}${path}`);
 
-  const showPage = (ctx: Koa.Context, page: StatusPageRow, onDomain: boolean, notice?: string, status = 200) => {
+  const showPage = async (ctx: Koa.Context, page: StatusPageRow, onDomain: boolean, notice?: string, status = 200) => {
     const links = linksFor(page, onDomain);
-    const view = pageView(services, page, now(), { bars: true });
+    const view = await pageView(services, page, now(), { bars: true });
     const token = page.is_public ? csrfToken(ctx, csrf(onDomain ? '/' : links.base), 'subscribe') : null;
     sendPage(ctx, status, renderPage(view, links, { csrf: token, notice, now: now() }), { cacheControl: page.is_public && !token ? 'public, max-age=30' : undefined });
   };
@@ -88,7 +88,7 @@ export function statusMount(s: Sightline, router: Router): void {
     async html(ctx: Koa.Context, found: StatusPageRow | undefined, onDomain: boolean) {
       const page = await visible(ctx, found);
       if (!page) return notFound(ctx);
-      showPage(ctx, page, onDomain);
+      await showPage(ctx, page, onDomain);
     },
     async json(ctx: Koa.Context, found: StatusPageRow | undefined, onDomain: boolean) {
       const page = await visible(ctx, found);
@@ -97,7 +97,7 @@ export function statusMount(s: Sightline, router: Router): void {
         ctx.body = { type: 'not_found_error', code: 'not_found', message: 'Status page was not found.' };
         return;
       }
-      const view = pageView(services, page, now(), { bars: true });
+      const view = await pageView(services, page, now(), { bars: true });
       ctx.set('Cache-Control', page.is_public ? 'public, max-age=30' : 'no-store');
       if (page.is_public) ctx.set('Access-Control-Allow-Origin', '*');
       ctx.body = pageJson(view, onDomain ? absolute(ctx, '/', true) : services.monitoring.pageUrl(page));
@@ -106,7 +106,7 @@ export function statusMount(s: Sightline, router: Router): void {
       const page = await visible(ctx, found);
       if (!page) return notFound(ctx);
       const links = linksFor(page, onDomain);
-      const view = pageView(services, page, now());
+      const view = await pageView(services, page, now());
       ctx.set('Cache-Control', page.is_public ? 'public, max-age=60' : 'no-store');
       ctx.set('X-Content-Type-Options', 'nosniff');
       ctx.type = 'application/atom+xml; charset=utf-8';

@@ -50,25 +50,45 @@ export interface MonitorResultRow {
   check_in_id: string | null;
 }
 
+export type ResultStatusIn = ResultStatus | 'missed' | 'timeout' | 'error' | 'in_progress' | 'ok';
+
+/**
+ * Where monitor results and their daily counts live: SQLite (below), or ClickHouse when it is
+ * configured (clickhouse/monitor-results.ts), so that every process reads the results the
+ * scheduler's leader and the check-in receivers wrote. Reads are asynchronous for that reason.
+ */
+export interface MonitorResultsStore {
+  /**
+   * Records a result. SQLite: at once, in the caller's transaction. ClickHouse: inside
+   * {@link collect}, held for its `write()`; outside, inserted, and the promise resolves once stored.
+   */
+  add(projectId: number, monitorId: string, r: MonitorResultRow): Promise<void>;
+  /**
+   * Runs `fn` (the caller's transaction) and returns what it returned with `write()`, which stores the
+   * results `fn` recorded; call it once the transaction committed, and go on once it resolved. A
+   * transaction that fails drops them (`write` is never called). SQLite: they were written by `fn`.
+   */
+  collect<T>(fn: () => T): { value: T; write: () => Promise<void> };
+  results(projectId: number, monitorId: string, f: { from: number; to: number; status?: string; limit: number; offset: number }): Promise<{ rows: MonitorResultRow[]; total: number }>;
+  /** The status of the latest result recorded for a check-in (none: undefined). */
+  lastStatusOfCheckIn(projectId: number, monitorId: string, checkInId: string): Promise<string | undefined>;
+  days(projectId: number, monitorId: string, sinceDay: number): Promise<DayCounts[]>;
+  /** {@link days} of several monitors in one read (a monitor without counts: an empty list). */
+  daysOf(projectId: number, monitorIds: readonly string[], sinceDay: number): Promise<Map<string, DayCounts[]>>;
+  /** Removes a deleted monitor's results and daily counts (after `remove`'s transaction; SQLite: none left). */
+  forget(projectId: number, monitorId: string): Promise<void>;
+  /** SQLite: removes them inside `remove`'s transaction. */
+  removeNow?(projectId: number, monitorId: string): void;
+  /** Drops results older than `resultsBefore` and daily counts older than `daysBefore` (a day number). */
+  prune(resultsBefore: number, daysBefore: number): Promise<number>;
+}
+
 /* eslint-disable @typescript-eslint/no-explicit-any */
 const fromRow = (r: any): MonitorRow => ({ ...r, project_id: String(r.project_id), paused: !!r.paused, config: JSON.parse(r.config) });
 
-/** Monitors (control data) and their results (append-only, kept for a retention period) with daily counts. */
-export function createMonitorsRepo(db: Db) {
+/** Monitor results and daily counts in SQLite (tables of migration 017). */
+export function createSqliteMonitorResults(db: Db): MonitorResultsStore {
   const s = {
-    insert: db.prepare(`INSERT INTO monitors (id, project_id, name, kind, state, paused, config, slug, next_expected_at, state_changed_at, created_at, updated_at)
-      VALUES (@id, @project_id, @name, @kind, @state, @paused, @config, @slug, @next_expected_at, @now, @now, @now)`),
-    get: db.prepare('SELECT * FROM monitors WHERE project_id = ? AND id = ?'),
-    byName: db.prepare('SELECT * FROM monitors WHERE project_id = ? AND name = ?'),
-    bySlug: db.prepare('SELECT * FROM monitors WHERE project_id = ? AND slug = ?'),
-    byIdAny: db.prepare('SELECT * FROM monitors WHERE id = ?'),
-    list: db.prepare(`SELECT * FROM monitors WHERE project_id = @pid AND (@kind IS NULL OR kind = @kind) AND (@state IS NULL OR state = @state)
-      ORDER BY created_at, id LIMIT @limit OFFSET @offset`),
-    count: db.prepare(`SELECT COUNT(*) AS n FROM monitors WHERE project_id = @pid AND (@kind IS NULL OR kind = @kind) AND (@state IS NULL OR state = @state)`),
-    update: db.prepare(`UPDATE monitors SET name = @name, paused = @paused, state = @state, config = @config, next_expected_at = @next_expected_at,
-      state_changed_at = @state_changed_at, open_incident_id = @open_incident_id, last_result_at = @last_result_at,
-      last_result_status = @last_result_status, updated_at = @updated_at WHERE project_id = @project_id AND id = @id`),
-    remove: db.prepare('DELETE FROM monitors WHERE project_id = ? AND id = ?'),
     removeResults: db.prepare('DELETE FROM monitor_results WHERE project_id = ? AND monitor_id = ?'),
     removeDaily: db.prepare('DELETE FROM monitor_daily WHERE project_id = ? AND monitor_id = ?'),
     seq: db.prepare('SELECT COALESCE(MAX(seq), -1) + 1 AS n FROM monitor_results WHERE project_id = ? AND monitor_id = ? AND at_ms = ?'),
@@ -84,7 +104,67 @@ export function createMonitorsRepo(db: Db) {
     days: db.prepare('SELECT day, ok, degraded, failed FROM monitor_daily WHERE project_id = ? AND monitor_id = ? AND day >= ? ORDER BY day'),
     pruneResults: db.prepare('DELETE FROM monitor_results WHERE at_ms < ?'),
     pruneDaily: db.prepare('DELETE FROM monitor_daily WHERE day < ?'),
-    checkInResult: db.prepare('SELECT status FROM monitor_results WHERE project_id = ? AND monitor_id = ? AND check_in_id = ? ORDER BY at_ms DESC LIMIT 1'),
+    checkInResult: db.prepare('SELECT status FROM monitor_results WHERE project_id = ? AND monitor_id = ? AND check_in_id = ? ORDER BY at_ms DESC, seq DESC LIMIT 1'),
+  };
+  return {
+    add(pid, monitorId, r) {
+      const seq = (s.seq.get(pid, monitorId, r.at_ms) as { n: number }).n;
+      s.result.run(pid, monitorId, r.at_ms, seq, r.status, r.latency_ms, r.http_status, r.error, r.region, r.check_in_id);
+      if (r.status !== 'in_progress') {
+        const ok = r.status === 'up' || r.status === 'ok' ? 1 : 0;
+        const degraded = r.status === 'degraded' ? 1 : 0;
+        s.daily.run(pid, monitorId, Math.floor(r.at_ms / DAY_MS), ok, degraded, ok || degraded ? 0 : 1);
+      }
+      return Promise.resolve();
+    },
+    collect: (fn) => ({ value: fn(), write: () => Promise.resolve() }),
+    async results(pid, mid, f) {
+      const p = { pid, mid, from: f.from, to: f.to, status: f.status ?? null };
+      return { rows: s.results.all({ ...p, limit: f.limit, offset: f.offset }) as MonitorResultRow[], total: (s.resultsCount.get(p) as { n: number }).n };
+    },
+    async lastStatusOfCheckIn(pid, mid, checkInId) {
+      return (s.checkInResult.get(pid, mid, checkInId) as { status: string } | undefined)?.status;
+    },
+    async days(pid, mid, sinceDay) {
+      return s.days.all(pid, mid, sinceDay) as DayCounts[];
+    },
+    async daysOf(pid, mids, sinceDay) {
+      return new Map(mids.map((mid) => [mid, s.days.all(pid, mid, sinceDay) as DayCounts[]]));
+    },
+    removeNow(pid, mid) {
+      s.removeResults.run(pid, mid);
+      s.removeDaily.run(pid, mid);
+    },
+    forget: () => Promise.resolve(),
+    async prune(resultsBefore, daysBefore) {
+      const n = s.pruneResults.run(resultsBefore).changes;
+      s.pruneDaily.run(daysBefore);
+      return n;
+    },
+  };
+}
+
+/**
+ * Monitors (control data) and their results (append-only, kept for a retention period) with daily
+ * counts, in `results`: SQLite's by default, ClickHouse's when it is configured.
+ */
+export function createMonitorsRepo(db: Db, store?: MonitorResultsStore) {
+  const local = createSqliteMonitorResults(db);
+  const results = store ?? local;
+  const s = {
+    insert: db.prepare(`INSERT INTO monitors (id, project_id, name, kind, state, paused, config, slug, next_expected_at, state_changed_at, created_at, updated_at)
+      VALUES (@id, @project_id, @name, @kind, @state, @paused, @config, @slug, @next_expected_at, @now, @now, @now)`),
+    get: db.prepare('SELECT * FROM monitors WHERE project_id = ? AND id = ?'),
+    byName: db.prepare('SELECT * FROM monitors WHERE project_id = ? AND name = ?'),
+    bySlug: db.prepare('SELECT * FROM monitors WHERE project_id = ? AND slug = ?'),
+    byIdAny: db.prepare('SELECT * FROM monitors WHERE id = ?'),
+    list: db.prepare(`SELECT * FROM monitors WHERE project_id = @pid AND (@kind IS NULL OR kind = @kind) AND (@state IS NULL OR state = @state)
+      ORDER BY created_at, id LIMIT @limit OFFSET @offset`),
+    count: db.prepare(`SELECT COUNT(*) AS n FROM monitors WHERE project_id = @pid AND (@kind IS NULL OR kind = @kind) AND (@state IS NULL OR state = @state)`),
+    update: db.prepare(`UPDATE monitors SET name = @name, paused = @paused, state = @state, config = @config, next_expected_at = @next_expected_at,
+      state_changed_at = @state_changed_at, open_incident_id = @open_incident_id, last_result_at = @last_result_at,
+      last_result_status = @last_result_status, updated_at = @updated_at WHERE project_id = @project_id AND id = @id`),
+    remove: db.prepare('DELETE FROM monitors WHERE project_id = ? AND id = ?'),
   };
 
   const repo = {
@@ -117,36 +197,44 @@ export function createMonitorsRepo(db: Db) {
     save(m: MonitorRow, now: number): void {
       s.update.run({ ...m, project_id: Number(m.project_id), paused: m.paused ? 1 : 0, config: JSON.stringify(m.config), updated_at: now });
     },
+    /** Removes the monitor (and with SQLite its results); with ClickHouse, {@link forgetResults} after the commit. */
     remove(projectId: string, id: string): boolean {
       const pid = Number(projectId);
-      s.removeResults.run(pid, id);
-      s.removeDaily.run(pid, id);
+      results.removeNow?.(pid, id);
       return s.remove.run(pid, id).changes === 1;
     },
-    addResult(projectId: string, monitorId: string, r: MonitorResultRow & { status: ResultStatus | 'missed' | 'timeout' | 'error' | 'in_progress' | 'ok' }): void {
-      const pid = Number(projectId);
-      const seq = (s.seq.get(pid, monitorId, r.at_ms) as { n: number }).n;
-      s.result.run(pid, monitorId, r.at_ms, seq, r.status, r.latency_ms, r.http_status, r.error, r.region, r.check_in_id);
-      if (r.status === 'in_progress') return;
-      const ok = r.status === 'up' || r.status === 'ok' ? 1 : 0;
-      const degraded = r.status === 'degraded' ? 1 : 0;
-      s.daily.run(pid, monitorId, Math.floor(r.at_ms / DAY_MS), ok, degraded, ok || degraded ? 0 : 1);
+    /** A deleted monitor's results and daily counts, removed from ClickHouse (SQLite: already gone). */
+    forgetResults(projectId: string, id: string): Promise<void> {
+      return results.forget(Number(projectId), id);
     },
-    results(projectId: string, monitorId: string, f: { from: number; to: number; status?: string; limit: number; offset: number }): { rows: MonitorResultRow[]; total: number } {
-      const p = { pid: Number(projectId), mid: monitorId, from: f.from, to: f.to, status: f.status ?? null };
-      return { rows: s.results.all({ ...p, limit: f.limit, offset: f.offset }) as MonitorResultRow[], total: (s.resultsCount.get(p) as { n: number }).n };
+    /** See {@link MonitorResultsStore.add}. */
+    addResult(projectId: string, monitorId: string, r: MonitorResultRow & { status: ResultStatusIn }): Promise<void> {
+      return results.add(Number(projectId), monitorId, r);
     },
-    lastStatusOfCheckIn(projectId: string, monitorId: string, checkInId: string): string | undefined {
-      return (s.checkInResult.get(Number(projectId), monitorId, checkInId) as { status: string } | undefined)?.status;
+    /** See {@link MonitorResultsStore.collect}: the results `fn` records, stored by `write()` after the commit. */
+    collectResults<T>(fn: () => T): { value: T; write: () => Promise<void> } {
+      return results.collect(fn);
     },
-    days(projectId: string, monitorId: string, sinceDay: number): DayCounts[] {
-      return s.days.all(Number(projectId), monitorId, sinceDay) as DayCounts[];
+    results(projectId: string, monitorId: string, f: { from: number; to: number; status?: string; limit: number; offset: number }): Promise<{ rows: MonitorResultRow[]; total: number }> {
+      return results.results(Number(projectId), monitorId, f);
     },
-    /** Drops results older than `resultsBefore` and daily counts older than `daysBefore` (a day number). */
-    prune(resultsBefore: number, daysBefore: number): number {
-      const n = s.pruneResults.run(resultsBefore).changes;
-      s.pruneDaily.run(daysBefore);
-      return n;
+    lastStatusOfCheckIn(projectId: string, monitorId: string, checkInId: string): Promise<string | undefined> {
+      return results.lastStatusOfCheckIn(Number(projectId), monitorId, checkInId);
+    },
+    days(projectId: string, monitorId: string, sinceDay: number): Promise<DayCounts[]> {
+      return results.days(Number(projectId), monitorId, sinceDay);
+    },
+    /** Daily counts of several monitors of a project in one read (monitor lists, status pages). */
+    daysOf(projectId: string, monitorIds: readonly string[], sinceDay: number): Promise<Map<string, DayCounts[]>> {
+      return results.daysOf(Number(projectId), monitorIds, sinceDay);
+    },
+    /**
+     * Drops results older than `resultsBefore` and daily counts older than `daysBefore` (a day number);
+     * with ClickHouse, also those SQLite kept from before (copied by `migrate --to-clickhouse`).
+     */
+    async prune(resultsBefore: number, daysBefore: number): Promise<number> {
+      if (results !== local) await local.prune(resultsBefore, daysBefore);
+      return results.prune(resultsBefore, daysBefore);
     },
   };
   return repo;

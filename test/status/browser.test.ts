@@ -45,7 +45,7 @@ if (!hasChromium) {
       // 90 days of history for the bars: mostly up, a degraded day and an outage day.
       for (let d = 0; d < 90; d++) {
         const status = d === 20 ? 'down' : d === 61 ? 'degraded' : 'ok';
-        t.s.services.monitors.addResult(t.projectId, checkout.id, { at_ms: clock - d * 86_400_000, status, latency_ms: 1000, http_status: null, error: null, region: null, check_in_id: null });
+        await t.s.services.monitors.addResult(t.projectId, checkout.id, { at_ms: clock - d * 86_400_000, status, latency_ms: 1000, http_status: null, error: null, region: null, check_in_id: null });
       }
       await admin('/incidents', { title: 'Card payments failing', message: 'We are investigating failed card payments.', impact: 'major', monitor_id: checkout.id });
 

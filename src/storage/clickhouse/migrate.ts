@@ -6,6 +6,7 @@ import { createChSpanStore, type ChSpanRow } from './span-store.js';
 import { createLogsReadRepo } from '../logs-read-repo.js';
 import { storedLogRow } from './log-store.js';
 import { storedMetricRow, type StoredMetricPoint } from './metric-store.js';
+import { insertByPartition, insertResults, type ChMonitorResultRow } from './monitor-results.js';
 
 export interface CopyReport {
   spans: number;
@@ -113,6 +114,12 @@ export interface MetricCopyReport {
   ms: number;
 }
 
+export interface MonitorCopyReport {
+  monitor_results: number;
+  monitors: number;
+  ms: number;
+}
+
 /**
  * The metric points' part of `sightline migrate --to-clickhouse`: copies every metric point of the
  * SQLite database into ClickHouse's `metric_points` table (all fields, its resource's attributes
@@ -146,4 +153,48 @@ export async function copyMetricPointsToClickHouse(db: Db, engine: ChEngine, opt
     opts.onProgress?.(copied);
   }
   return { points: copied, projects: projects.size, ms: Date.now() - t0 };
+}
+
+/**
+ * The monitor results' part of `sightline migrate --to-clickhouse`: copies every result (with its
+ * `seq`: results copied first sort before later ones of equal time) into `monitor_results`, whose
+ * view counts them per day; then the daily counts SQLite keeps beyond its results (their retention
+ * is shorter) go into `monitor_daily` as the difference, so the days read the same as SQLite's.
+ * Refuses when ClickHouse already holds monitor results or counts.
+ */
+export async function copyMonitorResultsToClickHouse(db: Db, engine: ChEngine, opts: { batch?: number; onProgress?: (copied: number) => void } = {}): Promise<MonitorCopyReport> {
+  const t0 = Date.now();
+  await migrateClickHouse(engine);
+  const [held] = await engine.query<{ n: number }>('SELECT (SELECT count() FROM monitor_results) + (SELECT count() FROM monitor_daily) AS n');
+  if (Number(held?.n ?? 0) > 0) throw new CopyRefusedError('ClickHouse already holds monitor results; copying again would duplicate them');
+  const batch = opts.batch ?? 20_000;
+  const page = db.prepare(`SELECT project_id, monitor_id, at_ms, seq, status, latency_ms, http_status, error, region, check_in_id FROM monitor_results
+    WHERE (project_id, monitor_id, at_ms, seq) > (?, ?, ?, ?) ORDER BY project_id, monitor_id, at_ms, seq LIMIT ?`);
+  const monitors = new Set<string>();
+  let after: [number, string, number, number] = [-1, '', 0, 0];
+  let copied = 0;
+  for (;;) {
+    const rows = page.all(...after, batch) as ChMonitorResultRow[];
+    if (!rows.length) break;
+    for (const r of rows) monitors.add(r.monitor_id);
+    await insertResults(engine, rows);
+    copied += rows.length;
+    const last = rows[rows.length - 1]!;
+    after = [last.project_id, last.monitor_id, last.at_ms, last.seq];
+    opts.onProgress?.(copied);
+  }
+  // The days whose counts are more than their results (the results expired before): the rest.
+  const rest = db
+    .prepare(`SELECT d.project_id, d.monitor_id, d.day, MAX(0, d.ok - COALESCE(r.ok, 0)) AS ok, MAX(0, d.degraded - COALESCE(r.degraded, 0)) AS degraded,
+        MAX(0, d.failed - COALESCE(r.failed, 0)) AS failed
+      FROM monitor_daily d LEFT JOIN (
+        SELECT project_id, monitor_id, at_ms / 86400000 AS day, SUM(status IN ('up', 'ok')) AS ok, SUM(status = 'degraded') AS degraded,
+          SUM(status NOT IN ('up', 'ok', 'degraded', 'in_progress')) AS failed
+        FROM monitor_results GROUP BY 1, 2, 3
+      ) r ON r.project_id = d.project_id AND r.monitor_id = d.monitor_id AND r.day = d.day
+      WHERE d.ok > COALESCE(r.ok, 0) OR d.degraded > COALESCE(r.degraded, 0) OR d.failed > COALESCE(r.failed, 0)`)
+    .all() as { project_id: number; monitor_id: string; day: number; ok: number; degraded: number; failed: number }[];
+  for (let i = 0; i < rest.length; i += batch) await insertByPartition(engine, 'monitor_daily', rest.slice(i, i + batch), (r) => Math.floor(r.day / 28));
+  for (const r of rest) monitors.add(r.monitor_id);
+  return { monitor_results: copied, monitors: monitors.size, ms: Date.now() - t0 };
 }

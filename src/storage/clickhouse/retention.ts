@@ -104,3 +104,31 @@ async function expireByDay(engine: ChEngine, table: 'logs' | 'metric_points', cu
   }
   return expired;
 }
+
+/**
+ * Expiry of monitor results in ClickHouse (schema.ts migration 6), the `monitor.prune` job's
+ * (src/core/monitoring.ts): the results' days that end by `resultsBefore` (whole UTC days, as for
+ * spans: a result is kept at most a day past the monitor retention) and the daily counts' months
+ * that end by day `daysBefore` are dropped as partitions. Returns the results expired.
+ */
+export async function expireClickHouseMonitorResults(engine: ChEngine, resultsBefore: number, daysBefore: number): Promise<number> {
+  let expired = 0;
+  const parts = (table: string) =>
+    engine.query<{ p: string; rows: number }>(
+      `SELECT partition AS p, sum(rows) AS rows FROM system.parts WHERE database = currentDatabase() AND table = ${lit(table)} AND active GROUP BY partition`,
+    );
+  for (const part of await parts('monitor_results')) {
+    const p = Number(part.p);
+    if (!Number.isInteger(p) || partitionEnd(p) > resultsBefore) continue;
+    await engine.command(`ALTER TABLE monitor_results DROP PARTITION ${p}`);
+    expired += Number(part.rows);
+  }
+  for (const part of await parts('monitor_daily')) {
+    const p = Number(part.p); // YYYYMM
+    if (!Number.isInteger(p)) continue;
+    const monthEnd = Date.UTC(Math.floor(p / 100), p % 100, 1); // the first day of the next month
+    if (monthEnd > daysBefore * DAY_MS) continue;
+    await engine.command(`ALTER TABLE monitor_daily DROP PARTITION ${p}`);
+  }
+  return expired;
+}

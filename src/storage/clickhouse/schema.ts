@@ -215,6 +215,44 @@ export const CH_MIGRATIONS: ChMigration[] = [
       ) ENGINE = MergeTree PARTITION BY ${DAY('time_ms')} ORDER BY (project_id, metric_name, time_ms)`,
     ],
   },
+  {
+    version: 6,
+    name: 'monitor_results',
+    statements: [
+      // Uptime checks and cron check-ins (monitors-repo.ts; SQLite's `monitor_results`), written by
+      // whichever process leads the scheduler or receives a check-in, read by every process. `seq`
+      // orders results of equal time (newest last): increasing within a process. Absent values are
+      // NULL as in SQLite. Expires by day partitions (retention.ts expireClickHouseMonitorResults).
+      `CREATE TABLE IF NOT EXISTS monitor_results (
+        project_id UInt32,
+        monitor_id String,
+        at_ms Float64,
+        seq UInt64,
+        status String,
+        latency_ms Nullable(Float64),
+        http_status Nullable(Int32),
+        error Nullable(String),
+        region Nullable(String),
+        check_in_id Nullable(String)
+      ) ENGINE = MergeTree PARTITION BY ${DAY('at_ms')} ORDER BY (project_id, monitor_id, at_ms)`,
+      // Results counted per UTC day (SQLite's `monitor_daily`: up and ok, degraded, the rest; a run
+      // in progress is not counted), filled by the view below on every insert and summed when read
+      // (parts not yet merged hold several rows of a day). Kept longer than the results (400 days),
+      // by month partitions.
+      `CREATE TABLE IF NOT EXISTS monitor_daily (
+        project_id UInt32,
+        monitor_id String,
+        day UInt32,
+        ok UInt64,
+        degraded UInt64,
+        failed UInt64
+      ) ENGINE = SummingMergeTree PARTITION BY toYYYYMM(toDateTime(day * 86400)) ORDER BY (project_id, monitor_id, day)`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS monitor_daily_mv TO monitor_daily AS SELECT project_id, monitor_id,
+        toUInt32(intDiv(toUInt64(at_ms), 86400000)) AS day, toUInt64(status = 'up' OR status = 'ok') AS ok, toUInt64(status = 'degraded') AS degraded,
+        toUInt64(status != 'up' AND status != 'ok' AND status != 'degraded') AS failed
+        FROM monitor_results WHERE status != 'in_progress'`,
+    ],
+  },
 ];
 
 /** Applies the migrations not yet recorded; safe to run from several processes (statements are idempotent). */
