@@ -31,6 +31,7 @@ const SCALE_OUT_FILES = [
   'test/operations/feedback.*.test.ts',
   'test/operations/errors.*.test.ts',
   'test/errors-context/*.test.ts',
+  'test/storage/error-batch-groups.test.ts',
   'test/ingest/sentry/**/*.test.ts',
   'test/operations/deployments.test.ts',
   'test/http/api-keys.test.ts',

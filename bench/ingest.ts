@@ -23,6 +23,8 @@
  *   npx tsx bench/ingest.ts [seconds-per-phase=8] [connections=8]
  *   npx tsx bench/ingest.ts --storage-only     (the in-process tables only)
  *   npx tsx bench/ingest.ts 10 8 --spans-only [--no-main]   (the 8-per-trace span phase alone: rate, p50/p99/max ack)
+ *   npx tsx bench/ingest.ts --errors-storage [--pg postgres://127.0.0.1/postgres]   (error events' storage path; with
+ *     --pg also with error groups in PostgreSQL, a fresh database per round, alternated in the same run)
  * A non-200 response prints its status and body (the first three per phase).
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -509,14 +511,14 @@ async function runMode(workers: string | undefined) {
  * worker does), then each event written as its own job of the write batcher, 256 jobs per commit as
  * concurrent envelopes arrive, the way mount.ts writes them. Events per CPU second of this process.
  */
-async function errorStorageBench(n = Number(process.env.BENCH_ERROR_EVENTS ?? 40_000)): Promise<number> {
+async function errorStorageBench(n = Number(process.env.BENCH_ERROR_EVENTS ?? 40_000), databaseUrl?: string): Promise<number> {
   const { createSightline } = await import('../src/server.js');
   const { bootstrapOrganization } = await import('../src/core/bootstrap.js');
   const { processJob } = await import('../src/ingest/process.js');
   const { ingestKeyedErrorEvents, SpikeGuard } = await import('../src/ingest/pipeline.js');
   const { ingestLimitsFromEnv } = await import('../src/ingest/limits.js');
   const dir = mkdtempSync(join(tmpdir(), 'sl-bench-errors-'));
-  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1' });
+  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', logLevel: 'warn', databaseUrl: databaseUrl ?? null });
   try {
     const boot = bootstrapOrganization(s.services, { now: Date.now() });
     s.db.prepare('UPDATE projects SET spike_threshold_per_minute = NULL WHERE id = ?').run(Number(boot.project_id));
@@ -532,7 +534,7 @@ async function errorStorageBench(n = Number(process.env.BENCH_ERROR_EVENTS ?? 40
     const c = process.cpuUsage(c0);
     const cpu = (c.user + c.system) / 1e6;
     const groups = (s.db.prepare('SELECT COUNT(*) AS n, SUM(event_count) AS e FROM error_groups').get() as { n: number; e: number });
-    console.log(`error events, storage path alone: ${k(n / cpu)} per CPU s (${k(n / ((performance.now() - t0) / 1000))}/s wall), ${n} events in ${groups.n} groups (${groups.e} counted)`);
+    console.log(`error events, storage path alone${databaseUrl ? ' (error groups in PostgreSQL)' : ''}: ${k(n / cpu)} per CPU s (${k(n / ((performance.now() - t0) / 1000))}/s wall), ${n} events in ${groups.n} groups (${groups.e} counted)`);
     return n / cpu;
   } finally {
     await s.close();
@@ -541,7 +543,34 @@ async function errorStorageBench(n = Number(process.env.BENCH_ERROR_EVENTS ?? 40
 
 async function main() {
   if (ERRORS_STORAGE) {
-    await errorStorageBench();
+    // --pg URL (a PostgreSQL server; a fresh database per round is made there): the same events with
+    // error groups in PostgreSQL (issue 20), alternated with SQLite alone in the same run.
+    const at = process.argv.indexOf('--pg');
+    const pgBase = at >= 0 ? process.argv[at + 1]! : null;
+    if (!pgBase) {
+      await errorStorageBench();
+      return;
+    }
+    const { default: pg } = await import('pg');
+    const rows: string[][] = [];
+    for (let round = 1; round <= 2; round++) {
+      const name = `sl_bench_errors_${process.pid}_${round}`;
+      const admin = new pg.Client({ connectionString: pgBase });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${name}`);
+      const url = new URL(pgBase);
+      url.pathname = `/${name}`;
+      try {
+        const sqlite = await errorStorageBench();
+        const onPg = await errorStorageBench(undefined, url.toString());
+        rows.push([String(round), k(sqlite), k(onPg), (sqlite / onPg).toFixed(2), readFileSync('/proc/loadavg', 'utf8').split(' ')[0]!]);
+      } finally {
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.end();
+      }
+    }
+    console.log('\n| round | SQLite events/CPU s | groups in PostgreSQL events/CPU s | ratio | load |\n|---|---|---|---|---|');
+    for (const r of rows) console.log(`| ${r.join(' | ')} |`);
     return;
   }
   if (SPANS_ONLY) {

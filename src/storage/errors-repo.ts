@@ -112,14 +112,30 @@ export function createErrorsIngestRepo(db: Db) {
     for (const h of t.hours.values()) s.hour.run(h.group, h.hour, h.key, h.n);
   };
 
-  const ingestRows = (projectId: string, projectSlug: string, items: KeyedErrorEvent[], now: number, t: Tally): ErrorsIngestOutcome => {
+  /*
+   * The group of a fingerprint, read once per write batch: a job finds it in its own tally, else in
+   * the batch's (copied into its own, so a job rolled back leaves the batch's copy as it was), else
+   * in the table. With error groups in PostgreSQL this saves a round trip per event; a change another
+   * process makes to a group meanwhile (a merge, a status) is seen by the next batch.
+   */
+  const head = (pid: number, fingerprint: string, t: Tally, batch: Tally | null): GroupHead | undefined => {
+    const k = `${pid}\u0000${fingerprint}`;
+    let g = t.heads.get(k);
+    if (g) return g;
+    const b = batch?.heads.get(k);
+    g = b ? { ...b } : (s.byFingerprint.get(pid, fingerprint) as GroupHead | undefined);
+    if (g) t.heads.set(k, g);
+    return g;
+  };
+
+  const ingestRows = (projectId: string, projectSlug: string, items: KeyedErrorEvent[], now: number, t: Tally, batch: Tally | null): ErrorsIngestOutcome => {
     const pid = Number(projectId);
     let inserted = 0;
     const groups: string[] = [];
     const created: GroupChange[] = [];
     const reopened: GroupChange[] = [];
     for (const { event: e, key, json } of items) {
-      let g = s.byFingerprint.get(pid, key.fingerprint) as GroupHead | undefined;
+      let g = head(pid, key.fingerprint, t, batch);
       if (!g) {
         const seq = (s.nextSeq.get(pid) as { n: number }).n;
         const row = {
@@ -129,6 +145,7 @@ export function createErrorsIngestRepo(db: Db) {
         };
         s.insertGroup.run(row);
         g = { id: row.id, short_id: row.short_id, title: row.title, level: row.level, service_name: row.service_name, environment: row.environment, status: 'unresolved', merged_into: null };
+        t.heads.set(`${pid}\u0000${key.fingerprint}`, g);
         created.push(groupChange(g));
       }
       const own = g.id;
@@ -157,7 +174,7 @@ export function createErrorsIngestRepo(db: Db) {
 
   const ingestAlone = db.transaction((projectId: string, projectSlug: string, items: KeyedErrorEvent[], now: number): ErrorsIngestOutcome => {
     const t = newTally();
-    const out = ingestRows(projectId, projectSlug, items, now, t);
+    const out = ingestRows(projectId, projectSlug, items, now, t, null);
     write(t);
     return out;
   });
@@ -168,7 +185,7 @@ export function createErrorsIngestRepo(db: Db) {
       const job = tallies.job();
       if (!job) return ingestAlone(projectId, projectSlug, items, now);
       // Inside a write batch the job already runs in its own savepoint; a throw here rolls it back and drops its tally.
-      return ingestRows(projectId, projectSlug, items, now, job);
+      return ingestRows(projectId, projectSlug, items, now, job, tallies.batch());
     },
     /** Hooks for createWriteBatcher: per-group tallies written once per batch, before its commit. */
     batchParticipant: tallies.participant,
@@ -220,6 +237,8 @@ interface Tally {
   hours: Map<string, HourTally>;
   /** Latency bucket counts and sums behind events.latency (migration 055). */
   lat: LatencyTally;
+  /** Groups read or created, by project and fingerprint (not written: what the next job of the batch finds). */
+  heads: Map<string, GroupHead>;
   add(group: string, e: ErrorEventRecord, now: number): void;
   merge(o: Tally): void;
 }
@@ -234,6 +253,7 @@ function newTally(): Tally {
   const users = new Map<string, UserTally>();
   const hours = new Map<string, HourTally>();
   const lat = new LatencyTally();
+  const heads = new Map<string, GroupHead>();
   const hourUser = (group: string, hour: number, key: string, n: number) => {
     const k = `${group}\u0000${hour}\u0000${key}`;
     const h = hours.get(k);
@@ -270,6 +290,7 @@ function newTally(): Tally {
     users,
     hours,
     lat,
+    heads,
     add(group: string, e: ErrorEventRecord, now: number) {
       const ts = e.timestamp_ms;
       const rank = LEVEL_RANK[e.level] ?? 3;
@@ -287,6 +308,7 @@ function newTally(): Tally {
       }
     },
     merge(o: Tally) {
+      for (const [k, h] of o.heads) heads.set(k, h);
       for (const g of o.groups.values()) mergeGroup(g);
       for (const d of o.dims.values()) dim(d.group, d.kind, d.value, d.n, d.min, d.max);
       for (const [k, u] of o.users) if (!users.has(k)) users.set(k, u);

@@ -51,6 +51,8 @@ export function batchTallies<T>(newTally: () => T, merge: (into: T, from: T) => 
   let batch = newTally();
   return {
     job: (): T | null => (inBatch ? job : null),
+    /** The batch's tally so far (the jobs that ended well), inside a batch. */
+    batch: (): T | null => (inBatch ? batch : null),
     participant: {
       begin() {
         inBatch = true;
