@@ -7,17 +7,12 @@
  *   project's older records.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
-import { migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
+import type { ChEngine } from '../../src/storage/clickhouse/client.js';
 import { createChLogStore } from '../../src/storage/clickhouse/log-store.js';
 import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
-import { openDatabase, type Db } from '../../src/storage/db.js';
 import type { LogRecordOut } from '../../src/domain/telemetry-types.js';
-import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
+import { useChStore } from '../support/clickhouse-store-fixture.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
@@ -40,25 +35,11 @@ const log = (body: string, timeMs = 1_780_000_000_000): LogRecordOut => ({
 });
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('log store in ClickHouse', () => {
-  let engine: ChEngine;
-  let dir: string;
-  let db: Db;
-  beforeAll(async () => {
-    engine = mode === 'server' ? createHttpEngine(`${serverUrl}/l_${process.pid}_${Math.random().toString(36).slice(2)}`) : createChdbEngine();
-    await migrateClickHouse(engine);
-    dir = mkdtempSync(join(tmpdir(), 'sightline-ch-logs-'));
-    db = openDatabase(join(dir, 't.db'));
-  });
-  afterAll(async () => {
-    if (mode === 'server') await dropDatabase(serverUrl!, (engine as ReturnType<typeof createHttpEngine>).database);
-    await engine.close();
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const fx = useChStore();
 
   it('inserts the log records of the jobs that succeeded, after the commit, before acknowledging them', async () => {
-    const store = createChLogStore(engine);
-    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const store = createChLogStore(fx.engine);
+    const batch = createWriteBatcher(fx.db, 512, [store.participant]);
     const kept = batch(() => store.add('7', [log('one'), log('two')], 'otlp', 1));
     const failed = batch(() => {
       store.add('7', [log('three')], 'otlp', 1);
@@ -68,7 +49,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('log store in ClickHouse',
     const failedCheck = expect(failed).rejects.toThrow('this job fails');
     await expect(kept).resolves.toBe(2);
     // acknowledged: readable now, in arrival order for equal times
-    const rows = await engine.query<{ body: string; connector_key: string }>('SELECT body, connector_key FROM logs WHERE project_id = 7 ORDER BY id');
+    const rows = await fx.engine.query<{ body: string; connector_key: string }>('SELECT body, connector_key FROM logs WHERE project_id = 7 ORDER BY id');
     expect(rows).toEqual([
       { body: 'one', connector_key: '' },
       { body: 'two', connector_key: '' },
@@ -79,11 +60,11 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('log store in ClickHouse',
   });
 
   it('fails the jobs of a batch whose insert fails', async () => {
-    const broken: ChEngine = { ...engine, insert: async () => Promise.reject(new Error('ClickHouse is down')) };
+    const broken: ChEngine = { ...fx.engine, insert: async () => Promise.reject(new Error('ClickHouse is down')) };
     const store = createChLogStore(broken);
-    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const batch = createWriteBatcher(fx.db, 512, [store.participant]);
     await expect(batch(() => store.add('8', [log('lost')], 'otlp', 1))).rejects.toThrow('ClickHouse is down');
-    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM logs WHERE project_id = 8'))[0]!.n).toBe(0);
+    expect((await fx.engine.query<{ n: number }>('SELECT count() AS n FROM logs WHERE project_id = 8'))[0]!.n).toBe(0);
   });
 });
 

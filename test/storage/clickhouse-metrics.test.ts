@@ -7,17 +7,12 @@
  *   shorter-lived project's older points; metrics.list then lists only the retained points' metrics.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
-import { migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
+import type { ChEngine } from '../../src/storage/clickhouse/client.js';
 import { createChMetricStore } from '../../src/storage/clickhouse/metric-store.js';
 import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
-import { openDatabase, type Db } from '../../src/storage/db.js';
 import type { MetricPointRecord } from '../../src/domain/telemetry-types.js';
-import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
+import { useChStore } from '../support/clickhouse-store-fixture.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
@@ -41,25 +36,11 @@ const point = (name: string, timeMs = 1_780_000_000_000, value = 1): MetricPoint
 });
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('metric store in ClickHouse', () => {
-  let engine: ChEngine;
-  let dir: string;
-  let db: Db;
-  beforeAll(async () => {
-    engine = mode === 'server' ? createHttpEngine(`${serverUrl}/m_${process.pid}_${Math.random().toString(36).slice(2)}`) : createChdbEngine();
-    await migrateClickHouse(engine);
-    dir = mkdtempSync(join(tmpdir(), 'sightline-ch-metrics-'));
-    db = openDatabase(join(dir, 't.db'));
-  });
-  afterAll(async () => {
-    if (mode === 'server') await dropDatabase(serverUrl!, (engine as ReturnType<typeof createHttpEngine>).database);
-    await engine.close();
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const fx = useChStore();
 
   it('inserts the metric points of the jobs that succeeded, after the commit, before acknowledging them', async () => {
-    const store = createChMetricStore(engine);
-    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const store = createChMetricStore(fx.engine);
+    const batch = createWriteBatcher(fx.db, 512, [store.participant]);
     const kept = batch(() => store.add('7', [point('one'), point('two')], 1));
     const failed = batch(() => {
       store.add('7', [point('three')], 1);
@@ -69,18 +50,18 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('metric store in ClickHous
     const failedCheck = expect(failed).rejects.toThrow('this job fails');
     await expect(kept).resolves.toBe(2);
     // acknowledged: readable now, in arrival order for equal times
-    const rows = await engine.query<{ metric_name: string }>('SELECT metric_name FROM metric_points WHERE project_id = 7 ORDER BY id');
+    const rows = await fx.engine.query<{ metric_name: string }>('SELECT metric_name FROM metric_points WHERE project_id = 7 ORDER BY id');
     expect(rows.map((r) => r.metric_name)).toEqual(['one', 'two', 'four']);
     await failedCheck;
     await expect(alsoKept).resolves.toBe(1);
   });
 
   it('fails the jobs of a batch whose insert fails', async () => {
-    const broken: ChEngine = { ...engine, insert: async () => Promise.reject(new Error('ClickHouse is down')) };
+    const broken: ChEngine = { ...fx.engine, insert: async () => Promise.reject(new Error('ClickHouse is down')) };
     const store = createChMetricStore(broken);
-    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const batch = createWriteBatcher(fx.db, 512, [store.participant]);
     await expect(batch(() => store.add('8', [point('lost')], 1))).rejects.toThrow('ClickHouse is down');
-    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM metric_points WHERE project_id = 8'))[0]!.n).toBe(0);
+    expect((await fx.engine.query<{ n: number }>('SELECT count() AS n FROM metric_points WHERE project_id = 8'))[0]!.n).toBe(0);
   });
 });
 

@@ -7,9 +7,6 @@
  * - spans sent with the real OpenTelemetry exporter land in ClickHouse (not SQLite) and read back.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { SpanKind } from '@opentelemetry/api';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -19,18 +16,14 @@ import { CH_MIGRATIONS, migrateClickHouse } from '../../src/storage/clickhouse/s
 import { createChSpanStore, spanRow } from '../../src/storage/clickhouse/span-store.js';
 import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
-import { openDatabase, type Db } from '../../src/storage/db.js';
 import type { SpanRecord } from '../../src/domain/telemetry-types.js';
-import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
+import { dropDatabase } from '../support/clickhouse.js';
+import { newChEngine, useChStore } from '../support/clickhouse-store-fixture.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
 
-function newEngine(): ChEngine {
-  if (mode === 'server') return createHttpEngine(`${serverUrl}/u_${process.pid}_${Math.random().toString(36).slice(2)}`);
-  return createChdbEngine();
-}
 
 const span = (i: number, over: Partial<SpanRecord> = {}): SpanRecord => ({
   trace_id: (i + 1).toString(16).padStart(32, '0'),
@@ -53,42 +46,28 @@ const span = (i: number, over: Partial<SpanRecord> = {}): SpanRecord => ({
 });
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', () => {
-  let engine: ChEngine;
-  let db: Db;
-  let dir: string;
-  beforeAll(async () => {
-    engine = newEngine();
-    await migrateClickHouse(engine);
-    dir = mkdtempSync(join(tmpdir(), 'sightline-ch-unit-'));
-    db = openDatabase(join(dir, 't.db'));
-  });
-  afterAll(async () => {
-    if (mode === 'server') await dropDatabase(serverUrl!, (engine as ReturnType<typeof createHttpEngine>).database);
-    await engine.close();
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const fx = useChStore();
 
   it('round-trips hostile strings and numbers as literals, and refuses what is not a value', async () => {
     const values = ["'", '\\', "\\'", "'); DROP TABLE spans; --", 'line\nbreak\r\ttab', 'nul\0byte', 'ünïcødé ✓ 𝄞', '`back`', '', '\\N', 'a\\tb'];
     for (const v of values) {
-      const [r] = await engine.query<{ v: string }>(`SELECT ${lit(v)} AS v`);
+      const [r] = await fx.engine.query<{ v: string }>(`SELECT ${lit(v)} AS v`);
       expect(r!.v).toBe(v);
     }
-    const [n] = await engine.query<{ a: number; b: number }>(`SELECT ${lit(1767225600000.125)} AS a, ${lit(-3)} AS b`);
+    const [n] = await fx.engine.query<{ a: number; b: number }>(`SELECT ${lit(1767225600000.125)} AS a, ${lit(-3)} AS b`);
     expect(n).toEqual({ a: 1767225600000.125, b: -3 });
     expect(() => lit(Number.NaN)).toThrow();
     // and through an insert (TabSeparated escapes)
-    await engine.command('CREATE TABLE IF NOT EXISTS lit_check (i UInt32, v String) ENGINE = MergeTree ORDER BY i');
-    await engine.insert('lit_check', values.map((v, i) => ({ i, v })));
-    expect((await engine.query<{ v: string }>('SELECT v FROM lit_check ORDER BY i')).map((r) => r.v)).toEqual(values);
+    await fx.engine.command('CREATE TABLE IF NOT EXISTS lit_check (i UInt32, v String) ENGINE = MergeTree ORDER BY i');
+    await fx.engine.insert('lit_check', values.map((v, i) => ({ i, v })));
+    expect((await fx.engine.query<{ v: string }>('SELECT v FROM lit_check ORDER BY i')).map((r) => r.v)).toEqual(values);
     expect(() => lit({ a: 1 })).toThrow();
-    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM spans'))[0]!.n).toBe(0);
+    expect((await fx.engine.query<{ n: number }>('SELECT count() AS n FROM spans'))[0]!.n).toBe(0);
   });
 
   it('inserts the spans of the jobs that succeeded, after the commit, before acknowledging them', async () => {
-    const store = createChSpanStore(engine);
-    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const store = createChSpanStore(fx.engine);
+    const batch = createWriteBatcher(fx.db, 512, [store.participant]);
     const kept = batch(() => store.add('7', [span(1), span(2)], 'otlp', 1));
     const failed = batch(() => {
       store.add('7', [span(3)], 'otlp', 1);
@@ -98,11 +77,11 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', (
     const failedCheck = expect(failed).rejects.toThrow('this job fails');
     await expect(kept).resolves.toBe(2);
     // acknowledged: readable now
-    const rows = await engine.query<{ span_id: string }>("SELECT span_id FROM spans WHERE project_id = 7 ORDER BY span_id");
+    const rows = await fx.engine.query<{ span_id: string }>("SELECT span_id FROM spans WHERE project_id = 7 ORDER BY span_id");
     expect(rows.map((r) => r.span_id)).toEqual([span(1).span_id, span(2).span_id, span(4).span_id]);
     await failedCheck;
     await expect(alsoKept).resolves.toBe(1);
-    const chunks = await engine.query<{ trace_id: string; span_count: number; error_count: number }>(
+    const chunks = await fx.engine.query<{ trace_id: string; span_count: number; error_count: number }>(
       'SELECT trace_id, span_count, error_count FROM trace_chunks WHERE project_id = 7 ORDER BY trace_id',
     );
     expect(chunks).toEqual([
@@ -113,31 +92,31 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', (
   });
 
   it('fails every job of a batch whose insert fails, and acknowledges none', async () => {
-    const broken: ChEngine = { ...engine, insertLines: async () => Promise.reject(new Error('ClickHouse is down')), close: async () => {} };
+    const broken: ChEngine = { ...fx.engine, insertLines: async () => Promise.reject(new Error('ClickHouse is down')), close: async () => {} };
     const store = createChSpanStore(broken);
-    const batch = createWriteBatcher(db, 512, [store.participant]);
+    const batch = createWriteBatcher(fx.db, 512, [store.participant]);
     const a = batch(() => store.add('8', [span(10)], 'otlp', 1));
     const b = batch(() => store.add('8', [span(11)], 'otlp', 1));
     await Promise.all([expect(a).rejects.toThrow('ClickHouse is down'), expect(b).rejects.toThrow('ClickHouse is down')]);
-    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM spans WHERE project_id = 8'))[0]!.n).toBe(0);
+    expect((await fx.engine.query<{ n: number }>('SELECT count() AS n FROM spans WHERE project_id = 8'))[0]!.n).toBe(0);
   });
 
   it('coalesces batches that wait behind an insert into one insert', async () => {
     let inserts = 0;
-    const counting: ChEngine = { ...engine, insertLines: async (t, p) => (t === 'spans' && inserts++, engine.insertLines(t, p)), close: async () => {} };
+    const counting: ChEngine = { ...fx.engine, insertLines: async (t, p) => (t === 'spans' && inserts++, fx.engine.insertLines(t, p)), close: async () => {} };
     const store = createChSpanStore(counting);
-    const batch = createWriteBatcher(db, 1, [store.participant]); // one job per batch: one commit each
+    const batch = createWriteBatcher(fx.db, 1, [store.participant]); // one job per batch: one commit each
     const jobs = [];
     for (let i = 0; i < 20; i++) jobs.push(batch(() => store.add('9', [span(100 + i)], 'otlp', 1)));
     await Promise.all(jobs);
-    expect((await engine.query<{ n: number }>('SELECT count() AS n FROM spans WHERE project_id = 9'))[0]!.n).toBe(20);
+    expect((await fx.engine.query<{ n: number }>('SELECT count() AS n FROM spans WHERE project_id = 9'))[0]!.n).toBe(20);
     expect(inserts).toBeLessThan(20);
   });
 });
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('entry_spans and entry_minutes (migrations 2 and 3)', () => {
   it('hold every entry span the writer stores, and are filled from the spans stored before them', async () => {
-    const engine = newEngine();
+    const engine = newChEngine();
     try {
       // A database at version 1, as the previous release left it, with spans written then.
       await engine.command(`CREATE TABLE IF NOT EXISTS sightline_migrations (version UInt32, name String, applied_ms Float64)

@@ -1,10 +1,10 @@
 import type { Attributes, LogRecordOut } from '../../domain/telemetry-types.js';
-import type { BatchParticipant } from '../write-batcher.js';
 import type { LogRow } from '../logs-read-repo.js';
 import { environmentOf, levelOf, serviceVersionOf } from '../sqlite-telemetry-store.js';
 import { idBlob } from '../compact-ids.js';
 import { ftsAttrsText, ftsTokens } from '../log-fts.js';
 import type { ChEngine } from './client.js';
+import { createBatchBuffer, rowArrays } from './batch-buffer.js';
 
 /** A log record as its ClickHouse row (schema.ts, migration 4, table `logs`). */
 export interface ChLogRow {
@@ -182,55 +182,13 @@ export function logRow(projectId: number, l: LogRecordOut, source: string, recei
   };
 }
 
-/**
- * Log records bound for ClickHouse, with the span store's mechanism (span-store.ts): inside a write
- * batch a job's rows are kept only when its savepoint is released, and the batch's rows are inserted
- * after the SQLite commit (`commit()`), before any job of the batch is acknowledged — an
- * acknowledged log record is in ClickHouse. While one insert is in flight, later batches' rows wait
- * and go in the next one.
- */
+/** Log records bound for ClickHouse: acknowledged once inserted (batch-buffer.ts). */
 export function createChLogStore(engine: ChEngine) {
-  let inBatch = false;
-  let job: ChLogRow[] = [];
-  let batch: ChLogRow[] = [];
-  let sealed: ChLogRow[] = [];
-  let pending: ChLogRow[] = [];
-  let waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
-  let inFlight: Promise<void> | null = null;
-
-  const pump = (): Promise<void> => {
-    if (inFlight) return inFlight;
-    inFlight = (async () => {
-      while (pending.length) {
-        const rows = pending;
-        const w = waiters;
-        pending = [];
-        waiters = [];
-        try {
-          await engine.insert('logs', rows);
-          for (const x of w) x.resolve();
-        } catch (e) {
-          for (const x of w) x.reject(e);
-        }
-      }
-      inFlight = null;
-    })();
-    return inFlight;
-  };
-
-  /** Queues rows for insertion; resolves once the insert holding them succeeded. */
-  const enqueue = (rows: ChLogRow[]): Promise<void> => {
-    if (!rows.length) return Promise.resolve();
-    for (const r of rows) pending.push(r);
-    const p = new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
-    if (!inFlight) void pump();
-    return p;
-  };
+  const buffer = createBatchBuffer(rowArrays<ChLogRow>((rows) => engine.insert('logs', rows)));
 
   /** Rows already mapped (a copy from SQLite, or {@link add}). */
   function addRows(rows: ChLogRow[]): number {
-    if (inBatch) for (const r of rows) job.push(r);
-    else void enqueue(rows).catch(() => {});
+    buffer.add(rows);
     return rows.length;
   }
 
@@ -239,43 +197,7 @@ export function createChLogStore(engine: ChEngine) {
     return addRows(logs.map((l) => logRow(pid, l, source, receivedMs, connectorKey, nextLogId())));
   }
 
-  const participant: BatchParticipant = {
-    begin() {
-      inBatch = true;
-      job = [];
-      batch = [];
-    },
-    jobEnd(ok) {
-      if (ok) for (const r of job) batch.push(r);
-      job = [];
-    },
-    end() {
-      inBatch = false;
-      for (const r of batch) sealed.push(r);
-      batch = [];
-    },
-    abort() {
-      sealed = [];
-    },
-    commit() {
-      const rows = sealed;
-      sealed = [];
-      return enqueue(rows);
-    },
-  };
-
-  return {
-    add,
-    addRows,
-    participant,
-    /** Resolves when every row added so far (also outside a batch) is in ClickHouse. */
-    async flush(): Promise<void> {
-      const rows = sealed;
-      sealed = [];
-      await enqueue(rows);
-      while (inFlight) await inFlight;
-    },
-  };
+  return { add, addRows, participant: buffer.participant, flush: buffer.flush };
 }
 
 export type ChLogStore = ReturnType<typeof createChLogStore>;

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Attributes, MetricPointRecord } from '../../domain/telemetry-types.js';
-import type { BatchParticipant } from '../write-batcher.js';
 import { environmentOf } from '../sqlite-telemetry-store.js';
 import type { ChEngine } from './client.js';
+import { createBatchBuffer, rowArrays } from './batch-buffer.js';
 import { kv, nextLogId } from './log-store.js';
 
 /** A metric point as its ClickHouse row (schema.ts, migration 5, table `metric_points`). */
@@ -158,54 +158,12 @@ export function storedMetricRow(r: StoredMetricPoint, id: number): ChMetricRow {
   };
 }
 
-/**
- * Metric points bound for ClickHouse, with the log store's mechanism (log-store.ts): inside a write
- * batch a job's rows are kept only when its savepoint is released, and the batch's rows are inserted
- * after the SQLite commit (`commit()`), before any job of the batch is acknowledged — an
- * acknowledged metric point is in ClickHouse. While one insert is in flight, later batches' rows
- * wait and go in the next one.
- */
+/** Metric points bound for ClickHouse: acknowledged once inserted (batch-buffer.ts). */
 export function createChMetricStore(engine: ChEngine) {
-  let inBatch = false;
-  let job: ChMetricRow[] = [];
-  let batch: ChMetricRow[] = [];
-  let sealed: ChMetricRow[] = [];
-  let pending: ChMetricRow[] = [];
-  let waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
-  let inFlight: Promise<void> | null = null;
-
-  const pump = (): Promise<void> => {
-    if (inFlight) return inFlight;
-    inFlight = (async () => {
-      while (pending.length) {
-        const rows = pending;
-        const w = waiters;
-        pending = [];
-        waiters = [];
-        try {
-          await engine.insert('metric_points', rows);
-          for (const x of w) x.resolve();
-        } catch (e) {
-          for (const x of w) x.reject(e);
-        }
-      }
-      inFlight = null;
-    })();
-    return inFlight;
-  };
-
-  /** Queues rows for insertion; resolves once the insert holding them succeeded. */
-  const enqueue = (rows: ChMetricRow[]): Promise<void> => {
-    if (!rows.length) return Promise.resolve();
-    for (const r of rows) pending.push(r);
-    const p = new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
-    if (!inFlight) void pump();
-    return p;
-  };
+  const buffer = createBatchBuffer(rowArrays<ChMetricRow>((rows) => engine.insert('metric_points', rows)));
 
   function addRows(rows: ChMetricRow[]): number {
-    if (inBatch) for (const r of rows) job.push(r);
-    else void enqueue(rows).catch(() => {});
+    buffer.add(rows);
     return rows.length;
   }
 
@@ -214,43 +172,7 @@ export function createChMetricStore(engine: ChEngine) {
     return addRows(points.map((p) => metricRow(pid, p, receivedMs, nextLogId())));
   }
 
-  const participant: BatchParticipant = {
-    begin() {
-      inBatch = true;
-      job = [];
-      batch = [];
-    },
-    jobEnd(ok) {
-      if (ok) for (const r of job) batch.push(r);
-      job = [];
-    },
-    end() {
-      inBatch = false;
-      for (const r of batch) sealed.push(r);
-      batch = [];
-    },
-    abort() {
-      sealed = [];
-    },
-    commit() {
-      const rows = sealed;
-      sealed = [];
-      return enqueue(rows);
-    },
-  };
-
-  return {
-    add,
-    addRows,
-    participant,
-    /** Resolves when every row added so far (also outside a batch) is in ClickHouse. */
-    async flush(): Promise<void> {
-      const rows = sealed;
-      sealed = [];
-      await enqueue(rows);
-      while (inFlight) await inFlight;
-    },
-  };
+  return { add, addRows, participant: buffer.participant, flush: buffer.flush };
 }
 
 export type ChMetricStore = ReturnType<typeof createChMetricStore>;

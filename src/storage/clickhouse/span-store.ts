@@ -1,6 +1,6 @@
 import type { SpanRecord } from '../../domain/telemetry-types.js';
-import type { BatchParticipant } from '../write-batcher.js';
 import type { ChEngine } from './client.js';
+import { createBatchBuffer } from './batch-buffer.js';
 import { encodeRowObjects, encodeSpans, opKey, takeEncoded, type ChSpanRow, type EncodedSpans } from './span-rows.js';
 
 export { entryRow, spanRow, utcDay, type ChEntryRow, type ChSpanRow } from './span-rows.js';
@@ -25,60 +25,29 @@ const opsText = (ops: Rows['ops']): Uint8Array[] =>
 
 
 /**
- * Spans bound for ClickHouse. Inside a write batch (src/storage/write-batcher.ts) a job's rows are
- * kept only when its savepoint is released, and the batch's rows are inserted after the SQLite
- * commit (`commit()`), before any job of the batch is acknowledged: an acknowledged span is in
- * ClickHouse. Inserts are coalesced: while one insert is in flight, the rows of later batches wait
- * and go in the next one, so under load inserts grow large, as ClickHouse wants. Rows travel as
- * JSONEachRow text (span-rows.ts), made on the decode worker for OTLP spans, else here.
+ * Spans bound for ClickHouse, acknowledged once inserted, inserts coalesced under load
+ * (batch-buffer.ts). Rows travel as JSONEachRow text (span-rows.ts), made on the decode worker for
+ * OTLP spans, else here.
  */
 export function createChSpanStore(engine: ChEngine) {
-  let inBatch = false;
-  let job = empty();
-  let batch = empty();
-  let sealed = empty();
-  let pending = empty();
-  let waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
-  let inFlight: Promise<void> | null = null;
   const seenOps = new Set<string>();
-
-  const pump = (): Promise<void> => {
-    if (inFlight) return inFlight;
-    inFlight = (async () => {
-      while (!isEmpty(pending)) {
-        const rows = pending;
-        const w = waiters;
-        pending = empty();
-        waiters = [];
-        try {
-          // Spans first: an entry, chunk or operation row never names spans that are not stored.
-          if (rows.spans.length) await engine.insertLines('spans', rows.spans);
-          if (rows.entries.length) await engine.insertLines('entry_spans', rows.entries);
-          if (rows.chunks.length) await engine.insertLines('trace_chunks', rows.chunks);
-          if (rows.ops.length) await engine.insertLines('entry_operations', opsText(rows.ops));
-          for (const x of w) x.resolve();
-        } catch (e) {
-          forgetOps(rows.ops);
-          for (const x of w) x.reject(e);
-        }
-      }
-      inFlight = null;
-    })();
-    return inFlight;
-  };
-
-  /** Queues rows for insertion; resolves once the insert holding them succeeded. */
-  const enqueue = (rows: Rows): Promise<void> => {
-    if (isEmpty(rows)) return Promise.resolve();
-    append(pending, rows);
-    const p = new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
-    if (!inFlight) void pump();
-    return p;
-  };
-
   const forgetOps = (ops: Rows['ops']) => {
     for (const [pid, svc, op, day] of ops) seenOps.delete(opKey(pid, svc, op, day));
   };
+  const buffer = createBatchBuffer<Rows>({
+    empty,
+    append,
+    isEmpty,
+    async insert(rows) {
+      // Spans first: an entry, chunk or operation row never names spans that are not stored.
+      if (rows.spans.length) await engine.insertLines('spans', rows.spans);
+      if (rows.entries.length) await engine.insertLines('entry_spans', rows.entries);
+      if (rows.chunks.length) await engine.insertLines('trace_chunks', rows.chunks);
+      if (rows.ops.length) await engine.insertLines('entry_operations', opsText(rows.ops));
+    },
+    // Entry operations not inserted are written again by the next span that names them.
+    forget: (rows) => forgetOps(rows.ops),
+  });
 
   /** Spans of one project; encoded here unless the decode worker did (span-rows.ts, attachEncoded). */
   function add(projectId: string, spans: SpanRecord[], source: string, receivedMs: number): number {
@@ -92,7 +61,7 @@ export function createChSpanStore(engine: ChEngine) {
   }
 
   function addEncoded(enc: EncodedSpans): number {
-    const rows = inBatch ? job : empty();
+    const rows = empty();
     if (enc.spans.byteLength) rows.spans.push(enc.spans);
     if (enc.entries.byteLength) rows.entries.push(enc.entries);
     if (enc.chunks.byteLength) rows.chunks.push(enc.chunks);
@@ -103,49 +72,11 @@ export function createChSpanStore(engine: ChEngine) {
       seenOps.add(k);
       rows.ops.push(o);
     }
-    if (!inBatch) void enqueue(rows).catch(() => {});
+    buffer.add(rows);
     return enc.count;
   }
 
-  const participant: BatchParticipant = {
-    begin() {
-      inBatch = true;
-      job = empty();
-      batch = empty();
-    },
-    jobEnd(ok) {
-      if (ok) append(batch, job);
-      else forgetOps(job.ops);
-      job = empty();
-    },
-    end() {
-      inBatch = false;
-      append(sealed, batch);
-      batch = empty();
-    },
-    abort() {
-      forgetOps(sealed.ops);
-      sealed = empty();
-    },
-    commit() {
-      const rows = sealed;
-      sealed = empty();
-      return enqueue(rows);
-    },
-  };
-
-  return {
-    add,
-    addRows,
-    participant,
-    /** Resolves when every row added so far (also outside a batch) is in ClickHouse. */
-    async flush(): Promise<void> {
-      const rows = sealed;
-      sealed = empty();
-      await enqueue(rows);
-      while (inFlight) await inFlight;
-    },
-  };
+  return { add, addRows, participant: buffer.participant, flush: buffer.flush };
 }
 
 export type ChSpanStore = ReturnType<typeof createChSpanStore>;
