@@ -6,17 +6,16 @@
  * - retention drops the days every project's log period has passed and deletes a shorter-lived
  *   project's older records.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ChEngine } from '../../src/storage/clickhouse/client.js';
 import { createChLogStore } from '../../src/storage/clickhouse/log-store.js';
-import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import type { LogRecordOut } from '../../src/domain/telemetry-types.js';
 import { useChStore } from '../support/clickhouse-store-fixture.js';
-import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { DAY, describeClickHouseRetention, T0 } from '../support/clickhouse-retention.js';
+import { api } from '../helpers/server.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
-const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
 
 const log = (body: string, timeMs = 1_780_000_000_000): LogRecordOut => ({
   resource: { 'service.name': 'svc' },
@@ -68,34 +67,14 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('log store in ClickHouse',
   });
 });
 
-describe.skipIf(mode !== 'server' && mode !== 'chdb')('retention of log records in ClickHouse', () => {
-  const DAY = 86_400_000;
-  const T0 = Date.parse('2026-06-01T12:00:00.000Z');
-  let t: TestServer;
-  beforeAll(async () => {
-    t = await startTestServer({ now: () => T0, config: { retention: { maxDays: 400, intervalMs: 0, batchRows: 50, maxDbBytes: 0 } } });
-  });
-  afterAll(() => t.close());
-
-  it("drops days every project's period has passed, deletes a shorter-lived project's older records, and keeps the rest", async () => {
+describeClickHouseRetention({
+  kind: 'logs',
+  rows: 'records',
+  write: (t, pid, rows) => t.s.services.writeBatch(() => t.s.services.telemetry.insertLogs(pid, rows.map((r) => log(r.label, T0 - r.daysAgo * DAY)), 'otlp', T0)),
+  left: async (engine) => (await engine.query<{ body: string }>('SELECT body FROM logs ORDER BY body')).map((r) => r.body),
+  async after(t) {
     const P = t.projectId;
-    const O = t.otherProject.projectId;
-    // The main project keeps logs 7 days, the other one the default (30).
-    const put = await api(t, 'PUT', `/v1/projects/${P}/retention`, { key: t.keys.admin, body: { logs: 7 } });
-    expect(put.status).toBe(200);
-    const write = (pid: string, logs: LogRecordOut[]) => t.s.services.writeBatch(() => t.s.services.telemetry.insertLogs(pid, logs, 'otlp', T0));
-    await write(P, [log('p40', T0 - 40 * DAY), log('p10', T0 - 10 * DAY), log('p2', T0 - 2 * DAY)]);
-    await write(O, [log('o40', T0 - 40 * DAY), log('o10', T0 - 10 * DAY), log('o2', T0 - 2 * DAY)]);
-    const ch = t.s.services.clickhouse!;
-    const left = async () => (await ch.engine.query<{ body: string }>('SELECT body FROM logs ORDER BY body')).map((r) => r.body);
-    expect(await left()).toHaveLength(6);
-
-    const report = await t.s.retention.runOnce();
-    for (let i = 0; i < 200 && (await clickHouseMutationsPending(ch.engine)); i++) await new Promise((r) => setTimeout(r, 50));
-    // 40 days old: past both periods (a dropped partition); 10 days: past the main project's 7 only.
-    expect(await left()).toEqual(['o10', 'o2', 'p2']);
-    expect(report.expired.logs).toBe(3);
     const search = await api(t, 'GET', `/v1/projects/${P}/logs?from=${new Date(T0 - 60 * DAY).toISOString()}&to=${new Date(T0).toISOString()}`, { key: t.keys.admin });
     expect(search.body.data.map((r: { body: string }) => r.body)).toEqual(['p2']);
-  });
+  },
 });

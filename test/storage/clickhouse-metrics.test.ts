@@ -6,17 +6,16 @@
  * - retention drops the days every project's metric point period has passed and deletes a
  *   shorter-lived project's older points; metrics.list then lists only the retained points' metrics.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ChEngine } from '../../src/storage/clickhouse/client.js';
 import { createChMetricStore } from '../../src/storage/clickhouse/metric-store.js';
-import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import type { MetricPointRecord } from '../../src/domain/telemetry-types.js';
 import { useChStore } from '../support/clickhouse-store-fixture.js';
-import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { DAY, describeClickHouseRetention, T0 } from '../support/clickhouse-retention.js';
+import { api } from '../helpers/server.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
-const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
 
 const point = (name: string, timeMs = 1_780_000_000_000, value = 1): MetricPointRecord => ({
   resource: { 'service.name': 'svc' },
@@ -65,34 +64,14 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('metric store in ClickHous
   });
 });
 
-describe.skipIf(mode !== 'server' && mode !== 'chdb')('retention of metric points in ClickHouse', () => {
-  const DAY = 86_400_000;
-  const T0 = Date.parse('2026-06-01T12:00:00.000Z');
-  let t: TestServer;
-  beforeAll(async () => {
-    t = await startTestServer({ now: () => T0, config: { retention: { maxDays: 400, intervalMs: 0, batchRows: 50, maxDbBytes: 0 } } });
-  });
-  afterAll(() => t.close());
-
-  it("drops days every project's period has passed, deletes a shorter-lived project's older points, and keeps the rest", async () => {
+describeClickHouseRetention({
+  kind: 'metric_points',
+  rows: 'points',
+  write: (t, pid, rows) => t.s.services.writeBatch(() => t.s.services.telemetry.insertMetricPoints(pid, rows.map((r) => point(r.label, T0 - r.daysAgo * DAY)), T0)),
+  left: async (engine) => (await engine.query<{ metric_name: string }>('SELECT metric_name FROM metric_points ORDER BY metric_name')).map((r) => r.metric_name),
+  async after(t) {
     const P = t.projectId;
-    const O = t.otherProject.projectId;
-    // The main project keeps metric points 7 days, the other one the default (30).
-    const put = await api(t, 'PUT', `/v1/projects/${P}/retention`, { key: t.keys.admin, body: { metric_points: 7 } });
-    expect(put.status).toBe(200);
-    const write = (pid: string, pts: MetricPointRecord[]) => t.s.services.writeBatch(() => t.s.services.telemetry.insertMetricPoints(pid, pts, T0));
-    await write(P, [point('p40', T0 - 40 * DAY), point('p10', T0 - 10 * DAY), point('p2', T0 - 2 * DAY)]);
-    await write(O, [point('o40', T0 - 40 * DAY), point('o10', T0 - 10 * DAY), point('o2', T0 - 2 * DAY)]);
-    const ch = t.s.services.clickhouse!;
-    const left = async () => (await ch.engine.query<{ metric_name: string }>('SELECT metric_name FROM metric_points ORDER BY metric_name')).map((r) => r.metric_name);
-    expect(await left()).toHaveLength(6);
-
-    const report = await t.s.retention.runOnce();
-    for (let i = 0; i < 200 && (await clickHouseMutationsPending(ch.engine)); i++) await new Promise((r) => setTimeout(r, 50));
-    // 40 days old: past both periods (a dropped partition); 10 days: past the main project's 7 only.
-    expect(await left()).toEqual(['o10', 'o2', 'p2']);
-    expect(report.expired.metric_points).toBe(3);
     const list = await api(t, 'GET', `/v1/projects/${P}/metrics?from=${new Date(T0 - 29 * DAY).toISOString()}&to=${new Date(T0).toISOString()}`, { key: t.keys.admin });
     expect(list.body.data.map((r: { metric_name: string }) => r.metric_name)).toEqual(['p2']);
-  });
+  },
 });

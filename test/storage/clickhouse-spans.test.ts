@@ -14,11 +14,11 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { createHttpEngine, lit, type ChEngine } from '../../src/storage/clickhouse/client.js';
 import { CH_MIGRATIONS, migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
 import { createChSpanStore, spanRow } from '../../src/storage/clickhouse/span-store.js';
-import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import type { SpanRecord } from '../../src/domain/telemetry-types.js';
 import { dropDatabase } from '../support/clickhouse.js';
 import { newChEngine, useChStore } from '../support/clickhouse-store-fixture.js';
+import { DAY, describeClickHouseRetention, T0 } from '../support/clickhouse-retention.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
@@ -185,45 +185,29 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('spans from the OpenTeleme
   });
 });
 
-describe.skipIf(mode !== 'server' && mode !== 'chdb')('retention of spans in ClickHouse', () => {
-  const DAY = 86_400_000;
-  const T0 = Date.parse('2026-06-01T12:00:00.000Z');
-  let t: TestServer;
-  beforeAll(async () => {
-    t = await startTestServer({ now: () => T0, config: { retention: { maxDays: 400, intervalMs: 0, batchRows: 50, maxDbBytes: 0 } } });
-  });
-  afterAll(() => t.close());
+/** Span `label` of a retention test: named after its label, with a trace id of its own. */
+const aged = (label: string, daysAgo: number) => {
+  const i = [...label].reduce((n, ch) => n * 31 + ch.charCodeAt(0), 7) % 100_000;
+  return span(i, { name: label, start_ms: T0 - daysAgo * DAY, end_ms: T0 - daysAgo * DAY + 3 });
+};
 
-  it("drops days every project's period has passed, deletes a shorter-lived project's older spans, and keeps the rest", async () => {
+describeClickHouseRetention({
+  kind: 'spans',
+  rows: 'spans',
+  write: (t, pid, rows) => t.s.services.writeBatch(() => t.s.services.telemetry.insertSpans(pid, rows.map((r) => aged(r.label, r.daysAgo)), 'otlp', T0)),
+  left: async (engine) => (await engine.query<{ name: string }>('SELECT name FROM spans ORDER BY name')).map((r) => r.name),
+  async after(t, engine) {
     const P = t.projectId;
     const O = t.otherProject.projectId;
-    // The main project keeps spans 7 days, the other one the default (30).
-    const put = await api(t, 'PUT', `/v1/projects/${P}/retention`, { key: t.keys.admin, body: { spans: 7 } });
-    expect(put.status).toBe(200);
-    const at = (i: number, daysAgo: number) => span(i, { start_ms: T0 - daysAgo * DAY, end_ms: T0 - daysAgo * DAY + 3 });
-    const write = (pid: string, spans: SpanRecord[]) => t.s.services.writeBatch(() => t.s.services.telemetry.insertSpans(pid, spans, 'otlp', T0));
-    await write(P, [at(1, 40), at(2, 10), at(3, 2)]);
-    await write(O, [at(4, 40), at(5, 10), at(6, 2)]);
-    const ch = t.s.services.clickhouse!;
-    const left = async () =>
-      (await ch.engine.query<{ project_id: number; span_id: string }>('SELECT project_id, span_id FROM spans ORDER BY project_id, span_id')).map((r) => `${r.project_id}:${r.span_id.replace(/^0+/, '')}`);
-    expect(await left()).toHaveLength(6);
-
-    const report = await t.s.retention.runOnce();
-    for (let i = 0; i < 200 && (await clickHouseMutationsPending(ch.engine)); i++) await new Promise((r) => setTimeout(r, 50));
-    // 40 days old: past both periods (a dropped partition); 10 days: past the main project's 7 only.
-    const id = (i: number) => span(i).span_id.replace(/^0+/, '');
-    expect(await left()).toEqual([`${P}:${id(3)}`, `${O}:${id(5)}`, `${O}:${id(6)}`]);
-    const entriesLeft = await ch.engine.query<{ project_id: number; span_id: string }>('SELECT project_id, span_id FROM entry_spans ORDER BY project_id, span_id');
-    expect(entriesLeft.map((r) => `${r.project_id}:${r.span_id.replace(/^0+/, '')}`)).toEqual(await left());
-    // The per-minute counts expire with them.
-    const counted = await ch.engine.query<{ project_id: number; n: number }>('SELECT project_id, countMerge(n) AS n FROM entry_minutes GROUP BY project_id ORDER BY project_id');
+    // Entry spans and the per-minute counts expire with them.
+    const entriesLeft = await engine.query<{ span_id: string }>('SELECT span_id FROM entry_spans ORDER BY span_id');
+    expect(entriesLeft.map((r) => r.span_id).sort()).toEqual(['o10', 'o2', 'p2'].map((l) => aged(l, 0).span_id).sort());
+    const counted = await engine.query<{ project_id: number; n: number }>('SELECT project_id, countMerge(n) AS n FROM entry_minutes GROUP BY project_id ORDER BY project_id');
     expect(counted.map((r) => `${r.project_id}:${Number(r.n)}`)).toEqual([`${P}:1`, `${O}:2`]);
-    expect(report.expired.spans).toBe(3);
-    const get = (traceId: string) => api(t, 'GET', `/v1/projects/${P}/traces/${traceId}`, { key: t.keys.admin }).then((r) => r.status);
-    expect(await get(at(2, 10).trace_id)).toBe(404);
-    expect(await get(at(3, 2).trace_id)).toBe(200);
-    const chunks = await ch.engine.query<{ n: number }>(`SELECT count() AS n FROM trace_chunks WHERE project_id = ${Number(P)}`);
+    const get = (label: string) => api(t, 'GET', `/v1/projects/${P}/traces/${aged(label, 0).trace_id}`, { key: t.keys.admin }).then((r) => r.status);
+    expect(await get('p10')).toBe(404);
+    expect(await get('p2')).toBe(200);
+    const chunks = await engine.query<{ n: number }>(`SELECT count() AS n FROM trace_chunks WHERE project_id = ${Number(P)}`);
     expect(chunks[0]!.n).toBe(1);
-  });
+  },
 });
