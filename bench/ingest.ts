@@ -24,7 +24,8 @@
  *   npx tsx bench/ingest.ts --storage-only     (the in-process tables only)
  *   npx tsx bench/ingest.ts 10 8 --spans-only [--no-main]   (the 8-per-trace span phase alone: rate, p50/p99/max ack)
  *   npx tsx bench/ingest.ts --errors-storage [--pg postgres://127.0.0.1/postgres]   (error events' storage path; with
- *     --pg also with error groups in PostgreSQL, a fresh database per round, alternated in the same run)
+ *     --pg also with error groups in PostgreSQL, a fresh database per round, alternated in the same run;
+ *     BENCH_ERROR_USERS=1 gives every event a user of its own)
  * A non-200 response prints its status and body (the first three per phase).
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -108,6 +109,8 @@ function envelope(seed: number): Buffer {
       ],
     },
     tags: { 'service.name': 'checkout' },
+    // BENCH_ERROR_USERS=1: every event has a user of its own (a new user of its group, a user-hour row each).
+    ...(process.env.BENCH_ERROR_USERS ? { user: { id: `user-${seed}` } } : {}),
   };
   return Buffer.from(`${JSON.stringify({ event_id: id, sent_at: new Date().toISOString() })}\n{"type":"event"}\n${JSON.stringify(event)}\n`);
 }

@@ -198,7 +198,8 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
   const localLimiter = new RateLimiter(config.rateLimit.limit, config.rateLimit.windowSeconds, core.now);
   // The per-credential rate limit is one budget across processes: counted in Redis when it is
   // configured, else in PostgreSQL when control data is there, else per process.
-  const redis = config.redis.url ? createRedisCounters(config.redis.url, { log }) : config.databaseUrl ? createPgCounters(config.databaseUrl) : null;
+  const timeoutMs = config.redis.timeoutMs;
+  const redis = config.redis.url ? createRedisCounters(config.redis.url, { log, timeoutMs }) : config.databaseUrl ? createPgCounters(config.databaseUrl, { timeoutMs }) : null;
   const limiter: RequestLimiter = redis ? new SharedRateLimiter(redis, localLimiter, config.redis.prefix, core.now) : localLimiter;
   const openapi = buildOpenApi(core.operations.values(), config);
 

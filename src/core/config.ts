@@ -116,8 +116,10 @@ export interface AppConfig {
    * Redis shared by several processes (SIGHTLINE_REDIS_URL, e.g. redis://127.0.0.1:6379/0): the
    * per-credential rate limit is counted there, one budget across processes; keys start with
    * `prefix` (SIGHTLINE_REDIS_PREFIX, default `sightline:`). Null: each process counts its own.
+   * `timeoutMs` (SIGHTLINE_SHARED_LIMIT_TIMEOUT_MS, default 250): how long a request waits for the
+   * shared count (Redis, or PostgreSQL without Redis) before counting in its own process.
    */
-  redis: { url: string | null; prefix: string };
+  redis: { url: string | null; prefix: string; timeoutMs?: number };
 }
 
 function headerList(v: string | undefined): Record<string, string> {
@@ -235,7 +237,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       maxToolCalls: Math.max(1, int(env.SIGHTLINE_AGENT_MAX_TOOL_CALLS, 12)),
       timeLimitMs: Math.max(1, int(env.SIGHTLINE_AGENT_TIME_LIMIT, 120)) * 1000,
     },
-    redis: overrides.redis ?? { url: env.SIGHTLINE_REDIS_URL || null, prefix: env.SIGHTLINE_REDIS_PREFIX || 'sightline:' },
+    redis: overrides.redis ?? {
+      url: env.SIGHTLINE_REDIS_URL || null,
+      prefix: env.SIGHTLINE_REDIS_PREFIX || 'sightline:',
+      timeoutMs: Math.max(10, int(env.SIGHTLINE_SHARED_LIMIT_TIMEOUT_MS, 250)),
+    },
     scheduler: overrides.scheduler ?? { leaderLeaseMs: Math.max(2000, int(env.SIGHTLINE_SCHEDULER_LEASE_MS, 30_000)) },
     clickhouseUrl: overrides.clickhouseUrl !== undefined ? overrides.clickhouseUrl : env.SIGHTLINE_CLICKHOUSE_URL || null,
     databaseUrl: overrides.databaseUrl !== undefined ? overrides.databaseUrl : env.SIGHTLINE_DATABASE_URL || null,

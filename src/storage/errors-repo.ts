@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { batchTallies } from './write-batcher.js';
 import type { ErrorEventRecord } from '../domain/telemetry-types.js';
@@ -76,13 +77,6 @@ export function createErrorsIngestRepo(db: Db) {
       level = CASE WHEN @rank > (CASE level WHEN 'debug' THEN 0 WHEN 'info' THEN 1 WHEN 'warning' THEN 2 WHEN 'error' THEN 3 WHEN 'fatal' THEN 4 ELSE 3 END) THEN @level ELSE level END,
       updated_at = @now WHERE id = @id`),
     // Rollups kept beside the group in the same transaction (migration 034): reads never scan events.
-    dim: db.prepare(`INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)
-      ON CONFLICT (group_id, kind, value) DO UPDATE SET event_count = event_count + excluded.event_count, first_seen = MIN(first_seen, excluded.first_seen),
-      last_seen = MAX(last_seen, excluded.last_seen)`),
-    user: db.prepare('INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen) VALUES (?, ?, ?, ?)'),
-    // Per (group, hour, user key) event counts behind the window counts (migration 046).
-    hour: db.prepare(`INSERT INTO error_group_hour_users (group_id, hour, user_key, n) VALUES (?, ?, ?, ?)
-      ON CONFLICT (group_id, hour, user_key) DO UPDATE SET n = n + excluded.n`),
     exists: db.prepare('SELECT 1 FROM error_groups WHERE project_id = ? AND id = ?'),
     groupOfEvent: db.prepare('SELECT group_id FROM error_events WHERE project_id = ? AND event_id = ?'),
   };
@@ -96,20 +90,51 @@ export function createErrorsIngestRepo(db: Db) {
   const tallies = batchTallies(newTally, (into, from) => into.merge(from), (t) => write(t));
 
   const writeLatency = latencyTallyWriter(db);
+  /*
+   * The batch's rollup rows go in multi-row statements (up to ROWS a statement, one statement cached
+   * per row count): with error groups in PostgreSQL each statement is a round trip.
+   */
+  const ROWS = 100;
+  const multi = (head: string, cols: number, tail: string) => {
+    const cache = new Map<number, Statement>();
+    const row = `(${Array(cols).fill('?').join(', ')})`;
+    return (rows: unknown[][], each: (st: Statement, args: unknown[]) => void) => {
+      for (let i = 0; i < rows.length; i += ROWS) {
+        const part = rows.slice(i, i + ROWS);
+        let st = cache.get(part.length);
+        if (!st) cache.set(part.length, (st = db.prepare(`${head} VALUES ${Array(part.length).fill(row).join(', ')} ${tail}`)));
+        each(st, part.flat());
+      }
+    };
+  };
+  const dims = multi(
+    'INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen)',
+    6,
+    `ON CONFLICT (group_id, kind, value) DO UPDATE SET event_count = event_count + excluded.event_count, first_seen = MIN(first_seen, excluded.first_seen),
+      last_seen = MAX(last_seen, excluded.last_seen)`,
+  );
+  // RETURNING: the rows inserted, i.e. the users new to their group.
+  const users = multi('INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen)', 4, 'RETURNING group_id');
+  // Per (group, hour, user key) event counts behind the window counts (migration 046).
+  const hours = multi('INSERT INTO error_group_hour_users (group_id, hour, user_key, n)', 4, 'ON CONFLICT (group_id, hour, user_key) DO UPDATE SET n = n + excluded.n');
+
   const write = (t: Tally) => {
     writeLatency(t.lat);
     const newUsers = new Map<string, number>();
-    for (const u of t.users.values()) {
-      if (s.user.run(u.group, u.key, u.id, u.ts).changes > 0) newUsers.set(u.group, (newUsers.get(u.group) ?? 0) + 1);
-    }
+    users(
+      [...t.users.values()].map((u) => [u.group, u.key, u.id, u.ts]),
+      (st, args) => {
+        for (const r of st.all(...args) as { group_id: string }[]) newUsers.set(r.group_id, (newUsers.get(r.group_id) ?? 0) + 1);
+      },
+    );
     for (const g of t.groups.values()) {
       s.bump.run({
         id: g.id, n: g.n, min_ts: g.minTs, max_ts: g.maxTs, rel_first: g.relFirst, rel_first_ts: g.relFirstTs, rel_last: g.relLast, rel_last_ts: g.relLastTs,
         new_users: newUsers.get(g.id) ?? 0, rank: g.rank, level: g.level, now: g.now,
       });
     }
-    for (const d of t.dims.values()) s.dim.run(d.group, d.kind, d.value, d.n, d.min, d.max);
-    for (const h of t.hours.values()) s.hour.run(h.group, h.hour, h.key, h.n);
+    dims([...t.dims.values()].map((d) => [d.group, d.kind, d.value, d.n, d.min, d.max]), (st, args) => st.run(...args));
+    hours([...t.hours.values()].map((h) => [h.group, h.hour, h.key, h.n]), (st, args) => st.run(...args));
   };
 
   /*
