@@ -1,12 +1,13 @@
 /**
  * Error events written as jobs of one write batch (as concurrent envelopes are): the group of a
  * fingerprint is read once per batch (errors-repo.ts `head`), and a job that fails leaves nothing
- * behind — no group it created, no status it changed — for the jobs after it. Runs on SQLite and,
- * in the scale-out project, with error groups in PostgreSQL.
+ * behind — no group it created, no status it changed — for the jobs after it. Expiring events takes
+ * them off the groups' window counts (the hourly user tallies). Runs on SQLite and, in the
+ * scale-out project, with error groups in PostgreSQL and the events in SQLite.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { processJob } from '../../src/ingest/process.js';
 import { ingestKeyedErrorEvents, SpikeGuard } from '../../src/ingest/pipeline.js';
 import { ingestLimitsFromEnv } from '../../src/ingest/limits.js';
@@ -20,11 +21,12 @@ afterAll(async () => {
 });
 
 /** One Sentry event of exception type `type` (its own fingerprint), keyed as the decode workers key it. */
-function keyed(type: string) {
+function keyed(type: string, at = Date.now(), user?: string) {
   const id = randomBytes(16).toString('hex');
   const event = {
     event_id: id,
-    timestamp: Date.now() / 1000,
+    timestamp: at / 1000,
+    ...(user ? { user: { id: user } } : {}),
     platform: 'node',
     level: 'error',
     environment: 'production',
@@ -62,5 +64,33 @@ describe('error events in one write batch', () => {
     const settled = await Promise.allSettled([ingest('BatchB', true), ingest('BatchB'), ingest('BatchB')]);
     expect(settled.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'fulfilled']);
     expect(groupsOf('BatchB')).toEqual([{ id: g!.id, status: 'unresolved', event_count: 3 }]);
+  });
+});
+
+describe('error events expired by retention', () => {
+  const DAY = 86_400_000;
+  const T0 = Date.parse('2026-06-01T12:00:00.000Z');
+  let r: TestServer;
+  beforeAll(async () => {
+    r = await startTestServer({ now: () => T0, config: { retention: { maxDays: 400, intervalMs: 0, batchRows: 50, maxDbBytes: 0 } } });
+  });
+  afterAll(() => r?.close());
+
+  it("come off the groups' window counts of events and users; the lifetime counts stay", async () => {
+    const spike = new SpikeGuard();
+    const project = r.s.services.identity.projectById(r.projectId)!;
+    const ingest = (at: number, user: string) => r.s.services.writeBatch(() => ingestKeyedErrorEvents(r.s.services, spike, project, keyed('Expiring', at, user), T0));
+    await ingest(T0 - 100 * DAY, 'u1');
+    await ingest(T0 - 100 * DAY + 3_600_000, 'u2');
+    await ingest(T0 - DAY, 'u1');
+    const group = async () => {
+      const list = await api(r, 'GET', `/v1/projects/${r.projectId}/errors?from=${new Date(T0 - 120 * DAY).toISOString()}&to=${new Date(T0).toISOString()}`, { key: r.keys.admin });
+      expect(list.status).toBe(200);
+      return list.body.data.find((g: { type: string }) => g.type === 'Expiring');
+    };
+    expect(await group()).toMatchObject({ event_count: 3, user_count: 2, window_event_count: 3, window_user_count: 2 });
+    const report = await r.s.retention.runOnce();
+    expect(report.expired.error_events).toBe(2);
+    expect(await group()).toMatchObject({ event_count: 3, user_count: 2, window_event_count: 1, window_user_count: 1 });
   });
 });
