@@ -99,31 +99,10 @@ export function metricRow(projectId: number, p: MetricPointRecord, receivedMs: n
 }
 
 /** A point row read from SQLite (with its resource's JSON) → row: `sightline migrate --to-clickhouse`. */
-export interface StoredMetricPoint {
-  project_id: number;
-  metric_name: string;
-  type: string;
-  unit: string;
-  description: string;
-  temporality: string;
-  monotonic: number;
-  service_name: string;
-  environment: string;
-  scope_name: string;
-  start_ms: number | null;
-  time_ms: number;
-  value: number | null;
-  count: number | null;
-  sum: number | null;
-  min: number | null;
-  max: number | null;
+export type StoredMetricPoint = Omit<ChMetricRow, 'id' | 'series_key' | 'attr_kv' | 'res_kv' | 'buckets' | 'exemplars'> & {
   buckets: string | null;
-  attributes: string;
-  resource: string;
-  flags: number;
-  received_ms: number;
   exemplars: string | null;
-}
+};
 
 export function storedMetricRow(r: StoredMetricPoint, id: number): ChMetricRow {
   return {
