@@ -49,6 +49,11 @@ async function twoServers(config: Partial<AppConfig>): Promise<{ t: TestServer; 
 
 /** 12 reads with one key, alternating between the two servers; the statuses in order. */
 async function alternate(urls: string[], t: TestServer): Promise<number[]> {
+  // Shared windows are aligned to the epoch: start with at least 20 s of the minute left, so the 12
+  // reads fall in one window (straddling a boundary gives them two budgets).
+  const window = rateLimit.windowSeconds * 1000;
+  const left = window - (Date.now() % window);
+  if (left < 20_000) await new Promise((r) => setTimeout(r, left + 50));
   const out: number[] = [];
   for (let i = 0; i < 12; i++) {
     const r = await fetch(`${urls[i % 2]}/v1/projects/${t.projectId}/feedback`, { headers: { 'x-service-key': t.keys.admin } });
@@ -80,13 +85,13 @@ describe.skipIf(!redisUp)('the rate limit across processes', () => {
     // Another credential has its own budget.
     const other = await fetch(`${second.url}/v1/projects/${t.projectId}/feedback`, { headers: { 'x-service-key': t.mintKey(['read']) } });
     expect(other.status).toBe(200);
-  });
+  }, 60_000);
 
   it('is counted per process without Redis', async () => {
     const { t, second } = await twoServers({ rateLimit, redis: { url: null, prefix: 'sightline:' }, databaseUrl: null });
     expect(t.s.redis).toBeNull();
     expect((await alternate([t.url, second.url], t)).every((s) => s === 200)).toBe(true);
-  });
+  }, 60_000);
 
   it('keeps serving, limited per process, while Redis cannot be reached', async () => {
     const { t, second } = await twoServers({ rateLimit, redis: { url: 'redis://127.0.0.1:1/0', prefix: 'sightline:' } });
@@ -97,7 +102,7 @@ describe.skipIf(!redisUp)('the rate limit across processes', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await fetch(`${t.url}/v1/projects/${t.projectId}/feedback`, { headers: { 'x-service-key': t.keys.admin } })).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
-  });
+  }, 60_000);
 });
 
 const pgMissing = await postgresMissing();
@@ -112,5 +117,5 @@ describe.skipIf(!!pgMissing)('the rate limit across processes over PostgreSQL, w
     expect(statuses.slice(10)).toEqual([429, 429]);
     // The counters are rows of PostgreSQL's rate_counters table, one per credential and window.
     expect((await pgQuery(db.url, 'SELECT count::int AS n FROM rate_counters'))[0]).toEqual({ n: 12 });
-  });
+  }, 60_000);
 });
