@@ -86,7 +86,7 @@ for (const n of SIZES) {
       for (const k of r % 2 ? (['fast', 'scan'] as const) : (['scan', 'fast'] as const)) {
         const c = process.cpuUsage();
         const s = performance.now();
-        out[k] = k === 'scan' ? repo.latencyScan('1', w) : repo.latency('1', w);
+        out[k] = k === 'scan' ? repo.latencyScan('1', w) : await repo.latency('1', w);
         const ms = performance.now() - s;
         const u = process.cpuUsage(c);
         if (r === 0) continue; // warm-up

@@ -201,7 +201,7 @@ const timeOp = (base: string, key: string, path: () => string) => timeGetP95(bas
  * the window (what it did before migration 046), alternated on the same file, over the bench's
  * hour-aligned 24 h window and over a window with both edges inside an hour.
  */
-function compareWindowCounts(s: ReturnType<typeof createSightline>, project: string, n: number) {
+async function compareWindowCounts(s: ReturnType<typeof createSightline>, project: string, n: number) {
   const db = s.db;
   const repo = s.services.errorGroups;
   const pid = Number(project);
@@ -221,7 +221,7 @@ function compareWindowCounts(s: ReturnType<typeof createSightline>, project: str
   ];
   for (const [label, from, to] of windows) {
     const a = old(from, to);
-    const b = repo.windowCounts(project, ids, from, to);
+    const b = await repo.windowCounts(project, ids, from, to);
     for (const id of ids) if (JSON.stringify(a.get(id)) !== JSON.stringify(b.get(id))) console.error(`window counts differ for ${id}: ${JSON.stringify(a.get(id))} vs ${JSON.stringify(b.get(id))}`);
     const t = { old: [] as number[], oldCpu: [] as number[], neu: [] as number[], neuCpu: [] as number[] };
     for (let i = 0; i < RUNS; i++) {
@@ -229,7 +229,7 @@ function compareWindowCounts(s: ReturnType<typeof createSightline>, project: str
         const c0 = process.cpuUsage();
         const t0 = performance.now();
         if (which === 'old') old(from, to);
-        else repo.windowCounts(project, ids, from, to);
+        else await repo.windowCounts(project, ids, from, to);
         t[which].push(performance.now() - t0);
         const c = process.cpuUsage(c0);
         t[which === 'old' ? 'oldCpu' : 'neuCpu'].push((c.user + c.system) / 1000);
@@ -304,7 +304,7 @@ async function measure(n: number): Promise<{ seedSeconds: number; p95: Map<strin
       p95.set(label, r.p95);
     }
     server.close();
-    if (!ONLY.length || ONLY.some((x) => 'errors.list'.startsWith(x) || x.startsWith('errors.list'))) compareWindowCounts(s, seeded.project, n);
+    if (!ONLY.length || ONLY.some((x) => 'errors.list'.startsWith(x) || x.startsWith('errors.list'))) await compareWindowCounts(s, seeded.project, n);
     return { seedSeconds: seeded.seedSeconds, p95 };
   } finally {
     await s.close();

@@ -172,11 +172,11 @@ type Window = { fromMs?: number; toMs?: number };
 const hasWindow = (w: Window) => w.fromMs !== undefined || w.toMs !== undefined;
 
 /** Group rows with where they were seen and their counts in the window (lifetime counts without one). */
-function groupRows(ctx: HandlerContext, groups: GroupWithState[], w: Window): GroupOut[] {
+async function groupRows(ctx: HandlerContext, groups: GroupWithState[], w: Window): Promise<GroupOut[]> {
   const repo = ctx.services.errorGroups;
   const ids = groups.map((g) => g.id);
   const places = repo.places(ids);
-  const counts = hasWindow(w) ? repo.windowCounts(ctx.project!.id, ids, w.fromMs, w.toMs) : null;
+  const counts = hasWindow(w) ? await repo.windowCounts(ctx.project!.id, ids, w.fromMs, w.toMs) : null;
   return groups.map((g) => {
     const c = counts?.get(g.id);
     return groupOut(g, places.get(g.id)!, c ? { events: c.events, users: c.users } : { events: g.event_count, users: g.user_count });
@@ -267,18 +267,18 @@ function window(from: string | undefined, to: string | undefined): { fromMs?: nu
 }
 
 /** The detail response of one group (errors.get, and the answer of update, merge and unmerge). */
-function detail(ctx: HandlerContext, id: string, o: { replay?: Window; window?: Window; includePayload?: boolean } = {}): DetailOut {
+async function detail(ctx: HandlerContext, id: string, o: { replay?: Window; window?: Window; includePayload?: boolean } = {}): Promise<DetailOut> {
   const pid = ctx.project!.id;
   const repo = ctx.services.errorGroups;
   const g = requireGroup(ctx, id);
   const w = o.window ?? {};
-  const latest = repo.latestEvent(pid, g.id);
+  const latest = await repo.latestEvent(pid, g.id);
   const run = repo.latestCompletedTriage(pid, g.id);
   const triageResult = run ? triageResultOut(run.result) : null;
   // The canonical group's users include those of its merged duplicates, like its other history.
   const users = repo.userCount(pid, g.id);
-  const counts = hasWindow(w) ? repo.windowCounts(pid, [g.id], w.fromMs, w.toMs).get(g.id)! : { events: g.event_count, users };
-  const tags = repo.tags(pid, g.id, { ...w, sample: 1000, maxKeys: 20, maxValues: 10 });
+  const counts = hasWindow(w) ? (await repo.windowCounts(pid, [g.id], w.fromMs, w.toMs)).get(g.id)! : { events: g.event_count, users };
+  const tags = await repo.tags(pid, g.id, { ...w, sample: 1000, maxKeys: 20, maxValues: 10 });
   const out: DetailOut = {
     ...groupOut({ ...g, user_count: users }, repo.places([g.id]).get(g.id)!, counts),
     culprit: g.culprit,
@@ -298,9 +298,9 @@ function detail(ctx: HandlerContext, id: string, o: { replay?: Window; window?: 
   }
   const replay = o.replay;
   if (replay) {
-    out.replays = repo
-      .replays(pid, g.id, { fromMs: replay.fromMs ?? g.first_seen, toMs: replay.toMs ?? g.last_seen, environment: g.environment, limit: 20 })
-      .map((r) => ({
+    out.replays = (
+      await repo.replays(pid, g.id, { fromMs: replay.fromMs ?? g.first_seen, toMs: replay.toMs ?? g.last_seen, environment: g.environment, limit: 20 })
+    ).map((r) => ({
         replay_id: r.replay_id,
         started_at: toIso(r.started_ms)!,
         ended_at: toIso(r.ended_ms)!,
@@ -384,7 +384,7 @@ export const list = defineOperation({
   }),
   errors: [{ status: 400, code: 'invalid_parameter', when: 'unknown status, priority or sort; limit out of 1–100; bad or reversed window' }],
   example: { status: 'unresolved', sort: 'event_count', limit: 20 },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = window(input.from, input.to);
     const statuses = input.status ?? ['unresolved'];
     const r = ctx.services.errorGroups.list(ctx.project!.id, {
@@ -403,7 +403,7 @@ export const list = defineOperation({
       offset: input.offset,
       userId: userIdOf(ctx),
     });
-    return { data: groupRows(ctx, r.rows, w), total: r.total, limit: input.limit, offset: input.offset, facets: r.facets };
+    return { data: await groupRows(ctx, r.rows, w), total: r.total, limit: input.limit, offset: input.offset, facets: r.facets };
   },
 });
 
@@ -430,7 +430,7 @@ export const get = defineOperation({
   output: detailSchema,
   errors: [notFound, { status: 400, code: 'invalid_parameter', when: 'bad include_replay, include_payload or window' }],
   example: { error_group_id: 'WEB-2' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = window(input.from, input.to);
     return detail(ctx, input.error_group_id, { replay: input.include_replay === false ? undefined : w, window: w, includePayload: input.include_payload === true });
   },
@@ -474,7 +474,7 @@ export const update = defineOperation({
     notFound,
   ],
   example: { error_group_id: '00000000-0000-4000-8000-000000000000', status: 'resolved' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const { project_id: _p, error_group_id: id, assigned_to, bookmarked, priority, status, subscribed } = input;
     if (assigned_to === undefined && bookmarked === undefined && priority === undefined && status === undefined && subscribed === undefined) {
       throw new ValidationError('Send at least one of `assigned_to`, `bookmarked`, `priority`, `status`, `subscribed`.', undefined, 'empty_update');
@@ -528,7 +528,7 @@ export const merge = defineOperation({
     { status: 404, code: 'not_found', when: 'the URL group or a listed duplicate is not a group of this project' },
   ],
   example: { error_group_id: '00000000-0000-4000-8000-000000000000', duplicate_error_group_ids: ['00000000-0000-4000-8000-000000000001'] },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const canonicalId = ctx.services.errorGroups.get(ctx.project!.id, input.error_group_id, null)?.id ?? input.error_group_id;
     const r = ctx.services.errorGroups.merge(ctx.project!.id, canonicalId, input.duplicate_error_group_ids, ctx.now());
     if (!r.ok) {
@@ -567,7 +567,7 @@ export const unmerge = defineOperation({
   input: z.strictObject({ project_id: projectId, error_group_id: errorGroupId.describe('The merged duplicate.') }),
   output: detailSchema,
   errors: [notFound, { status: 409, code: 'not_merged', when: 'the group is not merged into another' }],
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const gid = ctx.services.errorGroups.get(ctx.project!.id, input.error_group_id, null)?.id ?? input.error_group_id;
     const r = ctx.services.errorGroups.unmerge(ctx.project!.id, gid, ctx.now());
     if (!r.ok) {
@@ -620,7 +620,7 @@ export const listRelatedTraces = defineOperation({
   async handler(input, ctx) {
     const w = window(input.from, input.to);
     const g = requireGroup(ctx, input.error_group_id);
-    const r = ctx.services.errorGroups.relatedTraces(ctx.project!.id, g.id, { ...w, limit: input.limit, offset: input.offset });
+    const r = await ctx.services.errorGroups.relatedTraces(ctx.project!.id, g.id, { ...w, limit: input.limit, offset: input.offset });
     const spans = await ctx.services.tracesRead.traceSummaries(ctx.project!.id, r.rows.map((t) => t.trace_id));
     const none = { span_count: 0, error_count: 0, started_ms: null, ended_ms: null, root_span_name: null, root_service_name: null };
     return {
@@ -684,11 +684,11 @@ export const listSuspectCommits = defineOperation({
     first_event_at: z.string().nullable().describe('The event time the deployments were compared with.'),
   }),
   errors: [notFound, { status: 400, code: 'invalid_parameter', when: 'bad or reversed window' }],
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = window(input.from, input.to);
     const g = requireGroup(ctx, input.error_group_id);
     const pid = ctx.project!.id;
-    const ref = w.fromMs !== undefined || w.toMs !== undefined ? ctx.services.errorGroups.firstEventIn(pid, g.id, w.fromMs, w.toMs) : g.first_seen;
+    const ref = w.fromMs !== undefined || w.toMs !== undefined ? await ctx.services.errorGroups.firstEventIn(pid, g.id, w.fromMs, w.toMs) : g.first_seen;
     if (ref === null) return { data: [], first_event_at: null };
     const deployments = ctx.services.deployments.before(pid, g.service_name || null, g.environment || null, ref, 50);
     const ranked = rankSuspectCommits(
@@ -716,7 +716,7 @@ export const listTriageRuns = defineOperation({
   input: z.strictObject({ project_id: projectId, error_group_id: errorGroupId, ...offsetPagination(50, 100) }),
   output: z.object({ data: z.array(triageRunSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int() }),
   errors: [notFound],
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const g = requireGroup(ctx, input.error_group_id);
     const r = ctx.services.errorGroups.triageRuns(ctx.project!.id, g.id, input.limit, input.offset);
     return { data: r.rows.map(triageRunOut), total: r.total, limit: input.limit, offset: input.offset };
@@ -731,12 +731,12 @@ export const triageCycle = (now: number) => new Date(now).toISOString().slice(0,
  * not fail is returned instead of a new one (`created: false`). Used by errors.createTriage (manual)
  * and by automations (automatic).
  */
-export function triageErrorGroup(
+export async function triageErrorGroup(
   services: Services,
   projectId: string,
   groupId: string,
   opts: { trigger: TriageTrigger; force: boolean; now: number },
-): { run: TriageRunRow; created: boolean } | null {
+): Promise<{ run: TriageRunRow; created: boolean } | null> {
   const repo = services.errorGroups;
   const g = repo.get(projectId, groupId, null);
   if (!g) return null;
@@ -748,7 +748,7 @@ export function triageErrorGroup(
   const run = repo.createTriageRun(projectId, { id: randomUUID(), group_id: groupId, trigger: opts.trigger, triager: BUILTIN_TRIAGER, cycle, status: 'queued', created_at: opts.now });
   repo.setTriageRunning(projectId, run.id);
   try {
-    const latest = repo.latestEvent(projectId, groupId);
+    const latest = await repo.latestEvent(projectId, groupId);
     const result = runBuiltinTriage({
       group: g,
       latestEvent: latest ? { message: latest.message, payload: latest.payload } : null,
@@ -782,11 +782,11 @@ export const createTriage = defineOperation({
   output: triageRunSchema,
   errors: [notFound, { status: 400, code: 'unknown_field', when: 'a body field other than force' }],
   example: { error_group_id: '00000000-0000-4000-8000-000000000000', force: true },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     // A call from an automation run (its principal is `automation:<run id>`) is an automatic triage.
     const automatic = ctx.principal.kind === 'api_key' && ctx.principal.keyId.startsWith('automation:');
     const gid = ctx.services.errorGroups.get(ctx.project!.id, input.error_group_id, null)?.id ?? input.error_group_id;
-    const r = triageErrorGroup(ctx.services, ctx.project!.id, gid, { trigger: automatic ? 'automatic' : 'manual', force: input.force === true, now: ctx.now() });
+    const r = await triageErrorGroup(ctx.services, ctx.project!.id, gid, { trigger: automatic ? 'automatic' : 'manual', force: input.force === true, now: ctx.now() });
     if (!r) throw new NotFoundError('Error group', 'error_group_id');
     ctx.response.status = r.created ? 201 : 200;
     return triageRunOut(r.run);

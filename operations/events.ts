@@ -120,7 +120,7 @@ export const search = defineOperation({
     { status: 400, code: 'invalid_parameter', when: 'bad or reversed window; limit out of 1–100' },
   ],
   example: { query: 'level:error -environment:staging "connection reset"', limit: 20 },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const now = ctx.now();
     const param = input.query !== undefined ? 'query' : 'q';
     const text = input.query ?? input.q ?? '';
@@ -135,7 +135,7 @@ export const search = defineOperation({
     let fromMs = parseIso(input.from);
     if (fromMs !== undefined && toMs !== undefined && fromMs > toMs) throw new ValidationError('`from` is after `to`: send a window that starts before it ends.', 'from');
     if (fromMs === undefined && !parsed.hasTimestamp) fromMs = (toMs ?? now) - SEARCH_DEFAULT_WINDOW;
-    const r = ctx.services.errorGroups.searchEvents(ctx.project!.id, { terms: parsed.terms, fromMs, toMs, limit: input.limit, offset: input.offset });
+    const r = await ctx.services.errorGroups.searchEvents(ctx.project!.id, { terms: parsed.terms, fromMs, toMs, limit: input.limit, offset: input.offset });
     return {
       data: r.rows.map((e) => ({ ...eventSummaryOut(e), group_id: e.group_id, user: eventUserOut(e.user) })),
       total: r.total,
@@ -179,12 +179,12 @@ export const latency = defineOperation({
   output: z.object({ from: z.string(), to: z.string(), data: z.array(latencyRowSchema) }),
   errors: [{ status: 400, code: 'invalid_parameter', when: 'bad or reversed window, or longer than 31 days' }],
   example: { service: 'checkout' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const toMs = parseIso(input.to) ?? ctx.now();
     const fromMs = parseIso(input.from) ?? toMs - LATENCY_DEFAULT_WINDOW;
     if (fromMs > toMs) throw new ValidationError('`from` is after `to`: send a window that starts before it ends.', 'from');
     if (toMs - fromMs > LATENCY_MAX_WINDOW) throw new ValidationError('The window may span at most 31 days: narrow `from`/`to`.', 'from');
-    const rows = ctx.services.errorGroups.latency(ctx.project!.id, { fromMs, toMs, service: input.service, environment: input.environment });
+    const rows = await ctx.services.errorGroups.latency(ctx.project!.id, { fromMs, toMs, service: input.service, environment: input.environment });
     const bySource = new Map(rows.map((r) => [r.source, r]));
     const data = [
       ...SOURCES.map((source) => bySource.get(source) ?? { source, count: 0, p50_ms: null, p95_ms: null, p99_ms: null, max_ms: null, avg_ms: null }),

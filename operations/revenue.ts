@@ -358,7 +358,7 @@ export const impact = defineOperation({
   }),
   errors: [...analyticsErrors, { status: 404, code: 'not_found', when: 'unknown issue, incident or release' }, { status: 400, code: 'invalid_parameter', when: 'bad target or a page id that is not a path' }],
   example: { target: 'page', id: '/checkout' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const pid = requireAnalytics(ctx);
     const now = ctx.now();
     const window = { from: now - IMPACT_WINDOW_DAYS * DAY_MS, to: now };
@@ -366,14 +366,14 @@ export const impact = defineOperation({
     let sessions: string[];
     if (input.target === 'issue') {
       if (!ctx.services.lookups.errorGroupExists(pid, input.id)) throw new NotFoundError('Issue', 'id');
-      sessions = a.sessionsOfErrors(pid, { groupId: input.id, since: window.from }).sessions;
+      sessions = (await a.sessionsOfErrors(pid, { groupId: input.id, since: window.from })).sessions;
     } else if (input.target === 'incident') {
       const w = ctx.services.lookups.incidentWindow(pid, input.id);
       if (!w) throw new NotFoundError('Incident', 'id');
-      sessions = a.sessionsOfErrors(pid, { window: w, since: window.from }).sessions;
+      sessions = (await a.sessionsOfErrors(pid, { window: w, since: window.from })).sessions;
     } else if (input.target === 'release') {
-      if (!a.releaseKnown(pid, input.id)) throw new NotFoundError('Release', 'id');
-      sessions = a.sessionsOfErrors(pid, { release: input.id, since: window.from }).sessions;
+      if (!(await a.releaseKnown(pid, input.id))) throw new NotFoundError('Release', 'id');
+      sessions = (await a.sessionsOfErrors(pid, { release: input.id, since: window.from })).sessions;
     } else {
       if (!input.id.startsWith('/')) throw new ValidationError('A page id is a path starting with `/`, e.g. /checkout.', 'id');
       sessions = a.sessionsOfPage(pid, input.id.split(/[?#]/)[0]!, window.from);

@@ -6,7 +6,7 @@ import { pino, type Logger } from 'pino';
 import { loadConfig, type AppConfig } from './core/config.js';
 import { createCore, type Core } from './core/invoke.js';
 import type { ChEngine } from './storage/clickhouse/client.js';
-import { expireClickHouseLogs, expireClickHouseMetricPoints, expireClickHouseSpans } from './storage/clickhouse/retention.js';
+import { expireClickHouseErrorEvents, expireClickHouseLogs, expireClickHouseMetricPoints, expireClickHouseSpans, expiryDayStart } from './storage/clickhouse/retention.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { openSyncPg, type SyncPg } from './storage/postgres/sync-client.js';
@@ -93,7 +93,7 @@ const MOUNTS: Mount[] = [oauthMount, mcpMount, statusMount, remoteConnectorMount
  * SQLite alone, or — SIGHTLINE_DATABASE_URL set — SQLite for telemetry with the control tables in
  * PostgreSQL (its migrations applied first) behind one handle (src/storage/postgres/split-db.ts).
  */
-function openStores(config: AppConfig, log: (msg: string, fields?: Record<string, unknown>) => void): Db {
+export function openStores(config: AppConfig, log: (msg: string, fields?: Record<string, unknown>) => void): Db {
   const sqlite = openDatabase(config.dbFile, { backupBeforeMigration: config.backupBeforeMigration, log });
   if (!config.databaseUrl) return sqlite;
   let pg: SyncPg | null = null;
@@ -186,6 +186,14 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
           { kind: 'spans', expire: (cutoffs) => expireClickHouseSpans(ch.engine, cutoffs) },
           { kind: 'logs', expire: (cutoffs) => expireClickHouseLogs(ch.engine, cutoffs) },
           { kind: 'metric_points', expire: (cutoffs) => expireClickHouseMetricPoints(ch.engine, cutoffs) },
+          {
+            kind: 'error_events',
+            expire: async (cutoffs) => {
+              const n = await expireClickHouseErrorEvents(ch.engine, cutoffs);
+              for (const c of cutoffs) services.errorGroups.expireHoursBefore(c.projectId, expiryDayStart(c.cutoffMs));
+              return n;
+            },
+          },
         ]
       : [],
   });
@@ -315,6 +323,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
         await services.clickhouse.spans.flush().catch((err) => log.error({ err }, 'ClickHouse: spans not flushed at close'));
         await services.clickhouse.logs.flush().catch((err) => log.error({ err }, 'ClickHouse: logs not flushed at close'));
         await services.clickhouse.metrics.flush().catch((err) => log.error({ err }, 'ClickHouse: metric points not flushed at close'));
+        await services.clickhouse.errors.flush().catch((err) => log.error({ err }, 'ClickHouse: error events not flushed at close'));
         await services.clickhouse.engine.close();
       }
       db.close();

@@ -162,14 +162,14 @@ export function createAgentSignals(d: AgentSignalsDeps) {
   };
 
   /** Spike detection over groups seen in the window (every project); publishes after commit. */
-  const detectSpikes = () => {
+  const detectSpikes = async () => {
     const now = d.now();
     const from = now - SPIKE.windowMinutes * MIN;
     const found: DomainEvent[] = [];
     for (const g of repo.groupsSeenSince(from)) {
-      const count = repo.groupEventCount(g.project_id, g.id, from, now + MIN);
+      const count = await repo.groupEventCount(g.project_id, g.id, from, now + MIN);
       if (count < SPIKE.minCount) continue;
-      const before = repo.groupEventCount(g.project_id, g.id, from - SPIKE.baselineHours * 3_600_000, from);
+      const before = await repo.groupEventCount(g.project_id, g.id, from - SPIKE.baselineHours * 3_600_000, from);
       const v = isSpike(count, before);
       if (!v.spike) continue;
       const last = repo.watchMark(g.project_id, `spike:${g.id}`);

@@ -22,6 +22,8 @@ import { createChLogsReader } from '../storage/clickhouse/logs-read.js';
 import { createChMetricStore, type ChMetricStore } from '../storage/clickhouse/metric-store.js';
 import { createChMetricsReader } from '../storage/clickhouse/metrics-read.js';
 import { createChMonitorResults } from '../storage/clickhouse/monitor-results.js';
+import { createChErrorEventsReader, createChErrorEventStore, type ChErrorEventStore } from '../storage/clickhouse/error-events.js';
+import { createSqliteErrorEventsReader } from '../storage/error-events-read.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
@@ -79,7 +81,7 @@ export interface Services {
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
   /** Set when spans, logs, metric points and monitor results go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span, log and metric stores (flush, close). */
-  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore };
+  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore; errors: ChErrorEventStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
@@ -152,13 +154,16 @@ function migratedOnFirstUse(engine: ChEngine): ChEngine {
 
 export function createServices(db: Db, config: AppConfig, now: () => number = Date.now, opts: { clickhouse?: ChEngine } = {}): Services {
   const chEngine = opts.clickhouse ?? (config.clickhouseUrl ? createHttpEngine(config.clickhouseUrl) : null);
-  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore, metrics: null as unknown as ChMetricStore } : null;
+  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore, metrics: null as unknown as ChMetricStore, errors: null as unknown as ChErrorEventStore } : null;
   if (ch) {
     ch.spans = createChSpanStore(ch.engine);
     ch.logs = createChLogStore(ch.engine);
     ch.metrics = createChMetricStore(ch.engine);
+    ch.errors = createChErrorEventStore(ch.engine);
   }
-  const errorsIngest = createErrorsIngestRepo(db);
+  // With ClickHouse, error events too (their ids stay beside the groups, in SQLite or PostgreSQL).
+  const errorsIngest = createErrorsIngestRepo(db, ch ? { events: ch.errors } : {});
+  const errorEvents = ch ? createChErrorEventsReader(ch.engine, db) : createSqliteErrorEventsReader(db);
   const ingestMisc = createIngestMiscRepo(db);
   const jobs = createJobsRepo(db);
   const scheduler = createScheduler(jobs, { now, leaderLeaseMs: config.scheduler.leaderLeaseMs });
@@ -186,7 +191,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   const revenue = createRevenueRepo(db);
   const revenueCache = new ResultCache();
   const webhooks = createWebhookSender(config.webhooks.allowPrivate);
-  const agent = createAgentState({ repo: createAgentRepo(db), scheduler, webhooks, dailyBudget: config.agent.dailyBudget, secretKey: config.revenue.secretKey, now });
+  const agent = createAgentState({ repo: createAgentRepo(db, { errorEvents }), scheduler, webhooks, dailyBudget: config.agent.dailyBudget, secretKey: config.revenue.secretKey, now });
   const services: Services = {
     agentState: agent,
     agent,
@@ -208,21 +213,21 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     tokenResolvers: [],
     // With ClickHouse, log records and metric points skip SQLite entirely (rows, full text, catalogue and rollups).
     telemetry: metricsTo(logsTo(withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))), ch?.logs), ch?.metrics),
-    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant] : [])]),
+    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant, ch.errors.participant] : [])]),
     ...(ch ? { clickhouse: ch } : {}),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
     logsRead: ch ? createChLogsReader(ch.engine) : asyncLogsReader(createLogsReadRepo(db)),
     metricsRead: ch ? createChMetricsReader(ch.engine) : asyncMetricsReader(createMetricsReadRepo(db)),
-    tracesRead: ch ? createChTracesReader(ch.engine, asyncTracesReader(createTracesReadRepo(db))) : asyncTracesReader(createTracesReadRepo(db)),
+    tracesRead: ch ? createChTracesReader(ch.engine, asyncTracesReader(createTracesReadRepo(db, { errorEvents }))) : asyncTracesReader(createTracesReadRepo(db)),
     operationRollups: createOperationRollupReader(db),
     errorsIngest,
     ingestMisc,
-    errorGroups: createErrorGroupsRepo(db),
+    errorGroups: createErrorGroupsRepo(db, { events: errorEvents, eventIds: ch ? 'error_event_ids' : 'error_events' }),
     ai,
     releases: createReleasesRepo(db),
     revenue,
-    analytics: createAnalyticsRepo(db),
+    analytics: createAnalyticsRepo(db, { errorEvents }),
     revenueCache,
     payments: createPaymentsService(revenue, config, revenueCache),
     remote: createRemoteRepo(db),

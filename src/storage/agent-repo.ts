@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
+import { createSqliteErrorEventsReader, type ErrorEventsReader } from './error-events-read.js';
 import { DEFAULT_SETTINGS, type AgentSettingsValues } from '../domain/agent/settings.js';
 
 /**
@@ -91,7 +92,8 @@ export interface UsageRow {
 
 const pid = <T extends { project_id: unknown }>(r: T | undefined): T | undefined => (r ? { ...r, project_id: r.project_id === null ? null : String(r.project_id) } : undefined);
 
-export function createAgentRepo(db: Db) {
+export function createAgentRepo(db: Db, opts: { errorEvents?: ErrorEventsReader } = {}) {
+  const errorEvents = opts.errorEvents ?? createSqliteErrorEventsReader(db);
   const s = {
     settings: db.prepare('SELECT settings FROM agent_settings WHERE project_id = ?'),
     putSettings: db.prepare(`INSERT INTO agent_settings (project_id, settings, updated_at) VALUES (?, ?, ?)
@@ -137,7 +139,6 @@ export function createAgentRepo(db: Db) {
     projects: db.prepare('SELECT id, org_id FROM projects ORDER BY id'),
     orgOf: db.prepare('SELECT org_id FROM projects WHERE id = ?'),
     recentGroups: db.prepare('SELECT id, project_id, short_id, title FROM error_groups WHERE last_seen >= ? AND merged_into IS NULL'),
-    groupCount: db.prepare('SELECT count(*) AS n FROM error_events WHERE project_id = ? AND group_id = ? AND timestamp_ms >= ? AND timestamp_ms < ?'),
   };
 
   return {
@@ -273,8 +274,8 @@ export function createAgentRepo(db: Db) {
     groupsSeenSince(since: number): { id: string; project_id: string; short_id: string; title: string }[] {
       return (s.recentGroups.all(since) as any[]).map((r) => pid(r)!);
     },
-    groupEventCount(projectId: string, groupId: string, from: number, to: number): number {
-      return (s.groupCount.get(projectId, groupId, from, to) as { n: number }).n;
+    groupEventCount(projectId: string, groupId: string, from: number, to: number): Promise<number> {
+      return errorEvents.count(Number(projectId), groupId, from, to);
     },
   };
 }

@@ -4,6 +4,7 @@
  * visitors; a person key is `p:<person id>` for a mapped id, else `d:<distinct id>`.
  */
 import type { Db } from './db.js';
+import { createSqliteErrorEventsReader, type ErrorEventsReader } from './error-events-read.js';
 import { touchOf, type CaptureEvent } from '../domain/analytics/capture.js';
 import type { Touch } from '../domain/revenue/attribution.js';
 import { noScratch, type PackedTouches, type ScratchArrays } from '../domain/revenue/attribution-fast.js';
@@ -113,7 +114,9 @@ export function keyPersons(px: PersonIndex, ks: readonly string[], pid: number):
 export type MergeOutcome = 'merged' | 'linked' | 'refused_identified' | 'noop';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
-export function createAnalyticsRepo(db: Db) {
+export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsReader } = {}) {
+  // Error events (session links) are read where they are stored: SQLite, or ClickHouse (issue 20).
+  const errorEvents = opts.errorEvents ?? createSqliteErrorEventsReader(db);
   const s = {
     insertEvent: db.prepare('INSERT INTO capture_events (project_id, ts, event, distinct_id, session_id, pathname, uuid, properties, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     insertTouch: db.prepare('INSERT INTO analytics_touches (project_id, distinct_id, ts, source, medium, campaign, referrer) VALUES (?, ?, ?, ?, ?, ?, ?)'),
@@ -140,10 +143,6 @@ export function createAnalyticsRepo(db: Db) {
       LEFT JOIN analytics_distinct_ids m ON m.project_id = i.project_id AND m.distinct_id = i.distinct_id
       LEFT JOIN analytics_persons p ON p.id = m.person_id WHERE i.project_id = ? AND i.session_id = ?`),
     sessionsInWindow: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND last_ts >= ? AND first_ts <= ?'),
-    groupErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND (group_id = ? OR fingerprint_group_id = ?) AND timestamp_ms >= ?`),
-    releaseErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND release = ? AND timestamp_ms >= ?`),
-    windowErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND timestamp_ms >= ? AND timestamp_ms <= ?`),
-    sessionErrorEvents: db.prepare(`SELECT event_id, tags, payload FROM error_events WHERE project_id = ? AND timestamp_ms >= ? AND timestamp_ms <= ?`),
     replayOfEvent: db.prepare(`SELECT replay_id FROM replays WHERE project_id = ? AND EXISTS (SELECT 1 FROM json_each(replays.error_ids) WHERE value = ?)`),
     replayErrors: db.prepare('SELECT error_ids FROM replays WHERE project_id = ? AND replay_id = ?'),
     stats: db.prepare(`SELECT (SELECT COUNT(*) FROM capture_events WHERE project_id = @p AND ts >= @x) AS events,
@@ -152,7 +151,6 @@ export function createAnalyticsRepo(db: Db) {
       (SELECT COUNT(*) FROM analytics_sessions WHERE project_id = @p AND last_ts >= @x) AS sessions,
       (SELECT MAX(ts) FROM capture_events WHERE project_id = @p) AS last_event_at`),
     // Two statements: deployments are control data (PostgreSQL when SIGHTLINE_DATABASE_URL is set), error events telemetry.
-    releaseInEvents: db.prepare('SELECT EXISTS (SELECT 1 FROM error_events WHERE project_id = @p AND release = @x) AS known'),
     releaseDeployed: db.prepare('SELECT EXISTS (SELECT 1 FROM deployments WHERE project_id = @p AND version = @x) AS known'),
     personDistinctIds: db.prepare('SELECT distinct_id FROM analytics_distinct_ids WHERE project_id = ? AND person_id = ? ORDER BY distinct_id'),
   };
@@ -344,13 +342,13 @@ export function createAnalyticsRepo(db: Db) {
       return { id: String(p.person_id), identified: !!p.identified, distinct_ids: ids };
     },
     /** A session with its distinct ids, person keys, identified flag, linked replay and error event ids. */
-    session(projectId: string, sessionId: string): { session_id: string; first_ts: number; last_ts: number; replay_id: string | null; people: string[]; identified: boolean; error_event_ids: string[] } | null {
+    async session(projectId: string, sessionId: string): Promise<{ session_id: string; first_ts: number; last_ts: number; replay_id: string | null; people: string[]; identified: boolean; error_event_ids: string[] } | null> {
       const pid = Number(projectId);
       const row = s.sessionRow.get(pid, sessionId) as any;
       if (!row) return null;
       const ids = s.sessionIds.all(pid, sessionId) as { distinct_id: string; person_id: number | null; identified: number | null }[];
       const errors = new Set<string>();
-      for (const e of s.sessionErrorEvents.iterate(pid, row.first_ts - 3600_000, row.last_ts + 3600_000) as Iterable<any>) {
+      for (const e of await errorEvents.linked(pid, { window: { from: row.first_ts - 3600_000, to: row.last_ts + 3600_000 } })) {
         if (errorEventSession(e) === sessionId || (row.replay_id && errorEventReplay(e) === row.replay_id)) errors.add(e.event_id);
       }
       // The Sentry replay of the session lists the error events it saw.
@@ -367,15 +365,12 @@ export function createAnalyticsRepo(db: Db) {
       };
     },
     /** Sessions linked to error events: by a session tag on the event, else through the event's replay. */
-    sessionsOfErrors(projectId: string, q: { groupId?: string; release?: string; window?: { from: number; to: number }; since: number }): { errorEvents: number; sessions: string[] } {
+    async sessionsOfErrors(projectId: string, q: { groupId?: string; release?: string; window?: { from: number; to: number }; since: number }): Promise<{ errorEvents: number; sessions: string[] }> {
       const pid = Number(projectId);
-      const rows = (
-        q.groupId !== undefined
-          ? s.groupErrorEvents.all(pid, q.groupId, q.groupId, q.since)
-          : q.release !== undefined
-            ? s.releaseErrorEvents.all(pid, q.release, q.since)
-            : s.windowErrorEvents.all(pid, q.window!.from, q.window!.to)
-      ) as any[];
+      const rows = await errorEvents.linked(
+        pid,
+        q.groupId !== undefined ? { groupId: q.groupId, since: q.since } : q.release !== undefined ? { release: q.release, since: q.since } : { window: q.window! },
+      );
       const sessions = new Set<string>();
       for (const e of rows) {
         const sid = errorEventSession(e);
@@ -391,9 +386,9 @@ export function createAnalyticsRepo(db: Db) {
       const key = (i: (typeof ids)[number]) => (i.person_id !== null ? `p:${i.person_id}` : `d:${i.distinct_id}`);
       return { people: [...new Set(ids.map(key))], identifiedPeople: [...new Set(ids.filter((i) => !!i.identified).map(key))] };
     },
-    releaseKnown(projectId: string, version: string): boolean {
+    async releaseKnown(projectId: string, version: string): Promise<boolean> {
       const args = { p: Number(projectId), x: version };
-      return !!(s.releaseInEvents.get(args) as { known: number }).known || !!(s.releaseDeployed.get(args) as { known: number }).known;
+      return !!(s.releaseDeployed.get(args) as { known: number }).known || (await errorEvents.releaseSeen(Number(projectId), version));
     },
     sessionsOfPage(projectId: string, pathname: string, since: number): string[] {
       return (s.sessionsOfPage.all(Number(projectId), pathname, since) as { session_id: string }[]).map((r) => r.session_id);

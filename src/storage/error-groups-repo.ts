@@ -2,10 +2,14 @@ import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { groupFromRow, type ErrorGroupRow } from './errors-repo.js';
 import type { EventQueryTerm } from '../domain/errors/event-query.js';
-import { nearestRankIndex } from '../domain/errors/latency.js';
-import { userFieldSql, userKeySql } from '../domain/errors/users.js';
 import { HOUR_MS } from './migrations/046-error-group-hours.js';
-import { createLatencyReader, LATENCY_MAX_AGE_MS, type LatencyStats } from './error-latency.js';
+import { LATENCY_MAX_AGE_MS } from './error-latency.js';
+import {
+  createSqliteErrorEventsReader, latencyScan, MAX_MS, MIN_MS, safeJson,
+  type ErrorEventFull, type ErrorEventRow, type ErrorEventsReader, type LatencyRow, type RelatedTrace,
+} from './error-events-read.js';
+
+export type { ErrorEventFull, ErrorEventRow, LatencyRow, RelatedTrace };
 
 /**
  * The read and workflow side of error groups (the write side, grouping at ingest, is errors-repo.ts):
@@ -83,40 +87,6 @@ export interface GroupRef {
   merged_at: number | null;
 }
 
-export interface ErrorEventRow {
-  event_id: string;
-  group_id: string;
-  fingerprint_group_id: string;
-  timestamp_ms: number;
-  received_ms: number;
-  source: string;
-  platform: string;
-  level: string;
-  type: string;
-  message: string;
-  title: string;
-  service_name: string;
-  environment: string;
-  release: string;
-  transaction_name: string;
-  server_name: string;
-  trace_id: string | null;
-  span_id: string | null;
-  tags: Record<string, string>;
-  user: Record<string, unknown> | null;
-}
-
-export interface ErrorEventFull extends ErrorEventRow {
-  payload: unknown;
-}
-
-export interface RelatedTrace {
-  trace_id: string;
-  event_count: number;
-  first_event_ms: number;
-  last_event_ms: number;
-}
-
 export interface LinkedReplay {
   replay_id: string;
   started_ms: number;
@@ -145,56 +115,17 @@ export interface TriageRunRow {
   completed_at: number | null;
 }
 
-/** One source's row of events.latency (the fields of {@link LatencyStats}). */
-export type LatencyRow = LatencyStats;
-
 export type MergeResult =
   | { ok: true; merged: string[] }
   | { ok: false; reason: 'canonical_missing' | 'canonical_is_merged' | 'self' | 'unknown' | 'merged_elsewhere' | 'has_duplicates'; id: string };
 
 export type UnmergeResult = { ok: true } | { ok: false; reason: 'missing' | 'not_merged' };
 
-/** Unbounded window ends (the Date range), bound as numbers. */
-const MIN_MS = -8.64e15;
-const MAX_MS = 8.64e15;
-
 /* eslint-disable @typescript-eslint/no-explicit-any */
 const withState = (r: any): GroupWithState => {
   const { bookmarked, subscribed, ...rest } = r;
   return { ...groupFromRow(rest), bookmarked: !!bookmarked, subscribed: !!subscribed };
 };
-
-const eventFromRow = (r: any): ErrorEventRow => ({
-  event_id: r.event_id,
-  group_id: r.group_id,
-  fingerprint_group_id: r.fingerprint_group_id,
-  timestamp_ms: r.timestamp_ms,
-  received_ms: r.received_ms,
-  source: r.source,
-  platform: r.platform,
-  level: r.level,
-  type: r.type,
-  message: r.message,
-  title: r.title,
-  service_name: r.service_name,
-  environment: r.environment,
-  release: r.release,
-  transaction_name: r.transaction_name,
-  server_name: r.server_name,
-  trace_id: r.trace_id,
-  span_id: r.span_id,
-  tags: safeJson(r.tags, {}),
-  user: r.user_json ? safeJson(r.user_json, null) : null,
-});
-
-function safeJson<T>(s: string | null | undefined, dflt: T): T {
-  if (!s) return dflt;
-  try {
-    return JSON.parse(s) as T;
-  } catch {
-    return dflt;
-  }
-}
 
 const triageFromRow = (r: any): TriageRunRow => ({
   ...r,
@@ -210,138 +141,19 @@ const ORDER: Record<GroupSort, string> = {
   priority: `${PRIORITY_RANK} DESC, g.last_seen DESC, g.id`,
 };
 
-const EVENT_COLUMNS = `event_id, group_id, fingerprint_group_id, timestamp_ms, received_ms, source, platform, level, type, message, title,
-  service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json`;
-
-/** Columns an `exact` query term compares (spec keys → error_events columns; fixed strings, never user text). */
-const EXACT_COLUMN: Record<string, string> = {
-  level: 'level',
-  type: 'type',
-  service: 'service_name',
-  environment: 'environment',
-  release: 'release',
-  transaction: 'transaction_name',
-  server: 'server_name',
-  trace: "COALESCE(trace_id, '')",
-  source: 'source',
-  platform: 'platform',
-  event_id: 'event_id',
-  'user.id': userFieldSql('user_json', 'id'),
-  'user.email': userFieldSql('user_json', 'email'),
-  'user.username': userFieldSql('user_json', 'username'),
-};
-const TIME_COLUMN: Record<string, string> = { timestamp: 'timestamp_ms', received_at: 'received_ms' };
-
-/** `*` wildcard → LIKE pattern with `\` escaping % and _. */
-const likePattern = (v: string) => v.replace(/[\\%_]/g, (m) => `\\${m}`).replace(/\*/g, '%');
-/** JSON path of a tag key, as a bound parameter: `$."key"` (quotes in keys escaped). */
-const tagPath = (key: string) => `$."${key.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
-
-/** Compiles parsed query terms to a WHERE fragment with bound parameters (values are never spliced into SQL). */
-export function compileEventTerms(terms: readonly EventQueryTerm[]): { sql: string[]; args: unknown[] } {
-  const sql: string[] = [];
-  const args: unknown[] = [];
-  const add = (frag: string, negated: boolean, a: unknown[]) => {
-    sql.push(negated ? `NOT (${frag})` : `(${frag})`);
-    args.push(...a);
-  };
-  for (const t of terms) {
-    switch (t.kind) {
-      case 'text': {
-        const v = t.text.toLowerCase();
-        add('instr(lower(message), ?) > 0 OR instr(lower(title), ?) > 0 OR instr(lower(type), ?) > 0', t.negated, [v, v, v]);
-        break;
-      }
-      case 'exact': {
-        const parts: string[] = [];
-        const a: unknown[] = [];
-        for (const v of t.values) {
-          if (t.field === 'group') {
-            if (v.includes('*')) {
-              parts.push("group_id LIKE ? ESCAPE '\\' OR fingerprint_group_id LIKE ? ESCAPE '\\'");
-              a.push(likePattern(v), likePattern(v));
-            } else {
-              parts.push('group_id = ? OR fingerprint_group_id = ?');
-              a.push(v, v);
-            }
-            continue;
-          }
-          const col = EXACT_COLUMN[t.field]!;
-          if (v.includes('*')) {
-            parts.push(`${col} LIKE ? ESCAPE '\\'`);
-            a.push(likePattern(v));
-          } else {
-            parts.push(`${col} = ? COLLATE NOCASE`);
-            a.push(v);
-          }
-        }
-        add(parts.join(' OR '), t.negated, a);
-        break;
-      }
-      case 'contains': {
-        const parts: string[] = [];
-        const a: unknown[] = [];
-        for (const v of t.values) {
-          if (v.includes('*')) {
-            parts.push(`${t.field} LIKE ? ESCAPE '\\'`);
-            a.push(`%${likePattern(v)}%`);
-          } else {
-            parts.push(`instr(lower(${t.field}), ?) > 0`);
-            a.push(v.toLowerCase());
-          }
-        }
-        add(parts.join(' OR '), t.negated, a);
-        break;
-      }
-      case 'time': {
-        const col = TIME_COLUMN[t.field]!;
-        const parts: string[] = [];
-        const a: unknown[] = [];
-        if (t.min) {
-          parts.push(`${col} ${t.min.inclusive ? '>=' : '>'} ?`);
-          a.push(t.min.ms);
-        }
-        if (t.max) {
-          parts.push(`${col} ${t.max.inclusive ? '<=' : '<'} ?`);
-          a.push(t.max.ms);
-        }
-        add(parts.join(' AND ') || '1', t.negated, a);
-        break;
-      }
-      case 'tag': {
-        const path = tagPath(t.key);
-        const parts: string[] = [];
-        const a: unknown[] = [];
-        for (const v of t.values) {
-          if (v.includes('*')) {
-            parts.push(`COALESCE(json_extract(tags, ?), '') LIKE ? ESCAPE '\\'`);
-            a.push(path, likePattern(v));
-          } else {
-            parts.push(`COALESCE(json_extract(tags, ?), '') = ? COLLATE NOCASE`);
-            a.push(path, v);
-          }
-        }
-        add(parts.join(' OR '), t.negated, a);
-        break;
-      }
-      case 'tag_compare': {
-        const path = tagPath(t.key);
-        // Only tag values that read as numbers take part in a comparison.
-        add(`json_extract(tags, ?) IS NOT NULL AND trim(json_extract(tags, ?)) GLOB '*[0-9]*' AND CAST(json_extract(tags, ?) AS REAL) ${t.op} ?`, t.negated, [
-          path,
-          path,
-          path,
-          t.value,
-        ]);
-        break;
-      }
-    }
-  }
-  return { sql, args };
+/** Values with their counts, most frequent first, ties by value in UTF-8 byte order (SQLite's text order). */
+function countValues(values: readonly string[]): TagValueCount[] {
+  const m = new Map<string, number>();
+  for (const v of values) m.set(v, (m.get(v) ?? 0) + 1);
+  return [...m]
+    .map(([value, count]) => ({ value, count }))
+    .sort((a, b) => b.count - a.count || Buffer.compare(Buffer.from(a.value), Buffer.from(b.value)));
 }
 
-export function createErrorGroupsRepo(db: Db) {
-  const latencyFast = createLatencyReader(db);
+export function createErrorGroupsRepo(db: Db, opts: { events?: ErrorEventsReader; eventIds?: 'error_events' | 'error_event_ids' } = {}) {
+  const events = opts.events ?? createSqliteErrorEventsReader(db);
+  /** The table naming each stored event's group by its id: the events themselves, or their id index when they are in ClickHouse. */
+  const eventIds = opts.eventIds ?? 'error_events';
   const STATE_JOIN = 'LEFT JOIN error_group_user_state us ON us.group_id = g.id AND us.user_id = ?';
   const STATE_COLS = 'COALESCE(us.bookmarked, 0) AS bookmarked, COALESCE(us.subscribed, 0) AS subscribed';
   const s = {
@@ -369,8 +181,6 @@ export function createErrorGroupsRepo(db: Db) {
     triageInCycle: db.prepare(
       "SELECT * FROM triage_runs WHERE project_id = ? AND group_id = ? AND cycle = ? AND status <> 'failed' ORDER BY (status = 'completed') DESC, created_at DESC, rowid DESC LIMIT 1",
     ),
-    event: db.prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND event_id = ?`),
-    latestTime: db.prepare('SELECT MAX(timestamp_ms) FROM error_events WHERE project_id = ? AND group_id = ?').pluck(),
   };
 
   /** The group plus its active merged duplicates: the group ids whose events make up its history. */
@@ -379,7 +189,7 @@ export function createErrorGroupsRepo(db: Db) {
   }
 
   const inList = (ids: readonly string[]) => ids.map(() => '?').join(', ');
-  const USER_KEY = userKeySql('user_json');
+  const replayPage = db.prepare(`SELECT * FROM replays WHERE project_id = ? AND error_ids NOT IN ('', '[]') ORDER BY started_ms DESC, replay_id LIMIT ? OFFSET ?`);
   const bySeq = db.prepare(`SELECT g.*, ${STATE_COLS} FROM error_groups g ${STATE_JOIN} WHERE g.project_id = ? AND g.seq = ?`);
 
   /** A group by its short id (`WEB-2A`, any case): the base-36 sequence after the last dash, checked against the whole id. */
@@ -394,23 +204,16 @@ export function createErrorGroupsRepo(db: Db) {
 
   /*
    * Window counts read whole hours from the per-(group, hour, user) tallies and the edges from events.
-   * The two are separate statements (with control data in PostgreSQL the tallies live there, events
-   * in SQLite), combined so that only the edges' user keys travel: users = distinct keys of the hours
-   * + edge keys the hours do not hold.
+   * The two are separate reads (the tallies live with the groups, in PostgreSQL with control data
+   * there; the events in SQLite or ClickHouse), combined so that only the edges' user keys travel:
+   * users = distinct keys of the hours + edge keys the hours do not hold.
    */
-  const windowStmts = new Map<string, { edges: Statement; hours: Statement; overlap: Statement }>();
+  const windowStmts = new Map<string, { hours: Statement; overlap: Statement }>();
   function windowStmt(n: number) {
     let st = windowStmts.get(String(n));
     if (!st) {
       const ids = Array(n).fill('?').join(', ');
       st = {
-        // Events of [from, hStart) and [hEnd, to] (or all of [from, to]) per user key (NULL: no user).
-        // (Two ranges in a UNION ALL: each is an index range; an OR of the two could scan the group's events.)
-        edges: db.prepare(
-          `SELECT k, COUNT(*) AS n FROM (
-             SELECT ${USER_KEY} AS k FROM error_events WHERE project_id = ? AND group_id IN (${ids}) AND timestamp_ms >= ? AND timestamp_ms < ?
-             UNION ALL SELECT ${USER_KEY} AS k FROM error_events WHERE project_id = ? AND group_id IN (${ids}) AND timestamp_ms >= ? AND timestamp_ms <= ?) GROUP BY k`,
-        ),
         hours: db.prepare(
           `SELECT COALESCE(SUM(n), 0) AS events, COUNT(DISTINCT NULLIF(user_key, '')) AS users FROM error_group_hour_users WHERE group_id IN (${ids}) AND hour >= ? AND hour < ?`,
         ),
@@ -425,21 +228,21 @@ export function createErrorGroupsRepo(db: Db) {
   }
 
   /** Events and distinct users of groups `ids` with event times in [from, to], whole hours [hStart, hEnd) from the tallies. */
-  function windowCount(pid: number, ids: string[], from: number, to: number, hStart: number, hEnd: number): { events: number; users: number } {
-    const st = windowStmt(ids.length);
+  async function windowCount(pid: number, ids: string[], from: number, to: number, hStart: number, hEnd: number): Promise<{ events: number; users: number }> {
     const whole = hEnd > hStart;
-    // Without whole hours both edge ranges are the one range [from, to].
-    const edges = st.edges.all(pid, ...ids, from, whole ? hStart : from, pid, ...ids, whole ? hEnd : from, to) as { k: string | null; n: number }[];
-    let events = 0;
+    // Events of [from, hStart) and [hEnd, to] per user key; without whole hours, all of [from, to].
+    const edges = await events.userKeys(pid, ids, whole ? [{ lo: from, hi: hStart, closed: false }, { lo: hEnd, hi: to, closed: true }] : [{ lo: from, hi: to, closed: true }]);
+    let n = 0;
     const keys: string[] = [];
     for (const e of edges) {
-      events += e.n;
+      n += e.n;
       if (e.k !== null && e.k !== '') keys.push(e.k);
     }
-    if (!whole) return { events, users: keys.length };
+    if (!whole) return { events: n, users: keys.length };
+    const st = windowStmt(ids.length);
     const h = st.hours.get(...ids, hStart, hEnd) as { events: number; users: number };
     const shared = keys.length ? (st.overlap.get(...ids, hStart, hEnd, JSON.stringify(keys)) as { n: number }).n : 0;
-    return { events: events + h.events, users: h.users + keys.length - shared };
+    return { events: n + h.events, users: h.users + keys.length - shared };
   }
 
   function listWhere(f: GroupListFilter, skip?: 'service' | 'environment' | 'level'): { sql: string; args: unknown[] } {
@@ -561,7 +364,7 @@ export function createErrorGroupsRepo(db: Db) {
      * (migration 046), the partial hours at its two edges from the events themselves; distinct users
      * are the distinct keys of both, so the count stays exact.
      */
-    windowCounts(projectId: string, groupIds: readonly string[], fromMs?: number, toMs?: number): Map<string, { events: number; users: number }> {
+    async windowCounts(projectId: string, groupIds: readonly string[], fromMs?: number, toMs?: number): Promise<Map<string, { events: number; users: number }>> {
       const pid = Number(projectId);
       const from = fromMs ?? MIN_MS;
       const to = toMs ?? MAX_MS;
@@ -571,7 +374,7 @@ export function createErrorGroupsRepo(db: Db) {
       const out = new Map<string, { events: number; users: number }>();
       for (const id of groupIds) {
         const ids = eventGroupIds(projectId, id);
-        out.set(id, windowCount(pid, ids, from, to, hStart, hEnd));
+        out.set(id, await windowCount(pid, ids, from, to, hStart, hEnd));
       }
       return out;
     },
@@ -587,7 +390,7 @@ export function createErrorGroupsRepo(db: Db) {
      * event counted), then the event tags of the group's latest `sample` events (in the window when one
      * is given), each key with its most frequent values. Keys by events carrying them, at most `maxKeys`.
      */
-    tags(projectId: string, groupId: string, o: { fromMs?: number; toMs?: number; sample: number; maxKeys: number; maxValues: number }): { tags: TagBreakdown[]; sampled: number } {
+    async tags(projectId: string, groupId: string, o: { fromMs?: number; toMs?: number; sample: number; maxKeys: number; maxValues: number }): Promise<{ tags: TagBreakdown[]; sampled: number }> {
       const ids = eventGroupIds(projectId, groupId);
       const pid = Number(projectId);
       const out: TagBreakdown[] = [];
@@ -605,37 +408,32 @@ export function createErrorGroupsRepo(db: Db) {
           if (b) out.push({ ...b, key: kind });
         }
       }
-      const recent = `SELECT environment, service_name, release, tags FROM error_events WHERE project_id = ? AND group_id IN (${inList(ids)})
-        AND timestamp_ms >= ? AND timestamp_ms <= ? ORDER BY timestamp_ms DESC LIMIT ?`;
-      const args = [pid, ...ids, o.fromMs ?? MIN_MS, o.toMs ?? MAX_MS, o.sample];
-      const sampled = (db.prepare(`SELECT COUNT(*) AS n FROM (${recent})`).get(...args) as { n: number }).n;
+      const recent = await events.recent(pid, ids, o.fromMs ?? MIN_MS, o.toMs ?? MAX_MS, o.sample);
       if (windowed) {
         for (const [key, col] of [['environment', 'environment'], ['service', 'service_name'], ['release', 'release']] as const) {
-          const rows = db
-            .prepare(`SELECT ${col} AS value, COUNT(*) AS count FROM (${recent}) WHERE ${col} <> '' GROUP BY ${col} ORDER BY count DESC, value`)
-            .all(...args) as TagValueCount[];
-          const b = top(rows);
+          const b = top(countValues(recent.map((e) => e[col]).filter((v) => v !== '')));
           if (b) out.push({ ...b, key });
         }
       }
-      const tagRows = db
-        .prepare(
-          `SELECT t.key AS key, CAST(t.value AS TEXT) AS value, COUNT(*) AS count FROM (${recent}) e, json_each(e.tags) t
-           GROUP BY t.key, t.value ORDER BY t.key, count DESC, value`,
-        )
-        .all(...args) as { key: string; value: string; count: number }[];
-      const byKey = new Map<string, TagValueCount[]>();
-      for (const r of tagRows) {
-        if (['environment', 'service', 'release'].includes(r.key)) continue;
-        let l = byKey.get(r.key);
-        if (!l) byKey.set(r.key, (l = []));
-        l.push({ value: r.value, count: r.count });
+      // Each key's values counted over the sampled events, most frequent first (ties by value, as
+      // SQLite orders text: by UTF-8 bytes).
+      const perKey = new Map<string, string[]>();
+      for (const e of recent) {
+        const t = safeJson<Record<string, unknown>>(e.tags, {});
+        if (!t || typeof t !== 'object' || Array.isArray(t)) continue;
+        for (const [k, v] of Object.entries(t)) {
+          if (['environment', 'service', 'release'].includes(k) || v === null || v === undefined) continue;
+          let l = perKey.get(k);
+          if (!l) perKey.set(k, (l = []));
+          l.push(typeof v === 'string' ? v : typeof v === 'boolean' ? (v ? '1' : '0') : typeof v === 'object' ? JSON.stringify(v) : String(v));
+        }
       }
+      const byKey = new Map<string, TagValueCount[]>([...perKey].map(([k, vs]) => [k, countValues(vs)]));
       const eventTags = [...byKey.entries()]
         .map(([key, rows]) => ({ ...top(rows)!, key }))
         .sort((a, b) => b.total - a.total || a.key.localeCompare(b.key))
         .slice(0, Math.max(0, o.maxKeys - out.length));
-      return { tags: [...out, ...eventTags], sampled };
+      return { tags: [...out, ...eventTags], sampled: recent.length };
     },
 
     ref(projectId: string, groupId: string): GroupRef | undefined {
@@ -720,58 +518,29 @@ export function createErrorGroupsRepo(db: Db) {
     },
 
     /** The newest event of the group's history, with its stored payload. */
-    latestEvent(projectId: string, groupId: string): ErrorEventFull | undefined {
-      const ids = eventGroupIds(projectId, groupId);
-      const pid = Number(projectId);
-      // The latest event time per group id is one index seek; ordering by (time, received) in one
-      // query sorted every event of the group (~0.3 s for a group of 80k events).
-      let latest: number | null = null;
-      for (const id of ids) {
-        const t = s.latestTime.get(pid, id) as number | null;
-        if (t !== null && (latest === null || t > latest)) latest = t;
-      }
-      if (latest === null) return undefined;
-      const r = db
-        .prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND group_id IN (${inList(ids)}) AND timestamp_ms = ? ORDER BY received_ms DESC LIMIT 1`)
-        .get(pid, ...ids, latest) as any;
-      return r ? { ...eventFromRow(r), payload: safeJson(r.payload, null) } : undefined;
+    latestEvent(projectId: string, groupId: string): Promise<ErrorEventFull | undefined> {
+      return events.latestEvent(Number(projectId), eventGroupIds(projectId, groupId));
     },
 
-    event(projectId: string, eventId: string): ErrorEventFull | undefined {
-      const r = s.event.get(Number(projectId), eventId) as any;
-      return r ? { ...eventFromRow(r), payload: safeJson(r.payload, null) } : undefined;
+    event(projectId: string, eventId: string): Promise<ErrorEventFull | undefined> {
+      return events.event(Number(projectId), eventId);
     },
 
     /** The time of the group's earliest event within a window (for suspect commits of a regression window). */
-    firstEventIn(projectId: string, groupId: string, fromMs?: number, toMs?: number): number | null {
-      const ids = eventGroupIds(projectId, groupId);
-      const r = db
-        .prepare(`SELECT MIN(timestamp_ms) AS t FROM error_events WHERE project_id = ? AND group_id IN (${inList(ids)}) AND timestamp_ms >= ? AND timestamp_ms <= ?`)
-        .get(Number(projectId), ...ids, fromMs ?? MIN_MS, toMs ?? MAX_MS) as { t: number | null };
-      return r.t;
+    firstEventIn(projectId: string, groupId: string, fromMs?: number, toMs?: number): Promise<number | null> {
+      return events.firstEventIn(Number(projectId), eventGroupIds(projectId, groupId), fromMs ?? MIN_MS, toMs ?? MAX_MS);
     },
 
     /** Distinct trace ids of the group's events in the window, newest first (their spans: TracesReader.traceSummaries). */
-    relatedTraces(projectId: string, groupId: string, o: { fromMs?: number; toMs?: number; limit: number; offset: number }): { rows: RelatedTrace[]; total: number } {
-      const ids = eventGroupIds(projectId, groupId);
-      const pid = Number(projectId);
-      const where = `project_id = ? AND group_id IN (${inList(ids)}) AND trace_id IS NOT NULL AND trace_id <> '' AND timestamp_ms >= ? AND timestamp_ms <= ?`;
-      const args = [pid, ...ids, o.fromMs ?? MIN_MS, o.toMs ?? MAX_MS];
-      const total = (db.prepare(`SELECT COUNT(DISTINCT trace_id) AS n FROM error_events WHERE ${where}`).get(...args) as { n: number }).n;
-      const traces = db
-        .prepare(
-          `SELECT trace_id, COUNT(*) AS event_count, MIN(timestamp_ms) AS first_event_ms, MAX(timestamp_ms) AS last_event_ms FROM error_events WHERE ${where}
-           GROUP BY trace_id ORDER BY last_event_ms DESC, trace_id LIMIT ? OFFSET ?`,
-        )
-        .all(...args, o.limit, o.offset) as { trace_id: string; event_count: number; first_event_ms: number; last_event_ms: number }[];
-      return { rows: traces, total };
+    relatedTraces(projectId: string, groupId: string, o: { fromMs?: number; toMs?: number; limit: number; offset: number }): Promise<{ rows: RelatedTrace[]; total: number }> {
+      return events.relatedTraces(Number(projectId), eventGroupIds(projectId, groupId), { from: o.fromMs ?? MIN_MS, to: o.toMs ?? MAX_MS, limit: o.limit, offset: o.offset });
     },
 
     /**
      * Replays of the group: those whose error ids hold one of its events (`linked_by: 'error'`), then
      * replays of the group's environment overlapping the window (`linked_by: 'window'`). At most `limit`.
      */
-    replays(projectId: string, groupId: string, o: { fromMs: number; toMs: number; environment: string; limit: number }): LinkedReplay[] {
+    async replays(projectId: string, groupId: string, o: { fromMs: number; toMs: number; environment: string; limit: number }): Promise<LinkedReplay[]> {
       const ids = eventGroupIds(projectId, groupId);
       const pid = Number(projectId);
       const fromRow = (r: any, linked_by: LinkedReplay['linked_by']): LinkedReplay => ({
@@ -784,16 +553,33 @@ export function createErrorGroupsRepo(db: Db) {
         release: r.release,
         linked_by,
       });
-      const linked = (
-        db
-          .prepare(
-            `SELECT r.* FROM replays r WHERE r.project_id = ? AND EXISTS (
-               SELECT 1 FROM json_each(r.error_ids) e JOIN error_events ev ON ev.project_id = r.project_id AND ev.event_id = e.value
-               WHERE ev.group_id IN (${inList(ids)}))
-             ORDER BY r.started_ms DESC LIMIT ?`,
-          )
-          .all(pid, ...ids, o.limit) as any[]
-      ).map((r) => fromRow(r, 'error'));
+      // Replays holding error ids, newest first, a page at a time; each page's ids looked up in one
+      // read of the table naming events' groups (a separate store from the replays' with events in
+      // ClickHouse and their ids in PostgreSQL).
+      const linked: LinkedReplay[] = [];
+      const PAGE = 500;
+      for (let offset = 0; linked.length < o.limit; offset += PAGE) {
+        const page = replayPage.all(pid, PAGE, offset) as any[];
+        const errorIds = new Set<string>();
+        const lists = page.map((r) => {
+          const l = safeJson<unknown>(r.error_ids, []);
+          const ids = Array.isArray(l) ? l.filter((x): x is string => typeof x === 'string') : [];
+          for (const x of ids) errorIds.add(x);
+          return ids;
+        });
+        const known = errorIds.size
+          ? new Set(
+              db
+                .prepare(`SELECT DISTINCT event_id FROM ${eventIds} WHERE project_id = ? AND group_id IN (${inList(ids)}) AND event_id IN (SELECT value FROM json_each(?))`)
+                .pluck()
+                .all(pid, ...ids, JSON.stringify([...errorIds])) as string[],
+            )
+          : new Set<string>();
+        page.forEach((r, i) => {
+          if (linked.length < o.limit && lists[i]!.some((x) => known.has(x))) linked.push(fromRow(r, 'error'));
+        });
+        if (page.length < PAGE) break;
+      }
       const seen = new Set(linked.map((r) => r.replay_id));
       const room = o.limit - linked.length;
       if (room <= 0) return linked;
@@ -807,6 +593,14 @@ export function createErrorGroupsRepo(db: Db) {
         .slice(0, room)
         .map((r) => fromRow(r, 'window'));
       return [...linked, ...windowed];
+    },
+
+    /**
+     * With the events in ClickHouse, expired by whole days: the hourly tallies of the project's groups
+     * before `dayStartMs` (every event of those hours is gone). Returns the rows deleted.
+     */
+    expireHoursBefore(projectId: string, dayStartMs: number): number {
+      return db.prepare('DELETE FROM error_group_hour_users WHERE hour < ? AND group_id IN (SELECT id FROM error_groups WHERE project_id = ?)').run(dayStartMs, Number(projectId)).changes;
     },
 
     /** Other active groups of the project, most recent first (similar-group candidates). */
@@ -852,30 +646,9 @@ export function createErrorGroupsRepo(db: Db) {
      * counted up to SEARCH_TOTAL_CAP (or the end of the page, when further): an exact count read
      * every event of the window, ~1 s at 1M events; `capped` says there are more.
      */
-    searchEvents(projectId: string, o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number; limit: number; offset: number }): { rows: ErrorEventRow[]; total: number; capped: boolean } {
-      const c = compileEventTerms(o.terms);
-      const where = ['project_id = ?', ...c.sql];
-      const args: unknown[] = [Number(projectId), ...c.args];
-      if (o.fromMs !== undefined) {
-        where.push('timestamp_ms >= ?');
-        args.push(o.fromMs);
-      }
-      if (o.toMs !== undefined) {
-        where.push('timestamp_ms <= ?');
-        args.push(o.toMs);
-      }
-      const w = where.join(' AND ');
+    async searchEvents(projectId: string, o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number; limit: number; offset: number }): Promise<{ rows: ErrorEventRow[]; total: number; capped: boolean }> {
       const cap = Math.max(SEARCH_TOTAL_CAP, o.offset + o.limit);
-      const n = (db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM error_events WHERE ${w} LIMIT ?)`).get(...args, cap + 1) as { n: number }).n;
-      // Few matches (all counted): they are read by the index that found them and sorted (`+timestamp_ms`
-      // keeps the planner from walking the time index for the order, which reads every event of the
-      // window when a selective term such as user.id matches few or none). Many: the time index,
-      // newest first, stops at the page.
-      const order = n <= cap ? '+timestamp_ms DESC, event_id' : 'timestamp_ms DESC, event_id';
-      const rows = db
-        .prepare(`SELECT ${EVENT_COLUMNS} FROM error_events WHERE ${w} ORDER BY ${order} LIMIT ? OFFSET ?`)
-        .all(...args, o.limit, o.offset)
-        .map(eventFromRow);
+      const { rows, n } = await events.search(Number(projectId), { ...o, cap });
       return { rows, total: Math.min(n, cap), capped: n > cap };
     },
 
@@ -885,56 +658,13 @@ export function createErrorGroupsRepo(db: Db) {
      * LATENCY_MAX_AGE_MS after they happened (an SDK's offline cache flushed days later, an imported
      * backlog) say nothing about the pipeline and are left out.
      */
-    latency(projectId: string, o: { fromMs: number; toMs: number; service?: string; environment?: string }): LatencyRow[] {
-      return latencyFast(projectId, o) ?? this.latencyScan(projectId, o);
+    latency(projectId: string, o: { fromMs: number; toMs: number; service?: string; environment?: string }): Promise<LatencyRow[]> {
+      return events.latency(Number(projectId), o);
     },
 
-    /**
-     * events.latency straight from the events of the window (every one read and sorted): the
-     * reference the tallies' read is checked against, and what it falls back to.
-     */
+    /** events.latency from every event of the window in SQLite (the reference the tallies' read is checked against). */
     latencyScan(projectId: string, o: { fromMs: number; toMs: number; service?: string; environment?: string }): LatencyRow[] {
-      const where = ['project_id = ?', 'received_ms >= ?', 'received_ms <= ?', 'received_ms - timestamp_ms <= ?'];
-      const args: unknown[] = [Number(projectId), o.fromMs, o.toMs, LATENCY_MAX_AGE_MS];
-      if (o.service !== undefined) {
-        where.push('service_name = ?');
-        args.push(o.service);
-      }
-      if (o.environment !== undefined) {
-        where.push('environment = ?');
-        args.push(o.environment);
-      }
-      const w = where.join(' AND ');
-      const LAT = 'MAX(0, received_ms - timestamp_ms)';
-      // error_events_received covers these reads (one index range each). Per source, its latencies
-      // come back as plain numbers (pluck: a third of the cost of two-column rows) and are counted,
-      // summed and sorted here; an aggregate query beside it read the range once more.
-      const sources = (db.prepare(`SELECT DISTINCT source FROM error_events WHERE ${w}`).pluck().all(...args) as string[]).sort();
-      const values = db.prepare(`SELECT ${LAT} FROM error_events WHERE ${w} AND source = ?`).pluck();
-      return sources.map((source) => {
-        const v = values.all(...args, source) as number[];
-        let max = -Infinity;
-        let sum = 0;
-        let comp = 0;
-        for (const x of v) {
-          if (x > max) max = x;
-          // Kahan–Babuška–Neumaier summation, as SQLite's AVG sums.
-          const t = sum + x;
-          comp += Math.abs(sum) >= Math.abs(x) ? sum - t + x : x - t + sum;
-          sum = t;
-        }
-        const a = Float64Array.from(v).sort();
-        const n = a.length;
-        return {
-          source,
-          count: n,
-          p50_ms: a[nearestRankIndex(n, 50)]!,
-          p95_ms: a[nearestRankIndex(n, 95)]!,
-          p99_ms: a[nearestRankIndex(n, 99)]!,
-          max_ms: max,
-          avg_ms: Math.round(((sum + comp) / n) * 1000) / 1000,
-        };
-      });
+      return latencyScan(db, Number(projectId), o);
     },
   };
 }

@@ -7,6 +7,7 @@ import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
 import { hourOf } from './migrations/046-error-group-hours.js';
 import { LatencyTally, latencyTallyWriter } from './error-latency.js';
+import type { StoredErrorEvent } from './clickhouse/error-events.js';
 
 export interface ErrorGroupRow {
   id: string;
@@ -56,7 +57,15 @@ export function shortId(projectSlug: string, seq: number): string {
  * A merged duplicate keeps its fingerprint; its later events count on the canonical group
  * (spec, States and transitions).
  */
-export function createErrorsIngestRepo(db: Db) {
+export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink } = {}) {
+  /*
+   * With error events in ClickHouse (`events`), an event's id goes into `error_event_ids` here (new
+   * or not is decided in this transaction, as INSERT OR IGNORE into error_events decides it) and the
+   * event to the sink, which inserts it after the commit. events.latency then reads the events in
+   * ClickHouse: no latency tallies are kept.
+   */
+  const sink = opts.events;
+  const eventIds = sink ? 'error_event_ids' : 'error_events';
   const s = {
     byFingerprint: db.prepare('SELECT id, short_id, title, level, service_name, environment, status, merged_into FROM error_groups WHERE project_id = ? AND fingerprint = ?'),
     byId: db.prepare('SELECT id, short_id, title, level, service_name, environment, status, merged_into FROM error_groups WHERE project_id = ? AND id = ?'),
@@ -64,9 +73,7 @@ export function createErrorsIngestRepo(db: Db) {
     insertGroup: db.prepare(`INSERT INTO error_groups (id, project_id, seq, short_id, fingerprint, grouping_method, type, title, culprit, level,
       service_name, environment, first_seen, last_seen, event_count, updated_at)
       VALUES (@id, @project_id, @seq, @short_id, @fingerprint, @grouping_method, @type, @title, @culprit, @level, @service_name, @environment, @ts, @ts, 0, @now)`),
-    insertEvent: db.prepare(`INSERT OR IGNORE INTO error_events (project_id, event_id, group_id, fingerprint_group_id, timestamp_ms, received_ms, source, platform,
-      level, type, message, title, service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json, payload)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    insertEvent: db.prepare(`INSERT OR IGNORE INTO error_events (${EVENT_ROW_COLUMNS.join(', ')}) VALUES (${EVENT_ROW_COLUMNS.map(() => '?').join(', ')})`),
     // A resolved group that gets an event is unresolved at once (a second event of the same batch must not reopen it again).
     reopen: db.prepare(`UPDATE error_groups SET status = 'unresolved', updated_at = ? WHERE id = ? AND status = 'resolved'`),
     // One UPDATE per group per batch with the batch's tally (SET expressions all see the row before the update).
@@ -78,7 +85,8 @@ export function createErrorsIngestRepo(db: Db) {
       updated_at = @now WHERE id = @id`),
     // Rollups kept beside the group in the same transaction (migration 034): reads never scan events.
     exists: db.prepare('SELECT 1 FROM error_groups WHERE project_id = ? AND id = ?'),
-    groupOfEvent: db.prepare('SELECT group_id FROM error_events WHERE project_id = ? AND event_id = ?'),
+    groupOfEvent: db.prepare(`SELECT group_id FROM ${eventIds} WHERE project_id = ? AND event_id = ?`),
+    insertId: db.prepare('INSERT OR IGNORE INTO error_event_ids (project_id, event_id, group_id, timestamp_ms) VALUES (?, ?, ?, ?)'),
   };
 
   /*
@@ -89,7 +97,7 @@ export function createErrorsIngestRepo(db: Db) {
    */
   const tallies = batchTallies(newTally, (into, from) => into.merge(from), (t) => write(t));
 
-  const writeLatency = latencyTallyWriter(db);
+  const writeLatency = sink ? () => {} : latencyTallyWriter(db);
   /*
    * The batch's rollup rows go in multi-row statements (up to ROWS a statement, one statement cached
    * per row count): with error groups in PostgreSQL each statement is a round trip.
@@ -175,13 +183,19 @@ export function createErrorsIngestRepo(db: Db) {
       }
       const own = g.id;
       const effective = g.merged_into ?? own;
-      const info = s.insertEvent.run(
-        pid, e.event_id, effective, own, e.timestamp_ms, e.received_ms, e.source, e.platform, e.level,
-        json ? json.type : e.exceptions.length ? e.exceptions[e.exceptions.length - 1]!.type : key.type, e.message, key.title,
-        e.service_name, e.environment, e.release, e.transaction, e.server_name, e.trace_id, e.span_id,
-        json ? json.tags : JSON.stringify(e.tags), json ? json.user : e.user ? JSON.stringify(e.user) : null, json ? json.payload : JSON.stringify(e.payload),
-      );
-      if (info.changes > 0) {
+      const row: StoredErrorEvent = {
+        project_id: pid, event_id: e.event_id, group_id: effective, fingerprint_group_id: own, timestamp_ms: e.timestamp_ms, received_ms: e.received_ms,
+        source: e.source, platform: e.platform, level: e.level, type: json ? json.type : e.exceptions.length ? e.exceptions[e.exceptions.length - 1]!.type : key.type,
+        message: e.message, title: key.title, service_name: e.service_name, environment: e.environment, release: e.release, transaction_name: e.transaction,
+        server_name: e.server_name, trace_id: e.trace_id, span_id: e.span_id, tags: json ? json.tags : JSON.stringify(e.tags),
+        user_json: json ? json.user : e.user ? JSON.stringify(e.user) : null, payload: json ? json.payload : JSON.stringify(e.payload),
+      };
+      let isNew: boolean;
+      if (sink) {
+        isNew = s.insertId.run(pid, row.event_id, effective, row.timestamp_ms).changes > 0;
+        if (isNew) sink.add(row);
+      } else isNew = s.insertEvent.run(...EVENT_ROW_COLUMNS.map((c) => row[c])).changes > 0;
+      if (isNew) {
         inserted++;
         const target = effective === own ? g : (s.byId.get(pid, effective) as GroupHead | undefined);
         if (target?.status === 'resolved') {
@@ -342,6 +356,17 @@ function newTally(): Tally {
     },
   };
 }
+
+/** Where events go instead of SQLite's `error_events` (ClickHouse's store: held until the write batch commits). */
+export interface ErrorEventSink {
+  add(e: StoredErrorEvent): void;
+}
+
+/** An error event's stored columns, in `error_events` order. */
+export const EVENT_ROW_COLUMNS = [
+  'project_id', 'event_id', 'group_id', 'fingerprint_group_id', 'timestamp_ms', 'received_ms', 'source', 'platform', 'level', 'type', 'message', 'title',
+  'service_name', 'environment', 'release', 'transaction_name', 'server_name', 'trace_id', 'span_id', 'tags', 'user_json', 'payload',
+] as const satisfies readonly (keyof StoredErrorEvent)[];
 
 /** An event's JSON columns, serialized where it was decoded; `type` is the raised exception's type (else the key's). */
 export interface EventJson {

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { createSqliteErrorEventsReader, type ErrorEventsReader } from './error-events-read.js';
 import type { Statement } from 'better-sqlite3';
 import type { Attributes } from '../domain/telemetry-types.js';
 import type { MapSpan } from '../domain/traces/service-map.js';
@@ -272,7 +273,9 @@ function* mergeNewestFirst<R extends { start_ms: number }>(cursors: Iterator<R>[
   }
 }
 
-export function createTracesReadRepo(db: Db) {
+export function createTracesReadRepo(db: Db, opts: { errorEvents?: ErrorEventsReader } = {}) {
+  // A trace's error events are read where they are stored: SQLite, or ClickHouse (issue 20).
+  const errorEvents = opts.errorEvents ?? createSqliteErrorEventsReader(db);
   const cache = new Map<string, Statement>();
   /** Statements vary with the optional filters; each variant is prepared once. */
   const stmt = (sql: string): Statement => {
@@ -310,8 +313,6 @@ export function createTracesReadRepo(db: Db) {
     nextOp: db.prepare(`SELECT min(operation) FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation > ? AND ${ENTRY}`).pluck(),
     hasOp: db.prepare(`SELECT 1 FROM spans ${BY_ENTRY} WHERE project_id = ? AND service_name = ? AND operation = ? AND ${ENTRY} LIMIT 1`).pluck(),
     rowTrace: db.prepare(`SELECT ${idTextSql('trace_id')} FROM spans WHERE rowid = ?`).pluck(),
-    traceErrorEvents: db.prepare(`SELECT group_id, count(*) AS n, min(timestamp_ms) AS first_ms, max(timestamp_ms) AS last_ms, group_concat(DISTINCT span_id) AS span_ids
-      FROM error_events WHERE trace_id = ? AND project_id = ? GROUP BY group_id`),
     group: db.prepare(`SELECT id, short_id, title, type, culprit, level, status, service_name, first_seen, last_seen, merged_into
       FROM error_groups WHERE project_id = ? AND id = ?`),
     sample: db
@@ -515,15 +516,15 @@ export function createTracesReadRepo(db: Db) {
      * Error groups whose events carry the trace id; events counted on a merged duplicate count on
      * the group it is merged into. Most events first.
      */
-    traceErrorGroups(projectId: string, traceId: string): TraceErrorGroupRow[] {
+    async traceErrorGroups(projectId: string, traceId: string): Promise<TraceErrorGroupRow[]> {
       const pid = Number(projectId);
-      const events = s.traceErrorEvents.all(traceId, pid) as { group_id: string; n: number; first_ms: number; last_ms: number; span_ids: string | null }[];
+      const events = await errorEvents.traceGroups(pid, traceId);
       const out = new Map<string, TraceErrorGroupRow>();
       for (const e of events) {
         let g = s.group.get(pid, e.group_id) as any;
         if (!g) continue;
         if (g.merged_into) g = (s.group.get(pid, g.merged_into) as any) ?? g;
-        const spans = e.span_ids ? e.span_ids.split(',') : [];
+        const spans = e.span_ids;
         const prev = out.get(g.id);
         if (prev) {
           prev.trace_event_count += e.n;
@@ -606,7 +607,7 @@ export type TracesReader = {
   [K in Exclude<keyof TracesReadRepo, 'spansAfter'>]: TracesReadRepo[K] extends (...a: infer A) => Generator<infer Y>
     ? (...a: A) => AsyncIterable<Y>
     : TracesReadRepo[K] extends (...a: infer A) => infer R
-      ? (...a: A) => Promise<R>
+      ? (...a: A) => Promise<Awaited<R>>
       : never;
 } & {
   /** {@link TracesReadRepo.groupLastSeen} of each group, in the order given. */

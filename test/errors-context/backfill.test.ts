@@ -22,7 +22,7 @@ afterEach(() => {
 const T0 = Date.UTC(2026, 0, 1);
 
 describe('migration 034', () => {
-  it('backfills environments, services, releases and distinct users of existing groups', () => {
+  it('backfills environments, services, releases and distinct users of existing groups', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sightline-034-'));
     dirs.push(dir);
     const raw = new Database(join(dir, 'db.sqlite'));
@@ -71,7 +71,7 @@ describe('migration 034', () => {
     expect(g('g1')).toEqual({ first_release: '1.0', last_release: '1.2', user_count: 3 });
     const read = createErrorGroupsRepo(raw);
     expect(read.places(['g1']).get('g1')!.environments).toEqual(['preview', 'production', 'staging']); // most events first (2 each), then by name
-    expect(read.windowCounts('1', ['g1'], T0 + 500, T0 + 5000).get('g1')).toEqual({ events: 5, users: 3 });
+    expect((await read.windowCounts('1', ['g1'], T0 + 500, T0 + 5000)).get('g1')).toEqual({ events: 5, users: 3 });
     raw.close();
   });
 });

@@ -79,7 +79,7 @@ describe('sessions', () => {
     ].join('\n');
     const r = await fetch(`${t.url}/ingest/api/${t.projectId}/envelope/?sentry_key=${t.keys.ingest}`, { method: 'POST', body: envelope });
     expect(r.status).toBe(200);
-    expect(t.s.services.analytics.session(t.projectId, 'sess-r')).toMatchObject({ replay_id: replayId, error_event_ids: [errorId], people: ['d:d-8'], identified: false });
-    expect(t.s.services.analytics.session(t.projectId, 'no-such-session')).toBeNull();
+    expect(await t.s.services.analytics.session(t.projectId, 'sess-r')).toMatchObject({ replay_id: replayId, error_event_ids: [errorId], people: ['d:d-8'], identified: false });
+    expect(await t.s.services.analytics.session(t.projectId, 'no-such-session')).toBeNull();
   });
 });

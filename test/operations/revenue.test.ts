@@ -268,7 +268,7 @@ describe('revenue reads', () => {
     const groupId = groups.body.data[0].id;
     const res = await get('/revenue/impact', { target: 'issue', id: groupId });
     expect(res.body).toMatchObject({ status: 'estimated', sessions: 1, identified_sessions: 1, low: round2(50 * USD_PER_EUR), high: round2(50 * USD_PER_EUR) });
-    expect(t.s.services.analytics.session(t.projectId, 'sess-b')?.error_event_ids).toEqual(['a'.repeat(32)]);
+    expect((await t.s.services.analytics.session(t.projectId, 'sess-b'))?.error_event_ids).toEqual(['a'.repeat(32)]);
   });
 
   it('impact answers 404 for an unknown issue, release or incident (incidents are not built yet)', async () => {

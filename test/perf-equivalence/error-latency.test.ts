@@ -113,7 +113,7 @@ function windows(): [number, number][] {
   return w;
 }
 
-function compareAll(label: string) {
+async function compareAll(label: string) {
   let compared = 0;
   for (const [fromMs, toMs] of windows()) {
     for (const pid of ['1', '2']) {
@@ -130,7 +130,7 @@ function compareAll(label: string) {
             if (got!.length) compared++;
           } else {
             expect(got, at).toBeNull();
-            expect(groups.latency(pid, o), at).toEqual(expected);
+            expect(await groups.latency(pid, o), at).toEqual(expected);
           }
         }
     }
@@ -161,23 +161,23 @@ describe('events.latency from latency bucket tallies', () => {
 
   it('answers as reading every event does, after ingest and after expiry, and the tallies equal a rebuild', async () => {
     await ingestSome(3000);
-    expect(compareAll('ingest')).toBeGreaterThan(200);
+    expect(await compareAll('ingest')).toBeGreaterThan(200);
     const kept = tallies();
     backfillErrorLatency(db);
     expect(tallies()).toEqual(kept);
     // Expiry by event time, in small batches, the cutoff inside an hour.
     while (retention.expireBatch(errorTarget, '1', T0 + 3 * HOUR + 1234.5, 37) > 0);
     while (retention.expireBatch(errorTarget, '2', T0 + 30 * HOUR + 17, 41) > 0);
-    expect(compareAll('expiry')).toBeGreaterThan(100);
+    expect(await compareAll('expiry')).toBeGreaterThan(100);
     const afterExpiry = tallies();
     backfillErrorLatency(db);
     expect(tallies()).toEqual(afterExpiry);
     // More ingest after expiry, then everything of project 2 expires: no rows are left for it.
     await ingestSome(600);
-    expect(compareAll('ingest after expiry')).toBeGreaterThan(100);
+    expect(await compareAll('ingest after expiry')).toBeGreaterThan(100);
     while (retention.expireBatch(errorTarget, '2', T0 + 100 * HOUR, 50) > 0);
     expect(db.prepare('SELECT COUNT(*) FROM error_latency_tallies WHERE project_id = 2').pluck().get()).toBe(0);
-    compareAll('all expired');
+    await compareAll('all expired');
   }, 120_000);
 
   it('reads the bucket of a rank from the latency index', () => {

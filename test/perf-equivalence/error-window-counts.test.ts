@@ -93,19 +93,19 @@ function windows(): [number | undefined, number | undefined][] {
   return out;
 }
 
-function checkAll() {
+async function checkAll() {
   for (const fp of FPS) {
     const id = gid(fp);
     if (!id) continue;
     for (const [from, to] of windows()) {
-      expect({ fp, from, to, ...groups.windowCounts('1', [id], from, to).get(id) }).toEqual({ fp, from, to, ...(reference(id, from, to) as object) });
+      expect({ fp, from, to, ...(await groups.windowCounts('1', [id], from, to)).get(id) }).toEqual({ fp, from, to, ...(reference(id, from, to) as object) });
     }
     // The latest event of the group's history (read by one seek per group id): the newest by event time, then received time.
     const ids = [id, ...(db.prepare('SELECT id FROM error_groups WHERE merged_into = ?').pluck().all(id) as string[])];
     const newest = db
       .prepare(`SELECT timestamp_ms, received_ms FROM error_events WHERE group_id IN (${ids.map(() => '?').join(', ')}) ORDER BY timestamp_ms DESC, received_ms DESC LIMIT 1`)
       .get(...ids) as { timestamp_ms: number; received_ms: number } | undefined;
-    const latest = groups.latestEvent('1', id);
+    const latest = await groups.latestEvent('1', id);
     expect(latest ? { timestamp_ms: latest.timestamp_ms, received_ms: latest.received_ms } : undefined).toEqual(newest);
   }
   // The tallies are what rebuilding them from the stored events gives (rows at 0 are gone).
@@ -120,27 +120,27 @@ function checkAll() {
 describe('error group window counts from hourly tallies', () => {
   it('equal a count over the events after ingest, merge, unmerge and expiry', async () => {
     await ingestSome(600);
-    expect(groups.windowCounts('1', [gid('fa')], T0, T0 + 8 * HOUR).get(gid('fa'))!.events).toBeGreaterThan(50);
-    checkAll();
+    expect((await groups.windowCounts('1', [gid('fa')], T0, T0 + 8 * HOUR)).get(gid('fa'))!.events).toBeGreaterThan(50);
+    await checkAll();
 
     // Merge: fb and fc into fa; their new events count on fa (fingerprint group kept).
     expect(groups.merge('1', gid('fa'), [gid('fb'), gid('fc')], T0).ok).toBe(true);
     await ingestSome(300);
-    checkAll();
+    await checkAll();
 
     // Unmerge fc: the events it had stay its own, those counted on fa while merged stay fa's.
     expect(groups.unmerge('1', gid('fc'), T0).ok).toBe(true);
     await ingestSome(200);
-    checkAll();
+    await checkAll();
 
     // Expiry in small batches, the cutoff inside an hour.
     const cutoff = T0 + 2 * HOUR + 1_234_567.5;
     while (retention.expireBatch(errorTarget, '1', cutoff, 17) > 0);
     expect(db.prepare('SELECT COUNT(*) FROM error_events WHERE timestamp_ms < ?').pluck().get(cutoff)).toBe(0);
-    checkAll();
+    await checkAll();
     while (retention.expireBatch(errorTarget, '1', T0 + 5 * HOUR, 50) > 0);
     await ingestSome(100);
-    checkAll();
+    await checkAll();
   });
 });
 
@@ -169,7 +169,7 @@ describe('events.search pages and capped totals', () => {
     for (const [q, where, args] of cases) {
       const every = all(where, args);
       for (const [limit, offset] of [[50, 0], [7, 3], [100, 950], [100, 1000], [20, 5000]] as const) {
-        const r = groups.searchEvents('1', { terms: parseEventQuery(q, T0).terms, limit, offset });
+        const r = await groups.searchEvents('1', { terms: parseEventQuery(q, T0).terms, limit, offset });
         expect({ q, limit, offset, ids: r.rows.map((e) => e.event_id) }).toEqual({ q, limit, offset, ids: every.slice(offset, offset + limit) });
         const cap = Math.max(1000, offset + limit);
         expect({ q, limit, offset, total: r.total, capped: r.capped }).toEqual({ q, limit, offset, total: Math.min(every.length, cap), capped: every.length > cap });
@@ -192,7 +192,7 @@ describe('events.latency in one pass', () => {
         const at = (p: number) => db.prepare(`SELECT ${LAT} FROM error_events WHERE ${where} AND source = ? ORDER BY 1 LIMIT 1 OFFSET ?`).pluck().get(...args, r.source, Math.min(r.count, Math.max(1, Math.ceil((p / 100) * r.count))) - 1);
         return { ...r, p50_ms: at(50), p95_ms: at(95), p99_ms: at(99), avg_ms: Math.round(r.avg_ms * 1000) / 1000 };
       });
-      expect(groups.latency('1', { fromMs: from, toMs: to, service })).toEqual(expected);
+      expect(await groups.latency('1', { fromMs: from, toMs: to, service })).toEqual(expected);
     }
   });
 });

@@ -7,6 +7,8 @@ import { createLogsReadRepo } from '../logs-read-repo.js';
 import { storedLogRow } from './log-store.js';
 import { storedMetricRow, type StoredMetricPoint } from './metric-store.js';
 import { insertByPartition, insertResults, type ChMonitorResultRow } from './monitor-results.js';
+import { chErrorEventRow, insertErrorEvents, type StoredErrorEvent } from './error-events.js';
+import { EVENT_ROW_COLUMNS } from '../errors-repo.js';
 
 export interface CopyReport {
   spans: number;
@@ -197,4 +199,48 @@ export async function copyMonitorResultsToClickHouse(db: Db, engine: ChEngine, o
   for (let i = 0; i < rest.length; i += batch) await insertByPartition(engine, 'monitor_daily', rest.slice(i, i + batch), (r) => Math.floor(r.day / 28));
   for (const r of rest) monitors.add(r.monitor_id);
   return { monitor_results: copied, monitors: monitors.size, ms: Date.now() - t0 };
+}
+
+export interface ErrorEventCopyReport {
+  error_events: number;
+  projects: number;
+  ms: number;
+}
+
+/**
+ * The error events' part of `sightline migrate --to-clickhouse`: copies every error event of the
+ * SQLite database into ClickHouse's `error_events` (schema.ts migration 7, with the columns the reads
+ * compare, as the store derives them) and its id into `error_event_ids` of `ids` (the store holding
+ * the groups: this database, or PostgreSQL's through a split database), by (project, event id),
+ * `batch` events per insert. Refuses when ClickHouse already holds error events. Groups, their
+ * rollups and hourly tallies are not touched: they already count these events. The SQLite rows stay;
+ * retention removes them in time.
+ */
+export async function copyErrorEventsToClickHouse(db: Db, engine: ChEngine, opts: { ids?: Db; batch?: number; onProgress?: (copied: number) => void } = {}): Promise<ErrorEventCopyReport> {
+  const t0 = Date.now();
+  await migrateClickHouse(engine);
+  const [held] = await engine.query<{ n: number }>('SELECT count() AS n FROM error_events');
+  if (Number(held?.n ?? 0) > 0) throw new CopyRefusedError(`ClickHouse already holds ${Number(held!.n)} error events; copying again would duplicate them`);
+  const ids = opts.ids ?? db;
+  const page = db.prepare(`SELECT ${EVENT_ROW_COLUMNS.join(', ')} FROM error_events WHERE (project_id, event_id) > (?, ?) ORDER BY project_id, event_id LIMIT ?`);
+  const addId = ids.prepare('INSERT OR IGNORE INTO error_event_ids (project_id, event_id, group_id, timestamp_ms) VALUES (?, ?, ?, ?)');
+  const addIds = ids.transaction((rows: StoredErrorEvent[]) => {
+    for (const r of rows) addId.run(r.project_id, r.event_id, r.group_id, r.timestamp_ms);
+  });
+  const batch = opts.batch ?? 20_000;
+  const projects = new Set<number>();
+  let after: [number, string] = [-1, ''];
+  let copied = 0;
+  for (;;) {
+    const rows = page.all(...after, batch) as StoredErrorEvent[];
+    if (!rows.length) break;
+    for (const r of rows) projects.add(r.project_id);
+    await insertErrorEvents(engine, rows.map(chErrorEventRow)); // a failure stops the copy with its error
+    addIds(rows);
+    copied += rows.length;
+    const last = rows[rows.length - 1]!;
+    after = [last.project_id, last.event_id];
+    opts.onProgress?.(copied);
+  }
+  return { error_events: copied, projects: projects.size, ms: Date.now() - t0 };
 }

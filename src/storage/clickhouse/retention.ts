@@ -79,8 +79,21 @@ export function expireClickHouseMetricPoints(engine: ChEngine, cutoffs: { projec
   return expireByDay(engine, 'metric_points', cutoffs);
 }
 
+/**
+ * Expiry of the error events kept in ClickHouse (table `error_events`, schema.ts migration 7), with
+ * each project's error event retention, as {@link expireClickHouseLogs}: whole UTC days of event
+ * time. What goes with them beside the groups (the hourly tallies of the hours before each cutoff's
+ * day, the ids) is the caller's (server.ts). Returns the events expired.
+ */
+export function expireClickHouseErrorEvents(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  return expireByDay(engine, 'error_events', cutoffs, 'timestamp_ms');
+}
+
+/** The start of the UTC day of a cutoff: what ClickHouse day expiry keeps from. */
+export const expiryDayStart = dayStart;
+
 /** Day partitions every cutoff passed are dropped; a later project cutoff deletes by a mutation. */
-async function expireByDay(engine: ChEngine, table: 'logs' | 'metric_points', cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+async function expireByDay(engine: ChEngine, table: string, cutoffs: { projectId: string; cutoffMs: number }[], time = 'time_ms'): Promise<number> {
   if (!cutoffs.length) return 0;
   const days = cutoffs.map((c) => ({ pid: Number(c.projectId), cut: dayStart(c.cutoffMs) }));
   const global = Math.min(...days.map((d) => d.cut));
@@ -96,7 +109,7 @@ async function expireByDay(engine: ChEngine, table: 'logs' | 'metric_points', cu
   }
   for (const d of days) {
     if (d.cut <= global) continue;
-    const cond = `project_id = ${lit(d.pid)} AND time_ms < ${lit(d.cut)}`;
+    const cond = `project_id = ${lit(d.pid)} AND ${time} < ${lit(d.cut)}`;
     const [c] = await engine.query<{ n: number }>(`SELECT count() AS n FROM ${table} WHERE ${cond}`);
     if (!c || !Number(c.n)) continue;
     await engine.command(`ALTER TABLE ${table} DELETE WHERE ${cond}`);

@@ -253,6 +253,48 @@ export const CH_MIGRATIONS: ChMigration[] = [
         FROM monitor_results WHERE status != 'in_progress'`,
     ],
   },
+  {
+    version: 7,
+    name: 'error_events',
+    statements: [
+      // Error events (SQLite's `error_events`; error-events.ts), one row per event whose id was new
+      // to `error_event_ids` (kept with the groups). Ordered by project, group and event time: a
+      // group's history is a primary-key range. Beside the stored columns, what SQLite computes from
+      // JSON when it reads: the user's distinct key and fields, the tags as key/value arrays and each
+      // value's number (NULL when it holds no digit) for tag comparisons. Day partitions of event time.
+      `CREATE TABLE IF NOT EXISTS error_events (
+        project_id UInt32,
+        group_id String,
+        timestamp_ms Float64,
+        event_id String,
+        fingerprint_group_id String,
+        received_ms Float64,
+        source String,
+        platform String,
+        level String,
+        type String,
+        message String,
+        title String,
+        service_name String,
+        environment String,
+        release String,
+        transaction_name String,
+        server_name String,
+        trace_id Nullable(String),
+        span_id Nullable(String),
+        tags String,
+        tag_keys Array(String),
+        tag_values Array(String),
+        tag_nums Array(Nullable(Float64)),
+        user_json Nullable(String),
+        user_key String,
+        user_id String,
+        user_email String,
+        user_username String,
+        payload String
+      ) ENGINE = MergeTree PARTITION BY ${DAY('timestamp_ms')} ORDER BY (project_id, group_id, timestamp_ms)`,
+    ],
+  },
 ];
 
 /** Applies the migrations not yet recorded; safe to run from several processes (statements are idempotent). */

@@ -24,6 +24,8 @@ export const CONTROL_TABLES: ReadonlySet<string> = new Set([
   // PostgreSQL migration 3: error groups (one per fingerprint, shared by every process) with their
   // state and the rollups updated with them in each ingest transaction.
   'error_groups', 'error_group_user_state', 'triage_runs', 'error_group_dims', 'error_group_users', 'error_group_hour_users',
+  // PostgreSQL migration 4: the ids of error events stored in ClickHouse (which are new, their groups).
+  'error_event_ids',
 ]);
 
 /** The control tables a credential or project check reads: a change to any of them moves `control_version`. */
