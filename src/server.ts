@@ -7,6 +7,7 @@ import { loadConfig, type AppConfig } from './core/config.js';
 import { createCore, type Core } from './core/invoke.js';
 import type { ChEngine } from './storage/clickhouse/client.js';
 import { expireClickHouseLogs, expireClickHouseMetricPoints, expireClickHouseSpans } from './storage/clickhouse/retention.js';
+import { expireClickHouseCaptureEvents } from './storage/clickhouse/retention.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { openSyncPg, type SyncPg } from './storage/postgres/sync-client.js';
@@ -186,6 +187,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
           { kind: 'spans', expire: (cutoffs) => expireClickHouseSpans(ch.engine, cutoffs) },
           { kind: 'logs', expire: (cutoffs) => expireClickHouseLogs(ch.engine, cutoffs) },
           { kind: 'metric_points', expire: (cutoffs) => expireClickHouseMetricPoints(ch.engine, cutoffs) },
+          { kind: 'capture_events', expire: (cutoffs) => expireClickHouseCaptureEvents(ch.engine, cutoffs) },
         ]
       : [],
   });
@@ -315,6 +317,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
         await services.clickhouse.spans.flush().catch((err) => log.error({ err }, 'ClickHouse: spans not flushed at close'));
         await services.clickhouse.logs.flush().catch((err) => log.error({ err }, 'ClickHouse: logs not flushed at close'));
         await services.clickhouse.metrics.flush().catch((err) => log.error({ err }, 'ClickHouse: metric points not flushed at close'));
+        await services.clickhouse.captures?.flush().catch((err) => log.error({ err }, 'ClickHouse: capture events not flushed at close'));
         await services.clickhouse.engine.close();
       }
       db.close();

@@ -22,6 +22,7 @@ import { createChLogsReader } from '../storage/clickhouse/logs-read.js';
 import { createChMetricStore, type ChMetricStore } from '../storage/clickhouse/metric-store.js';
 import { createChMetricsReader } from '../storage/clickhouse/metrics-read.js';
 import { createChMonitorResults } from '../storage/clickhouse/monitor-results.js';
+import { createChCaptureStore, type ChCaptureStore } from '../storage/clickhouse/capture-store.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
@@ -79,7 +80,7 @@ export interface Services {
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
   /** Set when spans, logs, metric points and monitor results go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span, log and metric stores (flush, close). */
-  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore };
+  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore; captures?: ChCaptureStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
@@ -158,6 +159,8 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     ch.logs = createChLogStore(ch.engine);
     ch.metrics = createChMetricStore(ch.engine);
   }
+  // With ClickHouse, product-analytics capture events too (persons, sessions and touches stay here).
+  const captures = ch ? createChCaptureStore(ch.engine) : undefined;
   const errorsIngest = createErrorsIngestRepo(db);
   const ingestMisc = createIngestMiscRepo(db);
   const jobs = createJobsRepo(db);
@@ -208,8 +211,8 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     tokenResolvers: [],
     // With ClickHouse, log records and metric points skip SQLite entirely (rows, full text, catalogue and rollups).
     telemetry: metricsTo(logsTo(withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))), ch?.logs), ch?.metrics),
-    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant] : [])]),
-    ...(ch ? { clickhouse: ch } : {}),
+    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant] : []), ...(captures ? [captures.participant] : [])]),
+    ...(ch ? { clickhouse: { ...ch, captures } } : {}),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
     logsRead: ch ? createChLogsReader(ch.engine) : asyncLogsReader(createLogsReadRepo(db)),
@@ -222,7 +225,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     ai,
     releases: createReleasesRepo(db),
     revenue,
-    analytics: createAnalyticsRepo(db),
+    analytics: createAnalyticsRepo(db, captures),
     revenueCache,
     payments: createPaymentsService(revenue, config, revenueCache),
     remote: createRemoteRepo(db),

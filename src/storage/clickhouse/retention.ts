@@ -79,8 +79,16 @@ export function expireClickHouseMetricPoints(engine: ChEngine, cutoffs: { projec
   return expireByDay(engine, 'metric_points', cutoffs);
 }
 
+/**
+ * Expiry of the product-analytics capture events kept in ClickHouse (table `capture_events`,
+ * schema.ts migration 9), with each project's capture event retention, as {@link expireClickHouseLogs}.
+ */
+export function expireClickHouseCaptureEvents(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  return expireByDay(engine, 'capture_events', cutoffs, 'ts');
+}
+
 /** Day partitions every cutoff passed are dropped; a later project cutoff deletes by a mutation. */
-async function expireByDay(engine: ChEngine, table: 'logs' | 'metric_points', cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+async function expireByDay(engine: ChEngine, table: 'logs' | 'metric_points' | 'capture_events', cutoffs: { projectId: string; cutoffMs: number }[], time = 'time_ms'): Promise<number> {
   if (!cutoffs.length) return 0;
   const days = cutoffs.map((c) => ({ pid: Number(c.projectId), cut: dayStart(c.cutoffMs) }));
   const global = Math.min(...days.map((d) => d.cut));
@@ -96,7 +104,7 @@ async function expireByDay(engine: ChEngine, table: 'logs' | 'metric_points', cu
   }
   for (const d of days) {
     if (d.cut <= global) continue;
-    const cond = `project_id = ${lit(d.pid)} AND time_ms < ${lit(d.cut)}`;
+    const cond = `project_id = ${lit(d.pid)} AND ${time} < ${lit(d.cut)}`;
     const [c] = await engine.query<{ n: number }>(`SELECT count() AS n FROM ${table} WHERE ${cond}`);
     if (!c || !Number(c.n)) continue;
     await engine.command(`ALTER TABLE ${table} DELETE WHERE ${cond}`);
