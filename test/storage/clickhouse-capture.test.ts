@@ -83,12 +83,12 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('capture events in ClickHo
   describe('the store', () => {
     const fx = useChStore();
 
-    it('fails the ingest of a batch whose insert fails, keeping its persons and sessions out too', async () => {
+    it('does not acknowledge an ingest whose ClickHouse insert fails', async () => {
       const broken: ChEngine = { ...fx.engine, insert: async () => Promise.reject(new Error('ClickHouse is down')) };
       const store = createChCaptureStore(broken);
       const repo = createAnalyticsRepo(fx.db, store);
       const batch = createWriteBatcher(fx.db, 512, [store.participant]);
-      // The batch's SQLite part committed (persons, sessions) but the ingest is not acknowledged.
+      // Its SQLite part (persons, sessions, touches) is committed first, as with spans; the request fails (the client retries).
       await expect(batch(() => repo.ingest('8', [captureEvent('lost', 1_000)], 1_000))).rejects.toThrow('ClickHouse is down');
       expect((await fx.engine.query<{ n: number }>('SELECT count() AS n FROM capture_events WHERE project_id = 8'))[0]!.n).toBe(0);
     });
