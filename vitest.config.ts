@@ -3,7 +3,7 @@ import { chdbMissing, clickHouseServerMissing } from './test/support/clickhouse.
 import { postgresMissing } from './test/support/postgres.js';
 
 /**
- * Issue 20: these files also run with spans, logs and metric points in ClickHouse — on Debian's clickhouse-server 18.16
+ * Issue 20: these files also run with spans, logs, metric points and capture events in ClickHouse — on Debian's clickhouse-server 18.16
  * (scripts/install-clickhouse.sh installs it) and on chdb (ClickHouse 26 in-process) — and must
  * answer exactly as on SQLite. A project whose engine is missing is left out, saying why.
  */
@@ -17,6 +17,8 @@ const CLICKHOUSE_FILES = [
   'test/operations/metrics.*.test.ts',
   'test/queries/metrics.test.ts',
   'test/operations/events.*.test.ts',
+  'test/ingest/posthog.test.ts',
+  'test/operations/revenue.test.ts',
 ];
 
 /**

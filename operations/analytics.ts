@@ -19,11 +19,11 @@ const statusSchema = z.object({
   last_event_at: z.string().nullable(),
 });
 
-function statusOf(ctx: HandlerContext): z.input<typeof statusSchema> {
+async function statusOf(ctx: HandlerContext): Promise<z.input<typeof statusSchema>> {
   const pid = ctx.project!.id;
   const p = ctx.services.identity.projectById(pid)!;
   const available = ctx.services.config.revenue.analytics;
-  const st = ctx.services.analytics.stats(pid, ctx.now() - 30 * DAY_MS);
+  const st = await ctx.services.analytics.stats(pid, ctx.now() - 30 * DAY_MS);
   return {
     project_id: pid,
     state: !available ? 'coming_soon' : p.product_analytics ? 'enabled' : 'disabled',

@@ -6,7 +6,7 @@ import { pino, type Logger } from 'pino';
 import { loadConfig, type AppConfig } from './core/config.js';
 import { createCore, type Core } from './core/invoke.js';
 import type { ChEngine } from './storage/clickhouse/client.js';
-import { expireClickHouseErrorEvents, expireClickHouseLogs, expireClickHouseMetricPoints, expireClickHouseSpans, expiryDayStart } from './storage/clickhouse/retention.js';
+import { expireClickHouseCaptureEvents, expireClickHouseErrorEvents, expireClickHouseLogs, expireClickHouseMetricPoints, expireClickHouseSpans, expiryDayStart } from './storage/clickhouse/retention.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { openSyncPg, type SyncPg } from './storage/postgres/sync-client.js';
@@ -194,6 +194,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
               return n;
             },
           },
+          { kind: 'capture_events', expire: (cutoffs) => expireClickHouseCaptureEvents(ch.engine, cutoffs) },
         ]
       : [],
   });
@@ -324,6 +325,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
         await services.clickhouse.logs.flush().catch((err) => log.error({ err }, 'ClickHouse: logs not flushed at close'));
         await services.clickhouse.metrics.flush().catch((err) => log.error({ err }, 'ClickHouse: metric points not flushed at close'));
         await services.clickhouse.errors.flush().catch((err) => log.error({ err }, 'ClickHouse: error events not flushed at close'));
+        await services.clickhouse.captures?.flush().catch((err) => log.error({ err }, 'ClickHouse: capture events not flushed at close'));
         await services.clickhouse.engine.close();
       }
       db.close();

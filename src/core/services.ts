@@ -24,6 +24,7 @@ import { createChMetricsReader } from '../storage/clickhouse/metrics-read.js';
 import { createChMonitorResults } from '../storage/clickhouse/monitor-results.js';
 import { createChErrorEventsReader, createChErrorEventStore, type ChErrorEventStore } from '../storage/clickhouse/error-events.js';
 import { createSqliteErrorEventsReader } from '../storage/error-events-read.js';
+import { createChCaptureStore, type ChCaptureStore } from '../storage/clickhouse/capture-store.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
@@ -81,7 +82,7 @@ export interface Services {
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
   /** Set when spans, logs, metric points and monitor results go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span, log and metric stores (flush, close). */
-  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore; errors: ChErrorEventStore };
+  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore; errors: ChErrorEventStore; captures?: ChCaptureStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
@@ -164,6 +165,8 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   // With ClickHouse, error events too (their ids stay beside the groups, in SQLite or PostgreSQL).
   const errorsIngest = createErrorsIngestRepo(db, ch ? { events: ch.errors } : {});
   const errorEvents = ch ? createChErrorEventsReader(ch.engine, db) : createSqliteErrorEventsReader(db);
+  // With ClickHouse, product-analytics capture events too (persons, sessions and touches stay here).
+  const captures = ch ? createChCaptureStore(ch.engine) : undefined;
   const ingestMisc = createIngestMiscRepo(db);
   const jobs = createJobsRepo(db);
   const scheduler = createScheduler(jobs, { now, leaderLeaseMs: config.scheduler.leaderLeaseMs });
@@ -213,8 +216,8 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     tokenResolvers: [],
     // With ClickHouse, log records and metric points skip SQLite entirely (rows, full text, catalogue and rollups).
     telemetry: metricsTo(logsTo(withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))), ch?.logs), ch?.metrics),
-    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant, ch.errors.participant] : [])]),
-    ...(ch ? { clickhouse: ch } : {}),
+    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant, ch.errors.participant] : []), ...(captures ? [captures.participant] : [])]),
+    ...(ch ? { clickhouse: { ...ch, captures } } : {}),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
     logsRead: ch ? createChLogsReader(ch.engine) : asyncLogsReader(createLogsReadRepo(db)),
@@ -227,7 +230,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     ai,
     releases: createReleasesRepo(db),
     revenue,
-    analytics: createAnalyticsRepo(db, { errorEvents }),
+    analytics: createAnalyticsRepo(db, { errorEvents, captures }),
     revenueCache,
     payments: createPaymentsService(revenue, config, revenueCache),
     remote: createRemoteRepo(db),

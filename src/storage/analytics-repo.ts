@@ -113,10 +113,23 @@ export function keyPersons(px: PersonIndex, ks: readonly string[], pid: number):
 
 export type MergeOutcome = 'merged' | 'linked' | 'refused_identified' | 'noop';
 
+/**
+ * Where capture events go instead of SQLite's `capture_events` (ClickHouse, issue 20:
+ * clickhouse/capture-store.ts), and the reads of them. Only the append-only events move: persons,
+ * distinct ids, sessions and touches stay in SQLite.
+ */
+export interface CaptureEventStore {
+  /** Events of one ingest call, held with the running write-batch job (acknowledged once stored). */
+  add(projectId: number, events: readonly CaptureEvent[], receivedAt: number): void;
+  /** Events with `ts >= since`, and the latest `ts` of all (null when none). */
+  stats(projectId: number, since: number): Promise<{ events: number; last_event_at: number | null }>;
+}
+
 /* eslint-disable @typescript-eslint/no-explicit-any */
-export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsReader } = {}) {
+export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsReader; captures?: CaptureEventStore } = {}) {
   // Error events (session links) are read where they are stored: SQLite, or ClickHouse (issue 20).
   const errorEvents = opts.errorEvents ?? createSqliteErrorEventsReader(db);
+  const eventStore = opts.captures;
   const s = {
     insertEvent: db.prepare('INSERT INTO capture_events (project_id, ts, event, distinct_id, session_id, pathname, uuid, properties, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
     insertTouch: db.prepare('INSERT INTO analytics_touches (project_id, distinct_id, ts, source, medium, campaign, referrer) VALUES (?, ?, ?, ?, ?, ?, ?)'),
@@ -150,6 +163,10 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
       (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p AND identified = 1) AS identified,
       (SELECT COUNT(*) FROM analytics_sessions WHERE project_id = @p AND last_ts >= @x) AS sessions,
       (SELECT MAX(ts) FROM capture_events WHERE project_id = @p) AS last_event_at`),
+    // The same counts without the events' (kept in the event store).
+    statsNoEvents: db.prepare(`SELECT (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p) AS persons,
+      (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p AND identified = 1) AS identified,
+      (SELECT COUNT(*) FROM analytics_sessions WHERE project_id = @p AND last_ts >= @x) AS sessions`),
     // Two statements: deployments are control data (PostgreSQL when SIGHTLINE_DATABASE_URL is set), error events telemetry.
     releaseDeployed: db.prepare('SELECT EXISTS (SELECT 1 FROM deployments WHERE project_id = @p AND version = @x) AS known'),
     personDistinctIds: db.prepare('SELECT distinct_id FROM analytics_distinct_ids WHERE project_id = ? AND person_id = ? ORDER BY distinct_id'),
@@ -214,8 +231,9 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
       let identityChanged = false;
       const sessions = new Map<string, { first: number; last: number; events: number; pageviews: number; replay: string | null; ids: Set<string>; pages: Map<string, number> }>();
       const touches: TouchInput[] = [];
+      if (eventStore) eventStore.add(pid, events, now);
       for (const e of events) {
-        s.insertEvent.run(pid, e.ts, e.event, e.distinct_id, e.session_id, e.pathname, e.uuid, JSON.stringify(e.properties), now);
+        if (!eventStore) s.insertEvent.run(pid, e.ts, e.event, e.distinct_id, e.session_id, e.pathname, e.uuid, JSON.stringify(e.properties), now);
         if (e.merge_from) {
           const r = merge(pid, e.distinct_id, e.merge_from, now);
           if (r === 'refused_identified') refused++;
@@ -393,8 +411,13 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
     sessionsOfPage(projectId: string, pathname: string, since: number): string[] {
       return (s.sessionsOfPage.all(Number(projectId), pathname, since) as { session_id: string }[]).map((r) => r.session_id);
     },
-    stats(projectId: string, since: number): { events: number; persons: number; identified: number; sessions: number; last_event_at: number | null } {
-      return s.stats.get({ p: Number(projectId), x: since }) as any;
+    /** Events since `since` and the latest event's time (from the event store when there is one), persons, identified persons, sessions active since `since`. */
+    async stats(projectId: string, since: number): Promise<{ events: number; persons: number; identified: number; sessions: number; last_event_at: number | null }> {
+      const args = { p: Number(projectId), x: since };
+      if (!eventStore) return s.stats.get(args) as any;
+      const ev = await eventStore.stats(args.p, since);
+      const rest = s.statsNoEvents.get(args) as { persons: number; identified: number; sessions: number };
+      return { events: ev.events, persons: rest.persons, identified: rest.identified, sessions: rest.sessions, last_event_at: ev.last_event_at };
     },
   };
 }

@@ -106,8 +106,8 @@ export function chErrorEventRow(e: StoredErrorEvent): ChErrorEventRow {
 }
 
 const DAY = 86_400_000;
-/** Rows by day of event time (the table's partitions). */
-export const insertErrorEvents = (engine: ChEngine, rows: readonly ChErrorEventRow[]) => insertByPartition(engine, 'error_events', rows, (r) => Math.floor(r.timestamp_ms / DAY));
+/** Rows by day of event time (the table's partitions; a time before 1970 in the first day's). */
+export const insertErrorEvents = (engine: ChEngine, rows: readonly ChErrorEventRow[]) => insertByPartition(engine, 'error_events', rows, (r) => Math.floor(Math.max(r.timestamp_ms, 0) / DAY));
 
 /** The buffered writer: events held per write-batch job, inserted after the commit, before the acknowledgement. */
 export function createChErrorEventStore(engine: ChEngine) {

@@ -9,6 +9,7 @@ import { storedMetricRow, type StoredMetricPoint } from './metric-store.js';
 import { insertByPartition, insertResults, type ChMonitorResultRow } from './monitor-results.js';
 import { chErrorEventRow, insertErrorEvents, type StoredErrorEvent } from './error-events.js';
 import { EVENT_ROW_COLUMNS } from '../errors-repo.js';
+import { insertCaptureRows, type ChCaptureRow } from './capture-store.js';
 
 export interface CopyReport {
   spans: number;
@@ -243,4 +244,41 @@ export async function copyErrorEventsToClickHouse(db: Db, engine: ChEngine, opts
     opts.onProgress?.(copied);
   }
   return { error_events: copied, projects: projects.size, ms: Date.now() - t0 };
+}
+
+export interface CaptureCopyReport {
+  capture_events: number;
+  projects: number;
+  ms: number;
+}
+
+/**
+ * The capture events' part of `sightline migrate --to-clickhouse`: copies every product-analytics
+ * capture event of the SQLite database into ClickHouse's `capture_events` (all columns, `seq` from the
+ * rowid: copied events sort before any the writer adds later), in rowid order, `batch` events per
+ * insert. Persons, sessions and touches stay in SQLite. Refuses when ClickHouse already holds capture
+ * events. The SQLite rows stay; retention removes them in time.
+ */
+export async function copyCaptureEventsToClickHouse(db: Db, engine: ChEngine, opts: { batch?: number; onProgress?: (copied: number) => void } = {}): Promise<CaptureCopyReport> {
+  const t0 = Date.now();
+  await migrateClickHouse(engine);
+  const [held] = await engine.query<{ n: number }>('SELECT count() AS n FROM capture_events');
+  if (Number(held?.n ?? 0) > 0) throw new CopyRefusedError(`ClickHouse already holds ${Number(held!.n)} capture events; copying again would duplicate them`);
+  const page = db.prepare(
+    `SELECT rowid AS seq, project_id, ts, event, distinct_id, session_id, pathname, uuid, properties, received_at FROM capture_events WHERE rowid > ? ORDER BY rowid LIMIT ?`,
+  );
+  const batch = opts.batch ?? 20_000;
+  const projects = new Set<number>();
+  let after = 0;
+  let copied = 0;
+  for (;;) {
+    const rows = page.all(after, batch) as ChCaptureRow[];
+    if (!rows.length) break;
+    for (const r of rows) projects.add(r.project_id);
+    await insertCaptureRows(engine, rows);
+    copied += rows.length;
+    after = rows[rows.length - 1]!.seq;
+    opts.onProgress?.(copied);
+  }
+  return { capture_events: copied, projects: projects.size, ms: Date.now() - t0 };
 }

@@ -92,6 +92,14 @@ export function expireClickHouseErrorEvents(engine: ChEngine, cutoffs: { project
 /** The start of the UTC day of a cutoff: what ClickHouse day expiry keeps from. */
 export const expiryDayStart = dayStart;
 
+/**
+ * Expiry of the product-analytics capture events kept in ClickHouse (table `capture_events`,
+ * schema.ts migration 9), with each project's capture event retention, as {@link expireClickHouseLogs}.
+ */
+export function expireClickHouseCaptureEvents(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  return expireByDay(engine, 'capture_events', cutoffs, 'ts');
+}
+
 /** Day partitions every cutoff passed are dropped; a later project cutoff deletes by a mutation. */
 async function expireByDay(engine: ChEngine, table: string, cutoffs: { projectId: string; cutoffMs: number }[], time = 'time_ms'): Promise<number> {
   if (!cutoffs.length) return 0;

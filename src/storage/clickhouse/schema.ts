@@ -292,7 +292,32 @@ export const CH_MIGRATIONS: ChMigration[] = [
         user_email String,
         user_username String,
         payload String
-      ) ENGINE = MergeTree PARTITION BY ${DAY('timestamp_ms')} ORDER BY (project_id, group_id, timestamp_ms)`,
+      ) ENGINE = MergeTree PARTITION BY ${DAY('greatest(timestamp_ms, 0.)')} ORDER BY (project_id, group_id, timestamp_ms)`,
+    ],
+  },
+  {
+    version: 9,
+    name: 'capture_events',
+    statements: [
+      // Product-analytics capture events (analytics-repo.ts; SQLite's `capture_events`), written by
+      // the PostHog-compatible capture endpoint, read by analytics.status. Append-only: persons,
+      // distinct ids, sessions and touches stay in SQLite. Times are epoch ms as received (a client's
+      // timestamp may be fractional, hence Float64). Absent values are NULL as in SQLite; no dedup
+      // by `uuid` (SQLite keeps every event sent too). `seq` orders events as SQLite's rowid
+      // (increasing within a process). Partitioned by day (a time before 1970 in the first day's
+      // partition); expires by day partitions (retention.ts expireClickHouseCaptureEvents).
+      `CREATE TABLE IF NOT EXISTS capture_events (
+        project_id UInt32,
+        ts Float64,
+        seq UInt64,
+        event String,
+        distinct_id String,
+        session_id Nullable(String),
+        pathname Nullable(String),
+        uuid Nullable(String),
+        properties String,
+        received_at Float64
+      ) ENGINE = MergeTree PARTITION BY ${DAY('greatest(ts, 0.)')} ORDER BY (project_id, ts)`,
     ],
   },
 ];
