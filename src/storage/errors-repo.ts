@@ -86,7 +86,6 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
     // Rollups kept beside the group in the same transaction (migration 034): reads never scan events.
     exists: db.prepare('SELECT 1 FROM error_groups WHERE project_id = ? AND id = ?'),
     groupOfEvent: db.prepare(`SELECT group_id FROM ${eventIds} WHERE project_id = ? AND event_id = ?`),
-    insertId: db.prepare('INSERT OR IGNORE INTO error_event_ids (project_id, event_id, group_id, timestamp_ms) VALUES (?, ?, ?, ?)'),
   };
 
   /*
@@ -123,6 +122,8 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
   );
   // RETURNING: the rows inserted, i.e. the users new to their group.
   const users = multi('INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen)', 4, 'RETURNING group_id');
+  // Ids of events stored in ClickHouse (migration 056); RETURNING: the ids new to the table.
+  const insertIds = multi('INSERT OR IGNORE INTO error_event_ids (project_id, event_id, group_id, timestamp_ms)', 4, 'RETURNING event_id');
   // Per (group, hour, user key) event counts behind the window counts (migration 046).
   const hours = multi('INSERT INTO error_group_hour_users (group_id, hour, user_key, n)', 4, 'ON CONFLICT (group_id, hour, user_key) DO UPDATE SET n = n + excluded.n');
 
@@ -167,7 +168,8 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
     const groups: string[] = [];
     const created: GroupChange[] = [];
     const reopened: GroupChange[] = [];
-    for (const { event: e, key, json } of items) {
+    // First every event's group (found or created) and row, then which events are new, then their counts.
+    const placed = items.map(({ event: e, key, json }) => {
       let g = head(pid, key.fingerprint, t, batch);
       if (!g) {
         const seq = (s.nextSeq.get(pid) as { n: number }).n;
@@ -190,10 +192,26 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
         server_name: e.server_name, trace_id: e.trace_id, span_id: e.span_id, tags: json ? json.tags : JSON.stringify(e.tags),
         user_json: json ? json.user : e.user ? JSON.stringify(e.user) : null, payload: json ? json.payload : JSON.stringify(e.payload),
       };
+      return { e, g, own, effective, row };
+    });
+    // With the events in ClickHouse, the ids go in multi-row statements (one round trip per 100 with
+    // the groups in PostgreSQL); the first of equal ids in the call is the one stored.
+    let fresh: Set<string> | null = null;
+    if (sink) {
+      fresh = new Set();
+      const newIds = fresh;
+      insertIds(
+        placed.map((x) => [pid, x.row.event_id, x.effective, x.row.timestamp_ms]),
+        (st, args) => {
+          for (const r of st.all(...args) as { event_id: string }[]) newIds.add(r.event_id);
+        },
+      );
+    }
+    for (const { e, g, own, effective, row } of placed) {
       let isNew: boolean;
-      if (sink) {
-        isNew = s.insertId.run(pid, row.event_id, effective, row.timestamp_ms).changes > 0;
-        if (isNew) sink.add(row);
+      if (fresh) {
+        isNew = fresh.delete(row.event_id);
+        if (isNew) sink!.add(row);
       } else isNew = s.insertEvent.run(...EVENT_ROW_COLUMNS.map((c) => row[c])).changes > 0;
       if (isNew) {
         inserted++;
