@@ -16,6 +16,7 @@ const CLICKHOUSE_FILES = [
   'test/operations/observability.summary.test.ts',
   'test/operations/metrics.*.test.ts',
   'test/queries/metrics.test.ts',
+  'test/ai/*.test.ts',
 ];
 
 /**

@@ -253,6 +253,87 @@ export const CH_MIGRATIONS: ChMigration[] = [
         FROM monitor_results WHERE status != 'in_progress'`,
     ],
   },
+  // (Version 7 is another change's: versions are applied by membership, a gap is fine.)
+  {
+    version: 8,
+    name: 'agent observations and scores',
+    statements: [
+      // AI agent observations (SQLite's `agent_observations`, ai-repo.ts; written by ai-store.ts, read
+      // by ai-read.ts). A later write with the same observation id replaces the earlier: every write is
+      // a new row with a larger `version`, and the reads take each id's row of the largest version
+      // (argMax), so a replaced observation counts once wherever its versions lie; merges drop old
+      // versions of the same (project, start, id). No rollups: aggregates are computed from the
+      // current rows. Day partitions by start time (retention.ts expireClickHouseAgentObservations).
+      `CREATE TABLE IF NOT EXISTS agent_observations (
+        project_id UInt32,
+        started_ms Float64,
+        observation_id String,
+        version UInt64,
+        parent_observation_id String,
+        trace_id String,
+        span_id String,
+        session_id String,
+        user_id String,
+        distinct_id String,
+        visitor_id String,
+        agent_id String,
+        workflow_id String,
+        step_id String,
+        observation_type String,
+        observation_name String,
+        operation String,
+        message String,
+        level String,
+        status String,
+        source String,
+        model String,
+        provider String,
+        tool_name String,
+        duration_ms Float64,
+        prompt_tokens Nullable(Float64),
+        completion_tokens Nullable(Float64),
+        total_tokens Nullable(Float64),
+        cost_usd Nullable(Float64),
+        cost_source String,
+        received_ms Float64,
+        environment String,
+        release String,
+        input_json String,
+        output_json String,
+        tags String,
+        attributes String,
+        had_input UInt8,
+        had_output UInt8,
+        had_system UInt8,
+        ${['f_gen', 'f_gen_ok', 'f_chat', 'f_trace', 'f_input', 'f_system', 'f_output', 'f_model', 'f_tokens', 'f_cost', 'f_invalid_tokens', 'f_privacy', 'f_content', 'f_reasoning', 'f_tool_payload', 'f_error'].map((f) => `${f} UInt8`).join(',\n        ')}
+      ) ENGINE = ReplacingMergeTree(version) PARTITION BY ${DAY('started_ms')} ORDER BY (project_id, started_ms, observation_id)`,
+      // Scores (SQLite's `agent_scores`): replaced by score id the same way; `deleted` = tombstone.
+      `CREATE TABLE IF NOT EXISTS agent_scores (
+        project_id UInt32,
+        started_ms Float64,
+        score_id String,
+        version UInt64,
+        trace_id String,
+        observation_id String,
+        span_id String,
+        session_id String,
+        user_id String,
+        name String,
+        value Float64,
+        string_value String,
+        data_type String,
+        source String,
+        comment String,
+        author String,
+        model String,
+        environment String,
+        release String,
+        metadata String,
+        received_ms Float64,
+        deleted UInt8
+      ) ENGINE = ReplacingMergeTree(version) PARTITION BY ${DAY('started_ms')} ORDER BY (project_id, started_ms, score_id)`,
+    ],
+  },
 ];
 
 /** Applies the migrations not yet recorded; safe to run from several processes (statements are idempotent). */
