@@ -6,7 +6,7 @@ import { pino, type Logger } from 'pino';
 import { loadConfig, type AppConfig } from './core/config.js';
 import { createCore, type Core } from './core/invoke.js';
 import type { ChEngine } from './storage/clickhouse/client.js';
-import { expireClickHouseLogs, expireClickHouseMetricPoints, expireClickHouseSpans } from './storage/clickhouse/retention.js';
+import { expireClickHouseAgentObservations, expireClickHouseAgentScores, expireClickHouseLogs, expireClickHouseMetricPoints, expireClickHouseSpans } from './storage/clickhouse/retention.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { openSyncPg, type SyncPg } from './storage/postgres/sync-client.js';
@@ -186,6 +186,8 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
           { kind: 'spans', expire: (cutoffs) => expireClickHouseSpans(ch.engine, cutoffs) },
           { kind: 'logs', expire: (cutoffs) => expireClickHouseLogs(ch.engine, cutoffs) },
           { kind: 'metric_points', expire: (cutoffs) => expireClickHouseMetricPoints(ch.engine, cutoffs) },
+          { kind: 'agent_observations', expire: (cutoffs) => expireClickHouseAgentObservations(ch.engine, cutoffs) },
+          { kind: 'agent_scores', expire: (cutoffs) => expireClickHouseAgentScores(ch.engine, cutoffs) },
         ]
       : [],
   });

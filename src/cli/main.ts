@@ -143,7 +143,7 @@ async function migrate(argv: string[]): Promise<number> {
   }
   const { openDatabase } = await import('../storage/db.js');
   const { createHttpEngine } = await import('../storage/clickhouse/client.js');
-  const { copyLogsToClickHouse, copyMetricPointsToClickHouse, copyMonitorResultsToClickHouse, copySpansToClickHouse, CopyRefusedError } = await import('../storage/clickhouse/migrate.js');
+  const { copyAgentObservationsToClickHouse, copyLogsToClickHouse, copyMetricPointsToClickHouse, copyMonitorResultsToClickHouse, copySpansToClickHouse, CopyRefusedError } = await import('../storage/clickhouse/migrate.js');
   const { runningServer } = await import('../storage/backup.js');
   const pid = runningServer(config.dbFile);
   if (pid !== null) {
@@ -152,7 +152,7 @@ async function migrate(argv: string[]): Promise<number> {
   }
   const db = openDatabase(config.dbFile);
   const engine = createHttpEngine(url);
-  // Spans, then log records, then metric points, then monitor results; each is refused on its own when ClickHouse already holds that kind
+  // Spans, then log records, metric points, monitor results, agent observations and scores; each is refused on its own when ClickHouse already holds that kind
   // (a database whose spans were copied by an earlier version still gets its logs copied).
   const refused = (err: unknown) => {
     if (!(err instanceof CopyRefusedError)) throw err;
@@ -164,12 +164,14 @@ async function migrate(argv: string[]): Promise<number> {
     const l = await copyLogsToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} log records copied`) }).catch(refused);
     const m = await copyMetricPointsToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} metric points copied`) }).catch(refused);
     const mr = await copyMonitorResultsToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} monitor results copied`) }).catch(refused);
+    const ai = await copyAgentObservationsToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} agent observations and scores copied`) }).catch(refused);
     // Refused: nothing copied (a database without monitor results copies none, whatever ClickHouse holds).
-    if (!r && !l && !m && !mr?.monitor_results && !mr?.monitors) return 1;
+    if (!r && !l && !m && !mr?.monitor_results && !mr?.monitors && !ai?.agent_observations && !ai?.agent_scores) return 1;
     if (values.json) {
       const out = { source: config.dbFile, target: url.replace(/\/\/[^@/]*@/, '//'), ...(r ?? {}), ...(l ? { logs: l.logs, log_projects: l.projects, logs_ms: l.ms } : {}),
         ...(m ? { metric_points: m.points, metric_projects: m.projects, metric_points_ms: m.ms } : {}),
         ...(mr ? { monitor_results: mr.monitor_results, monitors: mr.monitors, monitor_results_ms: mr.ms } : {}),
+        ...(ai ? { agent_observations: ai.agent_observations, agent_scores: ai.agent_scores, agent_observations_ms: ai.ms } : {}),
       };
       process.stdout.write(JSON.stringify(out) + '\n');
     } else {
@@ -177,6 +179,7 @@ async function migrate(argv: string[]): Promise<number> {
       if (l) process.stdout.write(`\ncopied ${l.logs} log records of ${l.projects} projects from ${config.dbFile} to ClickHouse in ${l.ms} ms\n`);
       if (m) process.stdout.write(`\ncopied ${m.points} metric points of ${m.projects} projects from ${config.dbFile} to ClickHouse in ${m.ms} ms\n`);
       if (mr) process.stdout.write(`\ncopied ${mr.monitor_results} results of ${mr.monitors} monitors from ${config.dbFile} to ClickHouse in ${mr.ms} ms\n`);
+      if (ai) process.stdout.write(`\ncopied ${ai.agent_observations} agent observations and ${ai.agent_scores} scores from ${config.dbFile} to ClickHouse in ${ai.ms} ms\n`);
       process.stdout.write('start the server with SIGHTLINE_CLICKHOUSE_URL set\n');
     }
     return 0;

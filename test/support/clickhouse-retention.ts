@@ -9,13 +9,15 @@ export const T0 = Date.parse('2026-06-01T12:00:00.000Z');
 
 export interface RetentionCase {
   /** The retention setting's key and the retention report's (spans, logs, metric_points). */
-  kind: 'spans' | 'logs' | 'metric_points';
+  kind: 'spans' | 'logs' | 'metric_points' | 'agent_observations' | 'agent_scores';
   /** What is expired, in the test's title ("spans", "records", "points"). */
   rows: string;
   /** Writes one row per label (its project, its age in days) through the server's telemetry writer. */
   write(t: TestServer, pid: string, rows: { label: string; daysAgo: number }[]): Promise<unknown>;
   /** The labels of the rows left in ClickHouse, sorted. */
   left(engine: ChEngine): Promise<string[]>;
+  /** The other project's period when the kind's default is not 30 days (set on it as 30). */
+  otherDays?: 30;
   /** Further checks once expired (reads through the API, derived tables). */
   after?(t: TestServer, engine: ChEngine): Promise<void>;
 }
@@ -39,6 +41,7 @@ export function describeClickHouseRetention(c: RetentionCase): void {
       const O = t.otherProject.projectId;
       const put = await api(t, 'PUT', `/v1/projects/${P}/retention`, { key: t.keys.admin, body: { [c.kind]: 7 } });
       expect(put.status).toBe(200);
+      if (c.otherDays) expect((await api(t, 'PUT', `/v1/projects/${t.otherProject.projectId}/retention`, { key: t.otherProject.adminKey, body: { [c.kind]: c.otherDays } })).status).toBe(200);
       for (const [pid, p] of [[P, 'p'], [O, 'o']] as const) await c.write(t, pid, [40, 10, 2].map((d) => ({ label: `${p}${d}`, daysAgo: d })));
       const ch = t.s.services.clickhouse!;
       expect(await c.left(ch.engine)).toHaveLength(6);

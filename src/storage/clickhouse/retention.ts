@@ -79,8 +79,29 @@ export function expireClickHouseMetricPoints(engine: ChEngine, cutoffs: { projec
   return expireByDay(engine, 'metric_points', cutoffs);
 }
 
+/**
+ * Expiry of agent observations and scores kept in ClickHouse (schema.ts migration 8), with each
+ * project's period for them, as {@link expireClickHouseLogs}, by start time. Every stored version
+ * goes by its own start (replacements usually keep it; one that moved an observation's start before
+ * the cutoff leaves the earlier version, where SQLite drops the observation). Returns the rows
+ * expired (versions not yet merged away count too). Nothing outlives them there
+ * (SQLite keeps hourly rollups and session/user totals longer): AI reads cover the retained rows.
+ */
+export async function expireClickHouseAgentObservations(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  return expireByDay(engine, 'agent_observations', cutoffs, 'started_ms');
+}
+
+export async function expireClickHouseAgentScores(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  return expireByDay(engine, 'agent_scores', cutoffs, 'started_ms');
+}
+
 /** Day partitions every cutoff passed are dropped; a later project cutoff deletes by a mutation. */
-async function expireByDay(engine: ChEngine, table: 'logs' | 'metric_points', cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+async function expireByDay(
+  engine: ChEngine,
+  table: 'logs' | 'metric_points' | 'agent_observations' | 'agent_scores',
+  cutoffs: { projectId: string; cutoffMs: number }[],
+  time = 'time_ms',
+): Promise<number> {
   if (!cutoffs.length) return 0;
   const days = cutoffs.map((c) => ({ pid: Number(c.projectId), cut: dayStart(c.cutoffMs) }));
   const global = Math.min(...days.map((d) => d.cut));
@@ -96,7 +117,7 @@ async function expireByDay(engine: ChEngine, table: 'logs' | 'metric_points', cu
   }
   for (const d of days) {
     if (d.cut <= global) continue;
-    const cond = `project_id = ${lit(d.pid)} AND time_ms < ${lit(d.cut)}`;
+    const cond = `project_id = ${lit(d.pid)} AND ${time} < ${lit(d.cut)}`;
     const [c] = await engine.query<{ n: number }>(`SELECT count() AS n FROM ${table} WHERE ${cond}`);
     if (!c || !Number(c.n)) continue;
     await engine.command(`ALTER TABLE ${table} DELETE WHERE ${cond}`);
