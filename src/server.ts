@@ -317,6 +317,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
         await services.clickhouse.spans.flush().catch((err) => log.error({ err }, 'ClickHouse: spans not flushed at close'));
         await services.clickhouse.logs.flush().catch((err) => log.error({ err }, 'ClickHouse: logs not flushed at close'));
         await services.clickhouse.metrics.flush().catch((err) => log.error({ err }, 'ClickHouse: metric points not flushed at close'));
+        await services.clickhouse.ai.flush().catch((err) => log.error({ err }, 'ClickHouse: agent observations and scores not flushed at close'));
         await services.clickhouse.engine.close();
       }
       db.close();

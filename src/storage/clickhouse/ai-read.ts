@@ -48,8 +48,9 @@ const USAGE = `count() AS n, sum(f_gen) AS generations, sum(f_error) AS errors, 
 const PARTY = `count() AS n, sum(f_gen) AS generations, sum(f_error) AS errors, sum(ifNull(cost_usd, 0)) AS cost, sum(ifNull(total_tokens, 0)) AS tokens,
   min(started_ms) AS first_ms, max(started_ms) AS last_ms`;
 
+/** Aggregates as numbers (both engines answer 64-bit integers unquoted: client.ts CH_SETTINGS; this guards a server that quotes them). */
 const num = <T extends object>(r: T): T => {
-  for (const k in r) if (typeof r[k] === 'string' && /^-?\d+(\.\d+)?(e[+-]?\d+)?$/.test(r[k] as string) && k !== 'key') (r as Record<string, unknown>)[k] = Number(r[k]);
+  for (const k in r) if (k !== 'key' && typeof r[k] === 'string') (r as Record<string, unknown>)[k] = Number(r[k]);
   return r;
 };
 
