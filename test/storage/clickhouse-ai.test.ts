@@ -72,6 +72,28 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('agent observations in Cli
     expect(await read.parties('7', 'session', AT - DAY, AT + DAY, 10)).toMatchObject({ count: 1, top: [{ key: 'sess-1', n: 2, errors: 1, cost: 2.5 }] });
   });
 
+  it('shows Langfuse ingest the rows it wrote before their insert, not those of a failed job, and the newest version', async () => {
+    const store = createChAiStore(fx.engine);
+    const read = createChAiReader(fx.engine);
+    const batch = createWriteBatcher(fx.db, 512, store.participants);
+    await batch(() => store.writeObservations('9', [row('v1', AT, { observation_name: 'stored' })]));
+    const view = await store.ingestView('9', ['v1', 'v2'], ['tr-1'], read.currentRows);
+    expect(view.get('v1')?.observation_name).toBe('stored');
+    expect(view.get('v2')).toBeNull();
+    const seen: (string | undefined)[] = [];
+    const first = batch(() => store.writeObservations('9', [row('v2', AT + 1, { observation_name: 'new' }), row('v1', AT, { observation_name: 'replaced' })]));
+    // A later job of the same batch: the first job's rows are not inserted yet, the view has them.
+    const second = batch(() => {
+      seen.push(view.get('v2')?.observation_name, view.get('v1')?.observation_name, view.observationsOfTrace('tr-1').map((o) => o.observation_id).sort().join());
+      store.writeObservations('9', [row('v3', AT + 2)]);
+      throw new Error('fails after writing v3');
+    });
+    await first;
+    await expect(second).rejects.toThrow('fails after writing v3');
+    expect(seen).toEqual(['new', 'replaced', 'v1,v2']);
+    expect(view.get('v3')).toBeNull();
+  });
+
   it('fails the jobs of a batch whose insert fails', async () => {
     const broken: ChEngine = { ...fx.engine, insert: async () => Promise.reject(new Error('ClickHouse is down')) };
     const store = createChAiStore(broken);

@@ -25,8 +25,8 @@ export function scoreRowOf(projectId: number, s: ScoreDraft, receivedMs: number,
   };
 }
 
-/** Rows this process wrote lately, kept for {@link AiIngestView} (their insert may still be waiting for the batch's commit). */
-const RECENT_MAX = 20_000;
+/** Inserted rows kept for {@link AiIngestView} besides those still waiting for their insert (a read may have started before it landed). */
+const INSERTED_KEPT = 1_000;
 
 /**
  * Agent observations and scores bound for ClickHouse (issue 20): acknowledged once inserted
@@ -36,20 +36,35 @@ const RECENT_MAX = 20_000;
  * time); here the resend is a new version with its own received time.
  */
 export function createChAiStore(engine: ChEngine) {
-  const observations = createBatchBuffer(rowArrays<ChObservationRow>((rows) => engine.insert('agent_observations', rows)));
+  /**
+   * Rows written here, by project and id: those whose insert is still to come (their batch's commit,
+   * the insert in flight), and the last {@link INSERTED_KEPT} inserted (oldest first: a Map keeps
+   * insertion order). A row whose job or insert failed is dropped.
+   */
+  const waiting = new Map<string, ChObservationRow>();
+  const inserted = new Map<string, ChObservationRow>();
+  const keyOf = (r: ChObservationRow) => `${r.project_id}\u0000${r.observation_id}`;
+  const observations = createBatchBuffer<ChObservationRow[]>({
+    ...rowArrays(async (rows) => {
+      await engine.insert('agent_observations', rows);
+      for (const r of rows) {
+        const k = keyOf(r);
+        if (waiting.get(k) === r) waiting.delete(k);
+        const old = inserted.get(k);
+        if (!old || old.version < r.version) (inserted.delete(k), inserted.set(k, r));
+      }
+      while (inserted.size > INSERTED_KEPT) inserted.delete(inserted.keys().next().value!);
+    }),
+    forget(rows) {
+      for (const r of rows) if (waiting.get(keyOf(r)) === r) waiting.delete(keyOf(r));
+    },
+  });
   const scores = createBatchBuffer(rowArrays<ChScoreRow>((rows) => engine.insert('agent_scores', rows)));
-  /** Latest rows written here, by project and id, oldest first (a Map keeps insertion order). */
-  const recent = new Map<string, ChObservationRow>();
 
   function writeObservations(projectId: string, rows: ObservationRow[]): number {
     const pid = Number(projectId);
     const out = rows.map((r) => observationRowOf(pid, r, nextLogId()));
-    for (const r of out) {
-      const k = `${pid}\u0000${r.observation_id}`;
-      recent.delete(k);
-      recent.set(k, r);
-    }
-    while (recent.size > RECENT_MAX) recent.delete(recent.keys().next().value!);
+    for (const r of out) waiting.set(keyOf(r), r);
     observations.add(out);
     return rows.length;
   }
@@ -62,8 +77,10 @@ export function createChAiStore(engine: ChEngine) {
 
   /**
    * Observations by id and by trace, read from ClickHouse once, before a batch of Langfuse items is
-   * written (the writes are synchronous); what this process wrote since, or is still inserting,
-   * comes from its recent rows — the newer version of the two wins.
+   * written (the writes are synchronous); what this process wrote and is still inserting (earlier
+   * items of the batch among them), or inserted just before the read, comes from its own rows — the
+   * newest version wins. Another process's write after the read is not seen (as with any read
+   * before a write across processes).
    */
   async function ingestView(
     projectId: string,
@@ -75,16 +92,17 @@ export function createChAiStore(engine: ChEngine) {
     const fetched = ids.length || traceIds.length ? await read(projectId, ids, traceIds) : [];
     const stored = new Map(fetched.map((r) => [r.observation_id, r]));
     const newest = (id: string): ChObservationRow | undefined => {
-      const a = stored.get(id);
-      const b = recent.get(`${pid}\u0000${id}`);
-      return !a ? b : !b ? a : b.version > a.version ? b : a;
+      const k = `${pid}\u0000${id}`;
+      let best = stored.get(id);
+      for (const r of [inserted.get(k), waiting.get(k)]) if (r && (!best || r.version > best.version)) best = r;
+      return best;
     };
     return {
       get: (id) => newest(id) ?? null,
       observationsOfTrace(traceId) {
         const ids = new Set<string>();
         for (const r of stored.values()) if (r.trace_id === traceId) ids.add(r.observation_id);
-        for (const r of recent.values()) if (r.project_id === pid && r.trace_id === traceId) ids.add(r.observation_id);
+        for (const m of [inserted, waiting]) for (const r of m.values()) if (r.project_id === pid && r.trace_id === traceId) ids.add(r.observation_id);
         const out: StoredObservation[] = [];
         for (const id of ids) {
           const r = newest(id)!;
