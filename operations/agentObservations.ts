@@ -49,10 +49,10 @@ export const list = defineOperation({
   output: z.object({ data: z.array(observationRowSchema), total: z.number().int(), limit: z.number().int(), offset: z.number().int(), ...windowSchema }),
   errors: [windowError(LIST_MAX_DAYS)],
   example: { observation_type: 'generation', status: 'error', limit: 20 },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = aiWindow(input, ctx.now(), 1, LIST_MAX_DAYS);
     const { project_id: _p, from: _f, to: _t, limit, offset, ...filters } = input;
-    const { rows, total } = ctx.services.ai.list(ctx.project!.id, { fromMs: w.fromMs, toMs: w.toMs, ...filters }, limit, offset);
+    const { rows, total } = await ctx.services.ai.list(ctx.project!.id, { fromMs: w.fromMs, toMs: w.toMs, ...filters }, limit, offset);
     return { data: rows.map(observationRow), total, limit, offset, ...windowOut(w) };
   },
 });
@@ -106,17 +106,17 @@ export const quality = defineOperation({
   }),
   errors: [windowError(QUALITY_MAX_DAYS)],
   example: { environment: 'production', include_missing_examples: true },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = aiWindow(input, ctx.now(), 1, QUALITY_MAX_DAYS);
     const pid = ctx.project!.id;
     const f = { agent_id: input.agent_id, workflow_id: input.workflow_id, model: input.model, provider: input.provider, release: input.release, environment: input.environment };
     for (const k of Object.keys(f) as (keyof typeof f)[]) if (f[k] === undefined) delete f[k];
-    const sums = ctx.services.ai.qualitySums(pid, w.fromMs, w.toMs, f);
+    const sums = await ctx.services.ai.qualitySums(pid, w.fromMs, w.toMs, f);
     const coverage = coverageOf(sums) as Record<string, ReturnType<typeof coverageOf>[keyof ReturnType<typeof coverageOf>] & { missing_examples?: string[] }>;
     if (input.include_missing_examples) {
       for (const d of DIMENSION_NAMES) {
         const [cap, elig] = DIMENSIONS[d];
-        coverage[d]!.missing_examples = coverage[d]!.missing > 0 ? ctx.services.ai.missingExamples(pid, w.fromMs, w.toMs, f, cap, elig, MISSING_EXAMPLES) : [];
+        coverage[d]!.missing_examples = coverage[d]!.missing > 0 ? await ctx.services.ai.missingExamples(pid, w.fromMs, w.toMs, f, cap, elig, MISSING_EXAMPLES) : [];
       }
     }
     return {
@@ -125,7 +125,7 @@ export const quality = defineOperation({
       coverage: coverage as never,
       invalid_token_totals: sums.f_invalid_tokens,
       privacy_posture: privacyPostureOf(sums),
-      scores: ctx.services.ai.scoreCounts(pid, w.fromMs, w.toMs, f),
+      scores: await ctx.services.ai.scoreCounts(pid, w.fromMs, w.toMs, f),
       ...windowOut(w),
     };
   },
@@ -211,10 +211,10 @@ const exportGenerations = defineOperation({
   output: z.object({ data: z.array(exportRow), limit: z.number().int(), offset: z.number().int(), has_more: z.boolean(), ...windowSchema }),
   errors: [windowError(LIST_MAX_DAYS)],
   example: { score_name: 'helpfulness', min_score: 0.8, limit: 100 },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = aiWindow(input, ctx.now(), 1, LIST_MAX_DAYS);
     const pid = ctx.project!.id;
-    const { rows, hasMore } = ctx.services.ai.exportRows(
+    const { rows, hasMore } = await ctx.services.ai.exportRows(
       pid,
       {
         fromMs: w.fromMs,
@@ -235,7 +235,7 @@ const exportGenerations = defineOperation({
       input.limit,
       input.offset,
     );
-    const scores = ctx.services.ai.scoresForObservations(pid, rows);
+    const scores = await ctx.services.ai.scoresForObservations(pid, rows);
     const data = rows.map((r) => {
       const mine = scores.filter((s) => s.observation_id === r.observation_id || (s.observation_id === '' && s.trace_id === r.trace_id && r.trace_id !== ''));
       const row: z.input<typeof exportRow> = {
@@ -301,8 +301,8 @@ export const get = defineOperation({
   }),
   errors: [{ status: 404, code: 'not_found', when: 'no such observation in this project' }],
   example: { observation_id: '5b8aa5a2d2c872e8' },
-  handler(input, ctx) {
-    const r = ctx.services.ai.get(ctx.project!.id, input.observation_id);
+  async handler(input, ctx) {
+    const r = await ctx.services.ai.get(ctx.project!.id, input.observation_id);
     if (!r) throw new NotFoundError('The observation', 'observation_id');
     return {
       ...observationRow(r),

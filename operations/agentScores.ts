@@ -62,9 +62,9 @@ export const list = defineOperation({
   output: z.object({ data: z.array(scoreRow), total: z.number().int(), limit: z.number().int(), offset: z.number().int(), ...windowSchema }),
   errors: [windowError(MAX_DAYS)],
   example: { name: 'helpfulness', source: 'eval' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = aiWindow(input, ctx.now(), 1, MAX_DAYS);
-    const { rows, total } = ctx.services.ai.listScores(ctx.project!.id, filterOf(input, w) as never, input.limit, input.offset);
+    const { rows, total } = await ctx.services.ai.listScores(ctx.project!.id, filterOf(input, w) as never, input.limit, input.offset);
     return {
       data: rows.map((s) => ({
         score_id: s.score_id,
@@ -123,9 +123,9 @@ export const summary = defineOperation({
   }),
   errors: [windowError(MAX_DAYS)],
   example: { name: 'helpfulness' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = aiWindow(input, ctx.now(), 1, MAX_DAYS);
-    const rows = ctx.services.ai.scoreSummary(ctx.project!.id, filterOf(input, w) as never);
+    const rows = await ctx.services.ai.scoreSummary(ctx.project!.id, filterOf(input, w) as never);
     return { data: rows.map((r) => ({ ...r, data_type: r.data_type as (typeof SCORE_DATA_TYPES)[number] })), ...windowOut(w) };
   },
 });

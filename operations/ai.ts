@@ -86,16 +86,23 @@ export const stats = defineOperation({
   }),
   errors: [windowError(90)],
   example: { from: '2026-11-01T00:00:00Z' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = aiWindow(input, ctx.now(), 7, 90);
     const pid = ctx.project!.id;
     const ai = ctx.services.ai;
+    const [summary, models, providers, sessions, users] = await Promise.all([
+      ai.usage(pid, w.fromMs, w.toMs),
+      ai.usageBy(pid, w.fromMs, w.toMs, 'model', 10),
+      ai.usageBy(pid, w.fromMs, w.toMs, 'provider', 10),
+      ai.parties(pid, 'session', w.fromMs, w.toMs, 10),
+      ai.parties(pid, 'user', w.fromMs, w.toMs, 10),
+    ]);
     return {
-      summary: usageOut(ai.usage(pid, w.fromMs, w.toMs)),
-      top_models: ai.usageBy(pid, w.fromMs, w.toMs, 'model', 10).map((g) => ({ model: g.key, ...usageOut(g) })),
-      top_providers: ai.usageBy(pid, w.fromMs, w.toMs, 'provider', 10).map((g) => ({ provider: g.key, ...usageOut(g) })),
-      sessions: (({ count, top }) => ({ count, top: top.map(partyOut) }))(ai.parties(pid, 'session', w.fromMs, w.toMs, 10)),
-      users: (({ count, top }) => ({ count, top: top.map(partyOut) }))(ai.parties(pid, 'user', w.fromMs, w.toMs, 10)),
+      summary: usageOut(summary),
+      top_models: models.map((g) => ({ model: g.key, ...usageOut(g) })),
+      top_providers: providers.map((g) => ({ provider: g.key, ...usageOut(g) })),
+      sessions: { count: sessions.count, top: sessions.top.map(partyOut) },
+      users: { count: users.count, top: users.top.map(partyOut) },
       price_table_version: PRICE_TABLE_VERSION,
       privacy_mode: ai.privacyMode(pid),
       ...windowOut(w),
@@ -122,9 +129,9 @@ export const histogram = defineOperation({
   output: z.object({ data: z.array(usageSchema.extend({ date: z.string().describe('UTC day, YYYY-MM-DD.') })), ...windowSchema }),
   errors: [windowError(90)],
   example: { from: '2026-10-01T00:00:00Z' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = aiWindow(input, ctx.now(), 30, 90);
-    const byDay = new Map(ctx.services.ai.usageByDay(ctx.project!.id, w.fromMs, w.toMs).map((r) => [r.day, r]));
+    const byDay = new Map((await ctx.services.ai.usageByDay(ctx.project!.id, w.fromMs, w.toMs)).map((r) => [r.day, r]));
     const data = [];
     for (let d = Math.floor(w.fromMs / DAY) * DAY; d < w.toMs; d += DAY) {
       const u = byDay.get(d) ?? { n: 0, generations: 0, errors: 0, tool_calls: 0, cost: 0, prompt: 0, completion: 0, tokens: 0, gen_duration: 0 };
@@ -171,7 +178,7 @@ export const session = defineOperation({
   errors: [{ status: 404, code: 'not_found', when: 'no observation of this session in the project' }],
   example: { session_id: 'conv_42' },
   async handler(input, ctx) {
-    const rows = ctx.services.ai.sessionRows(ctx.project!.id, input.session_id, SESSION_MAX + 1);
+    const rows = await ctx.services.ai.sessionRows(ctx.project!.id, input.session_id, SESSION_MAX + 1);
     if (!rows.length) throw new NotFoundError('The session', 'session_id');
     const truncated = rows.length > SESSION_MAX;
     const kept = rows.slice(0, SESSION_MAX);
@@ -234,9 +241,9 @@ export const user = defineOperation({
   }),
   errors: [windowError(90), { status: 404, code: 'not_found', when: 'no observation of this user in the window' }],
   example: { user_id: 'user_123' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const w = aiWindow(input, ctx.now(), 30, 90);
-    const b = ctx.services.ai.userBreakdown(ctx.project!.id, input.user_id, w.fromMs, w.toMs);
+    const b = await ctx.services.ai.userBreakdown(ctx.project!.id, input.user_id, w.fromMs, w.toMs);
     if (!b.totals.n) throw new NotFoundError('The user (in this window)', 'user_id');
     return {
       user_id: input.user_id,

@@ -7,7 +7,7 @@ import type { TelemetryWriter } from '../storage/telemetry-store.js';
 import { withLogRollups } from '../storage/log-rollups.js';
 import { createOperationRollupReader, withOperationRollups, type OperationRollupReader } from '../storage/operation-rollups.js';
 import { withAgentObservations } from '../storage/ai-spans.js';
-import { createAiRepo, type AiRepo } from '../storage/ai-repo.js';
+import { createAiRepo, sqliteAiService, type AiService } from '../storage/ai-repo.js';
 import { withReleaseRollups } from '../storage/release-rollups.js';
 import { createReleasesRepo, type ReleasesRepo } from '../storage/releases-repo.js';
 import { asyncLogsReader, createLogsReadRepo, type LogsReader } from '../storage/logs-read-repo.js';
@@ -25,6 +25,8 @@ import { createChMonitorResults } from '../storage/clickhouse/monitor-results.js
 import { createChErrorEventsReader, createChErrorEventStore, type ChErrorEventStore } from '../storage/clickhouse/error-events.js';
 import { createSqliteErrorEventsReader } from '../storage/error-events-read.js';
 import { createChCaptureStore, type ChCaptureStore } from '../storage/clickhouse/capture-store.js';
+import { createChAiStore, type ChAiStore } from '../storage/clickhouse/ai-store.js';
+import { chAiService, createChAiReader } from '../storage/clickhouse/ai-read.js';
 import { createErrorsIngestRepo, type ErrorsIngestRepo } from '../storage/errors-repo.js';
 import { createIngestMiscRepo, type IngestMiscRepo } from '../storage/ingest-misc-repo.js';
 import { createErrorGroupsRepo, type ErrorGroupsRepo } from '../storage/error-groups-repo.js';
@@ -82,7 +84,7 @@ export interface Services {
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
   /** Set when spans, logs, metric points and monitor results go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span, log and metric stores (flush, close). */
-  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore; errors: ChErrorEventStore; captures?: ChCaptureStore };
+  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore; errors: ChErrorEventStore; ai: ChAiStore; captures?: ChCaptureStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
@@ -99,8 +101,8 @@ export interface Services {
   monitoring: Monitoring;
   /** Runs a function in one database transaction (a handler's writes that must land together). */
   atomic: <T>(fn: () => T) => T;
-  /** Agent observations, scores, AI rollups and settings (issue 13). */
-  ai: AiRepo;
+  /** Agent observations, scores, AI rollups and settings (issue 13); observations and scores in ClickHouse when it is set (reads async). */
+  ai: AiService;
   /** Release derivation inputs, rollups and new issues (operations/releases.ts). */
   releases: ReleasesRepo;
   /** Revenue ledger, subscriptions, settings and payment-provider connection. */
@@ -155,12 +157,13 @@ function migratedOnFirstUse(engine: ChEngine): ChEngine {
 
 export function createServices(db: Db, config: AppConfig, now: () => number = Date.now, opts: { clickhouse?: ChEngine } = {}): Services {
   const chEngine = opts.clickhouse ?? (config.clickhouseUrl ? createHttpEngine(config.clickhouseUrl) : null);
-  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore, metrics: null as unknown as ChMetricStore, errors: null as unknown as ChErrorEventStore } : null;
+  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore, metrics: null as unknown as ChMetricStore, errors: null as unknown as ChErrorEventStore, ai: null as unknown as ChAiStore } : null;
   if (ch) {
     ch.spans = createChSpanStore(ch.engine);
     ch.logs = createChLogStore(ch.engine);
     ch.metrics = createChMetricStore(ch.engine);
     ch.errors = createChErrorEventStore(ch.engine);
+    ch.ai = createChAiStore(ch.engine);
   }
   // With ClickHouse, error events too (their ids stay beside the groups, in SQLite or PostgreSQL).
   const errorsIngest = createErrorsIngestRepo(db, ch ? { events: ch.errors } : {});
@@ -190,7 +193,9 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   });
   registerMailJob(scheduler, mailer);
   monitoring.register();
-  const ai = createAiRepo(db);
+  const aiRepo = createAiRepo(db);
+  // With ClickHouse, agent observations and scores go there and every AI read comes from there.
+  const ai = ch ? chAiService(aiRepo, ch.ai, createChAiReader(ch.engine)) : sqliteAiService(aiRepo);
   const revenue = createRevenueRepo(db);
   const revenueCache = new ResultCache();
   const webhooks = createWebhookSender(config.webhooks.allowPrivate);
@@ -216,7 +221,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     tokenResolvers: [],
     // With ClickHouse, log records and metric points skip SQLite entirely (rows, full text, catalogue and rollups).
     telemetry: metricsTo(logsTo(withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))), ch?.logs), ch?.metrics),
-    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant, ch.errors.participant] : []), ...(captures ? [captures.participant] : [])]),
+    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant, ch.errors.participant, ...ch.ai.participants] : []), ...(captures ? [captures.participant] : [])]),
     ...(ch ? { clickhouse: { ...ch, captures } } : {}),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),

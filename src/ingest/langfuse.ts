@@ -84,6 +84,9 @@ export function mountLangfuse(router: Router, s: Sightline, deps: { readBody: (c
     deps.quota.take(pid, json.batch.length, t);
     const successes: { id: string; status: number }[] = [];
     const errors: { id: string; status: number; message: string; error: string }[] = [];
+    // The stored observations the items may merge into (by id, by trace), read before the writes:
+    // with ClickHouse they are read from there once; with SQLite the view reads the database live.
+    const view = await services.ai.ingestView(pid, ...idsOf(json.batch));
     // One write job per item, in order: they commit together (group commit), each in its own savepoint.
     const jobs = json.batch.map((item) => {
       const itemId = String((item as { id?: unknown })?.id ?? '');
@@ -94,7 +97,7 @@ export function mountLangfuse(router: Router, s: Sightline, deps: { readBody: (c
             services.ai.upsertTrace(pid, parsed.trace);
             const info = services.ai.traceInfo(pid, parsed.trace.trace_id)!;
             // Identifiers sent on the trace after its observations flow down to them.
-            const stale = services.ai.observationsOfTrace(pid, info.trace_id).filter((o) => (!o.session_id && info.session_id) || (!o.user_id && info.user_id));
+            const stale = view.observationsOfTrace(info.trace_id).filter((o) => (!o.session_id && info.session_id) || (!o.user_id && info.user_id));
             const drafts = stale.map((o) => {
               const d = draftFromStored(o);
               applyTrace(d, info);
@@ -102,7 +105,7 @@ export function mountLangfuse(router: Router, s: Sightline, deps: { readBody: (c
             });
             writeDrafts(services, pid, drafts, [], t);
           } else if (parsed.kind === 'observation') {
-            const existing = services.ai.get(pid, parsed.id);
+            const existing = view.get(parsed.id);
             const base = existing ? draftFromStored(existing) : null;
             const traceId = String(parsed.body.traceId ?? base?.trace_id ?? '');
             const info = traceId ? services.ai.traceInfo(pid, traceId) : null;
@@ -126,4 +129,20 @@ export function mountLangfuse(router: Router, s: Sightline, deps: { readBody: (c
     ctx.status = 207;
     ctx.body = { successes, errors };
   });
+}
+
+/** The observation ids (bodies' `id`) and trace ids (a trace item's `id`, an observation's `traceId`) a batch may read. */
+function idsOf(batch: unknown[]): [string[], string[]] {
+  const ids = new Set<string>();
+  const traces = new Set<string>();
+  for (const item of batch) {
+    const it = item as { type?: unknown; body?: { id?: unknown; traceId?: unknown } } | null;
+    const body = it?.body;
+    if (!body || typeof body !== 'object') continue;
+    const id = typeof body.id === 'string' || typeof body.id === 'number' ? String(body.id) : '';
+    const traceId = typeof body.traceId === 'string' || typeof body.traceId === 'number' ? String(body.traceId) : '';
+    if (id) (String(it!.type).startsWith('trace') ? traces : ids).add(id);
+    if (traceId) traces.add(traceId);
+  }
+  return [[...ids], [...traces]];
 }

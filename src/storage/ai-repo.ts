@@ -26,7 +26,7 @@ export const OBS_ID_LEVEL_MAX = 16_384;
 const PROBE_MIN = 4;
 const SUM_COLS = ['cost_sum', 'prompt_sum', 'completion_sum', 'tokens_sum', 'duration_sum', 'gen_duration_sum', 'tool_n'] as const;
 
-const OBS_COLUMNS = [
+export const OBS_COLUMNS = [
   'observation_id', 'parent_observation_id', 'trace_id', 'span_id', 'session_id', 'user_id', 'distinct_id', 'visitor_id', 'agent_id',
   'workflow_id', 'step_id', 'observation_type', 'observation_name', 'operation', 'message', 'level', 'status', 'source', 'model', 'provider',
   'tool_name', 'duration_ms', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cost_usd', 'cost_source', 'started_ms', 'received_ms',
@@ -244,7 +244,7 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     ),
     traceGet: db.prepare('SELECT * FROM agent_traces WHERE project_id = ? AND trace_id = ?'),
     privacyGet: db.prepare('SELECT privacy_mode FROM ai_settings WHERE project_id = ?').pluck(),
-    privacySet: db.prepare('INSERT INTO ai_settings (project_id, privacy_mode, updated_ms) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET privacy_mode = excluded.privacy_mode, updated_ms = excluded.updated_ms'),
+    privacySet: db.prepare('INSERT INTO ai_settings (project_id, privacy_mode, updated_ms) VALUES (?, ?, ?) ON CONFLICT (project_id) DO UPDATE SET privacy_mode = excluded.privacy_mode, updated_ms = excluded.updated_ms'),
     dispatch: db.prepare(
       `INSERT INTO ai_fix_dispatches (project_id, dispatch_id, source, requester, status, webhook_status, dispatched_ms, completed_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(project_id, dispatch_id) DO UPDATE SET status = excluded.status, webhook_status = excluded.webhook_status, completed_ms = excluded.completed_ms`,
@@ -813,3 +813,39 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
 }
 
 export type AiRepo = ReturnType<typeof createAiRepo>;
+
+/** The reads of the AI repository that ClickHouse answers in scale-out (issue 20): async for every backend. */
+export const AI_READS = [
+  'list', 'qualitySums', 'missingExamples', 'scoreCounts', 'exportRows', 'scoresForObservations', 'listScores', 'scoreSummary',
+  'usage', 'usageBy', 'usageByDay', 'parties', 'sessionRows', 'userBreakdown', 'get',
+] as const;
+export type AiReadKey = (typeof AI_READS)[number];
+type Fn = (...a: never[]) => unknown;
+export type AiReader = { [K in AiReadKey]: AiRepo[K] extends Fn ? (...a: Parameters<AiRepo[K]>) => Promise<ReturnType<AiRepo[K]>> : never };
+
+/** What Langfuse ingest reads while it writes (the observation an update merges into, a trace's observations). */
+export interface AiIngestView {
+  get(id: string): StoredObservation | null;
+  observationsOfTrace(traceId: string): StoredObservation[];
+}
+
+/**
+ * The AI repository as the services hold it: writes, settings, trace info and fixer dispatches as
+ * the SQLite repository has them; the reads async (ClickHouse answers them in scale-out); and
+ * `ingestView`, what an ingest job may read synchronously inside a write batch (observations by id
+ * or trace, read beforehand where the store is remote).
+ */
+export type AiService = Omit<AiRepo, AiReadKey | 'observationsOfTrace'> &
+  AiReader & { ingestView(projectId: string, ids: string[], traceIds: string[]): Promise<AiIngestView> };
+
+/** The SQLite repository as the service: reads resolved at once, the ingest view reading live. */
+export function sqliteAiService(repo: AiRepo): AiService {
+  const reads = Object.fromEntries(AI_READS.map((k) => [k, (...a: unknown[]) => Promise.resolve((repo[k] as (...x: unknown[]) => unknown)(...a))])) as AiReader;
+  const { observationsOfTrace, ...rest } = repo;
+  return {
+    ...rest,
+    ...reads,
+    ingestView: (projectId) =>
+      Promise.resolve({ get: (id: string) => repo.get(projectId, id), observationsOfTrace: (traceId: string) => observationsOfTrace(projectId, traceId) }),
+  };
+}

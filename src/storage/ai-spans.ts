@@ -27,7 +27,7 @@ function withholdContent(sp: SpanRecord): SpanRecord {
  * Spans decoded by the ingest workers come with their observations already mapped
  * (src/domain/ai/prepared.ts): those rows are taken as they are, unless privacy mode applies.
  */
-export function withAgentObservations(db: Db, ai: AiRepo, writer: TelemetryWriter): TelemetryWriter {
+export function withAgentObservations(db: Db, ai: Pick<AiRepo, 'privacyMode' | 'writeObservations' | 'writeScores'>, writer: TelemetryWriter): TelemetryWriter {
   const insertSpans = db.transaction((projectId: string, spans: SpanRecord[], source: string, receivedMs: number) => {
     let out = spans;
     const rows: ObservationRow[] = [];

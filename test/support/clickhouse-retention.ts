@@ -8,15 +8,15 @@ export const DAY = 86_400_000;
 export const T0 = Date.parse('2026-06-01T12:00:00.000Z');
 
 export interface RetentionCase {
-  /** The retention setting's key and the retention report's (spans, logs, metric_points, capture_events). */
-  kind: 'spans' | 'logs' | 'metric_points' | 'capture_events';
+  /** The retention setting's key and the retention report's. */
+  kind: 'spans' | 'logs' | 'metric_points' | 'capture_events' | 'agent_observations' | 'agent_scores';
   /** What is expired, in the test's title ("spans", "records", "points"). */
   rows: string;
   /** Writes one row per label (its project, its age in days) through the server's telemetry writer. */
   write(t: TestServer, pid: string, rows: { label: string; daysAgo: number }[]): Promise<unknown>;
   /** The labels of the rows left in ClickHouse, sorted. */
   left(engine: ChEngine): Promise<string[]>;
-  /** The other project's setting, for a kind whose default is not 30 days (capture events: 400). */
+  /** The other project's period when the kind's default is not 30 days (set on it as 30). */
   otherDays?: 30;
   /** Further checks once expired (reads through the API, derived tables). */
   after?(t: TestServer, engine: ChEngine): Promise<void>;

@@ -10,6 +10,8 @@ import { insertByPartition, insertResults, type ChMonitorResultRow } from './mon
 import { chErrorEventRow, insertErrorEvents, type StoredErrorEvent } from './error-events.js';
 import { EVENT_ROW_COLUMNS } from '../errors-repo.js';
 import { insertCaptureRows, type ChCaptureRow } from './capture-store.js';
+import { OBS_COLUMNS } from '../ai-repo.js';
+import { FLAG_COLUMNS } from '../../domain/ai/observation.js';
 
 export interface CopyReport {
   spans: number;
@@ -281,4 +283,42 @@ export async function copyCaptureEventsToClickHouse(db: Db, engine: ChEngine, op
     opts.onProgress?.(copied);
   }
   return { capture_events: copied, projects: projects.size, ms: Date.now() - t0 };
+}
+
+export interface AiCopyReport {
+  agent_observations: number;
+  agent_scores: number;
+  ms: number;
+}
+
+/**
+ * The AI part of `sightline migrate --to-clickhouse`: copies every agent observation and score
+ * (current rows: SQLite holds one per id) into `agent_observations` and `agent_scores`, in rowid
+ * order, `batch` rows per insert, with their row ids as versions (below any the writer gives later,
+ * which numbers from the clock: a later write replaces a copied row). Tombstoned scores are copied
+ * as tombstones. SQLite's rollups and session/user totals are not copied: with ClickHouse, reads
+ * aggregate the rows. Refuses when ClickHouse already holds observations or scores.
+ */
+export async function copyAgentObservationsToClickHouse(db: Db, engine: ChEngine, opts: { batch?: number; onProgress?: (copied: number) => void } = {}): Promise<AiCopyReport> {
+  const t0 = Date.now();
+  await migrateClickHouse(engine);
+  const [held] = await engine.query<{ n: number }>('SELECT (SELECT count() FROM agent_observations) + (SELECT count() FROM agent_scores) AS n');
+  if (Number(held?.n ?? 0) > 0) throw new CopyRefusedError('ClickHouse already holds agent observations or scores; copying again would duplicate them');
+  const batch = opts.batch ?? 20_000;
+  const cols = [...OBS_COLUMNS, ...FLAG_COLUMNS].join(', ');
+  const obsPage = db.prepare(`SELECT id, project_id, ${cols} FROM agent_observations WHERE id > ? ORDER BY id LIMIT ?`);
+  const scorePage = db.prepare(`SELECT * FROM agent_scores WHERE id > ? ORDER BY id LIMIT ?`);
+  const out = { agent_observations: 0, agent_scores: 0 };
+  for (const [table, page] of [['agent_observations', obsPage], ['agent_scores', scorePage]] as const) {
+    let after = 0;
+    for (;;) {
+      const rows = page.all(after, batch) as ({ id: number } & Record<string, unknown>)[];
+      if (!rows.length) break;
+      await engine.insert(table, rows.map(({ id, ...r }) => ({ ...r, version: id })));
+      out[table] += rows.length;
+      after = rows[rows.length - 1]!.id;
+      opts.onProgress?.(out.agent_observations + out.agent_scores);
+    }
+  }
+  return { ...out, ms: Date.now() - t0 };
 }

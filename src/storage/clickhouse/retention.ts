@@ -100,6 +100,22 @@ export function expireClickHouseCaptureEvents(engine: ChEngine, cutoffs: { proje
   return expireByDay(engine, 'capture_events', cutoffs, 'ts');
 }
 
+/**
+ * Expiry of agent observations and scores kept in ClickHouse (schema.ts migration 8), with each
+ * project's period for them, as {@link expireClickHouseLogs}, by start time. Every stored version
+ * goes by its own start (replacements usually keep it; one that moved an observation's start before
+ * the cutoff leaves the earlier version, where SQLite drops the observation). Returns the rows
+ * expired (versions not yet merged away count too). Nothing outlives them there
+ * (SQLite keeps hourly rollups and session/user totals longer): AI reads cover the retained rows.
+ */
+export async function expireClickHouseAgentObservations(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  return expireByDay(engine, 'agent_observations', cutoffs, 'started_ms');
+}
+
+export async function expireClickHouseAgentScores(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  return expireByDay(engine, 'agent_scores', cutoffs, 'started_ms');
+}
+
 /** Day partitions every cutoff passed are dropped; a later project cutoff deletes by a mutation. */
 async function expireByDay(engine: ChEngine, table: string, cutoffs: { projectId: string; cutoffMs: number }[], time = 'time_ms'): Promise<number> {
   if (!cutoffs.length) return 0;

@@ -1,0 +1,260 @@
+import { FLAG_COLUMNS, type FlagColumn } from '../../domain/ai/observation.js';
+import type { FlagSums } from '../../domain/ai/quality.js';
+import {
+  OBS_COLUMNS, type AiReader, type AiRepo, type AiService, type ExportFilters, type GroupAggregate, type ObservationFilters, type PartyAggregate,
+  type RollupDim, type ScoreFilters, type StoredObservation, type StoredScore, type UsageAggregate,
+} from '../ai-repo.js';
+import { lit, type ChEngine } from './client.js';
+import type { ChAiStore, ChObservationRow } from './ai-store.js';
+
+const DAY = 86_400_000;
+const OBS_VALUES = [...OBS_COLUMNS.filter((c) => c !== 'observation_id'), ...FLAG_COLUMNS];
+const SCORE_VALUES = [
+  'trace_id', 'observation_id', 'span_id', 'session_id', 'user_id', 'name', 'value', 'string_value', 'data_type', 'source', 'comment', 'author', 'model',
+  'environment', 'release', 'metadata', 'started_ms', 'received_ms', 'deleted',
+] as const;
+const OBS_FILTERS = ['trace_id', 'session_id', 'user_id', 'agent_id', 'workflow_id', 'observation_type', 'status', 'model', 'provider', 'tool_name', 'release', 'environment'] as const;
+const TEXT_COLUMNS = ['message', 'observation_name', 'tool_name', 'input_json', 'output_json', 'attributes', 'tags'];
+
+/**
+ * The current rows of a table whose rows are versions (schema.ts migration 8): of every id with a
+ * version matching `pre`, the version with the largest `version`, under the table's column names.
+ * `pre` only narrows which ids are read (it must hold for a current row the caller keeps): the
+ * caller filters the current rows again, so a version replaced by one outside `pre` is not counted.
+ */
+function current(table: string, idCol: string, values: readonly string[], pid: number, pre: string, withVersion = false): string {
+  return `SELECT v_${idCol} AS ${idCol}, ${values.map((c) => `v_${c} AS ${c}`).join(', ')}${withVersion ? ', v_version AS version' : ''} FROM (
+    SELECT ${idCol} AS v_${idCol}, ${values.map((c) => `argMax(${c}, version) AS v_${c}`).join(', ')}${withVersion ? ', max(version) AS v_version' : ''}
+    FROM ${table} WHERE project_id = ${lit(pid)} AND ${idCol} IN (SELECT ${idCol} FROM ${table} WHERE project_id = ${lit(pid)} AND (${pre})) GROUP BY ${idCol})`;
+}
+const obsNow = (pid: number, pre: string, withVersion = false) => current('agent_observations', 'observation_id', OBS_VALUES, pid, pre, withVersion);
+const scoresNow = (pid: number, pre: string) => current('agent_scores', 'score_id', SCORE_VALUES, pid, pre);
+
+const win = (fromMs: number, toMs: number) => `started_ms >= ${lit(fromMs)} AND started_ms < ${lit(toMs)}`;
+/** ASCII lower case, as SQLite's LIKE folds (and ClickHouse's lower()). */
+const asciiLower = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+
+/** The observation filters (as ai-repo.ts `where`): equalities, `q` a case-insensitive (ASCII) substring of the text columns. */
+function obsWhere(f: Partial<ObservationFilters>): string {
+  const parts: string[] = [];
+  for (const k of OBS_FILTERS) if (f[k] !== undefined) parts.push(`${k} = ${lit(f[k])}`);
+  if (f.q) parts.push(`(${TEXT_COLUMNS.map((c) => `position(lower(${c}), ${lit(asciiLower(f.q!))}) > 0`).join(' OR ')})`);
+  return parts.map((p) => ` AND ${p}`).join('');
+}
+
+const USAGE = `count() AS n, sum(f_gen) AS generations, sum(f_error) AS errors, countIf(observation_type = 'tool_call') AS tool_calls,
+  sum(ifNull(cost_usd, 0)) AS cost, sum(ifNull(prompt_tokens, 0)) AS prompt, sum(ifNull(completion_tokens, 0)) AS completion,
+  sum(ifNull(total_tokens, 0)) AS tokens, sumIf(duration_ms, observation_type = 'generation') AS gen_duration`;
+const PARTY = `count() AS n, sum(f_gen) AS generations, sum(f_error) AS errors, sum(ifNull(cost_usd, 0)) AS cost, sum(ifNull(total_tokens, 0)) AS tokens,
+  min(started_ms) AS first_ms, max(started_ms) AS last_ms`;
+
+/** Aggregates as numbers (both engines answer 64-bit integers unquoted: client.ts CH_SETTINGS; this guards a server that quotes them). */
+const num = <T extends object>(r: T): T => {
+  for (const k in r) if (k !== 'key' && typeof r[k] === 'string') (r as Record<string, unknown>)[k] = Number(r[k]);
+  return r;
+};
+
+/**
+ * Agent observations and scores read from ClickHouse (issue 20): the answers of ai-repo.ts's reads,
+ * computed from the current rows (each id's newest version) — no rollups, so a replaced observation
+ * or score counts once, as its latest write. Differences: sessions' and users' first and last
+ * activity are those of their current observations (SQLite keeps the earliest and latest start ever
+ * written, an outer bound, when a replacement moves an observation); aggregates cover the retained
+ * rows only (SQLite's hourly rollups and session/user totals outlive the observations).
+ */
+export function createChAiReader(engine: ChEngine) {
+  const q = <T>(s: string) => engine.query<T>(s);
+
+  async function list(projectId: string, f: ObservationFilters, limit: number, offset: number) {
+    const pid = Number(projectId);
+    const cond = `${win(f.fromMs, f.toMs)}${obsWhere(f)}`;
+    const base = `FROM (${obsNow(pid, cond)}) WHERE ${cond}`;
+    const [[c], rows] = await Promise.all([
+      q<{ n: number }>(`SELECT count() AS n ${base}`),
+      q<StoredObservation>(`SELECT * ${base} ORDER BY started_ms DESC, observation_id DESC LIMIT ${lit(offset)}, ${lit(limit)}`),
+    ]);
+    return { rows, total: Number(c?.n ?? 0) };
+  }
+
+  async function get(projectId: string, id: string): Promise<StoredObservation | null> {
+    const [r] = await q<StoredObservation>(obsNow(Number(projectId), `observation_id = ${lit(id)}`));
+    return r ?? null;
+  }
+
+  /** Current rows of these ids and of these traces (with their version): the Langfuse ingest view. */
+  async function currentRows(projectId: string, ids: string[], traceIds: string[]): Promise<ChObservationRow[]> {
+    const pid = Number(projectId);
+    const inList = (col: string, xs: string[]) => (xs.length ? `${col} IN (${xs.map(lit).join(', ')})` : '0');
+    const rows = await q<ChObservationRow>(obsNow(pid, `${inList('observation_id', ids)} OR ${inList('trace_id', traceIds)}`, true));
+    return rows.map((r) => ({ ...r, project_id: pid, version: Number(r.version) }));
+  }
+
+  const dims = (f: Partial<Record<RollupDim, string>>) => obsWhere(f as Partial<ObservationFilters>);
+
+  async function qualitySums(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>): Promise<FlagSums> {
+    const cond = `${win(fromMs, toMs)}${dims(f)}`;
+    const [r] = await q<FlagSums>(`SELECT count() AS n, ${FLAG_COLUMNS.map((c) => `sum(${c}) AS ${c}_s`).join(', ')} FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond}`);
+    const out = { n: Number((r as { n: number }).n) } as Record<string, number>;
+    for (const c of FLAG_COLUMNS) out[c] = Number((r as unknown as Record<string, number>)[`${c}_s`]);
+    return out as unknown as FlagSums;
+  }
+
+  async function missingExamples(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>, captured: FlagColumn, eligible: FlagColumn | 'n', limit: number) {
+    const cond = `${win(fromMs, toMs)}${dims(f)} AND ${eligible === 'n' ? '1' : `${eligible} = 1`} AND ${captured} = 0`;
+    const rows = await q<{ observation_id: string }>(
+      `SELECT observation_id FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond} ORDER BY started_ms DESC, observation_id DESC LIMIT ${lit(limit)}`,
+    );
+    return rows.map((r) => r.observation_id);
+  }
+
+  async function scoreCounts(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>) {
+    const pid = Number(projectId);
+    const w = win(fromMs, toMs);
+    const d = dims(f);
+    // With observation filters, only scores of current observations that match them (as SQLite's join).
+    const ofObs = d ? ` AND observation_id IN (SELECT observation_id FROM (${obsNow(pid, `1${d}`)}) WHERE 1${d})` : '';
+    const [r] = await q<{ count: number; scored_observations: number }>(
+      `SELECT count() AS count, uniqExactIf(observation_id, observation_id != '') AS scored_observations FROM (${scoresNow(pid, w)}) WHERE ${w} AND deleted = 0${ofObs}`,
+    );
+    return { count: Number(r?.count ?? 0), scored_observations: Number(r?.scored_observations ?? 0) };
+  }
+
+  async function exportRows(projectId: string, f: ExportFilters, limit: number, offset: number): Promise<{ rows: StoredObservation[]; hasMore: boolean }> {
+    const pid = Number(projectId);
+    const cond = `${win(f.fromMs, f.toMs)}${obsWhere({ ...f, observation_type: 'generation' })}${f.require_output ? ' AND had_output = 1' : ''}`;
+    const sc: string[] = [];
+    if (f.score_name !== undefined) sc.push(`name = ${lit(f.score_name)}`);
+    if (f.score_source !== undefined) sc.push(`source = ${lit(f.score_source)}`);
+    if (f.score_label !== undefined) sc.push(`string_value = ${lit(f.score_label)}`);
+    if (f.min_score !== undefined) sc.push(`data_type != 'categorical' AND value >= ${lit(f.min_score)}`);
+    if (f.max_score !== undefined) sc.push(`data_type != 'categorical' AND value <= ${lit(f.max_score)}`);
+    let scoreSql = '';
+    if (sc.length) {
+      // A generation with a current score matching them: on the observation, or without one on its trace.
+      const s = `SELECT observation_id, trace_id FROM (${scoresNow(pid, sc.join(' AND '))}) WHERE deleted = 0 AND ${sc.join(' AND ')}`;
+      scoreSql = ` AND (observation_id IN (SELECT observation_id FROM (${s}) WHERE observation_id != '')
+        OR (trace_id != '' AND trace_id IN (SELECT trace_id FROM (${s}) WHERE observation_id = '')))`;
+    }
+    const rows = await q<StoredObservation>(
+      `SELECT * FROM (${obsNow(pid, cond)}) WHERE ${cond}${scoreSql} ORDER BY started_ms ASC, observation_id ASC LIMIT ${lit(offset)}, ${lit(limit + 1)}`,
+    );
+    return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+  }
+
+  async function scoresForObservations(projectId: string, obs: { observation_id: string; trace_id: string }[]): Promise<StoredScore[]> {
+    if (!obs.length) return [];
+    const ids = obs.map((o) => o.observation_id);
+    const traces = [...new Set(obs.map((o) => o.trace_id).filter(Boolean))];
+    const cond = `(observation_id IN (${ids.map(lit).join(', ')})${traces.length ? ` OR (observation_id = '' AND trace_id IN (${traces.map(lit).join(', ')}))` : ''})`;
+    return q<StoredScore>(`SELECT * FROM (${scoresNow(Number(projectId), cond)}) WHERE deleted = 0 AND ${cond} ORDER BY started_ms, score_id`);
+  }
+
+  function scoreWhere(f: ScoreFilters): string {
+    let s = win(f.fromMs, f.toMs);
+    for (const k of ['trace_id', 'observation_id', 'session_id', 'user_id', 'name', 'source', 'data_type'] as const) if (f[k] !== undefined) s += ` AND ${k} = ${lit(f[k])}`;
+    return s;
+  }
+
+  async function listScores(projectId: string, f: ScoreFilters, limit: number, offset: number) {
+    const cond = scoreWhere(f);
+    const base = `FROM (${scoresNow(Number(projectId), cond)}) WHERE ${cond} AND deleted = 0`;
+    const [[c], rows] = await Promise.all([
+      q<{ n: number }>(`SELECT count() AS n ${base}`),
+      q<StoredScore>(`SELECT * ${base} ORDER BY started_ms DESC, score_id DESC LIMIT ${lit(offset)}, ${lit(limit)}`),
+    ]);
+    return { rows, total: Number(c?.n ?? 0) };
+  }
+
+  async function scoreSummary(projectId: string, f: ScoreFilters) {
+    const cond = scoreWhere(f);
+    const rows = await q<{ name: string; data_type: string; sv: string; count: number; a: number; mn: number; mx: number }>(
+      `SELECT name, data_type, if(data_type = 'categorical', string_value, '') AS sv, count() AS count, avg(value) AS a, min(value) AS mn, max(value) AS mx
+       FROM (${scoresNow(Number(projectId), cond)}) WHERE ${cond} AND deleted = 0 GROUP BY name, data_type, sv ORDER BY name, data_type, sv`,
+    );
+    return rows.map((r) => {
+      const cat = r.data_type === 'categorical';
+      return {
+        name: r.name, data_type: r.data_type, string_value: r.sv, count: Number(r.count),
+        avg_value: cat ? null : Number(r.a), min_value: cat ? null : Number(r.mn), max_value: cat ? null : Number(r.mx),
+      };
+    });
+  }
+
+  async function usage(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>> = {}): Promise<UsageAggregate> {
+    const cond = `${win(fromMs, toMs)}${dims(f)}`;
+    const [r] = await q<UsageAggregate>(`SELECT ${USAGE} FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond}`);
+    return num(r!);
+  }
+
+  async function usageBy(projectId: string, fromMs: number, toMs: number, dim: 'model' | 'provider', limit: number): Promise<GroupAggregate[]> {
+    const cond = `${win(fromMs, toMs)} AND ${dim} != ''`;
+    const rows = await q<GroupAggregate>(
+      `SELECT ${dim} AS key, ${USAGE} FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond} GROUP BY key HAVING generations > 0 ORDER BY generations DESC, key LIMIT ${lit(limit)}`,
+    );
+    return rows.map(num);
+  }
+
+  async function usageByDay(projectId: string, fromMs: number, toMs: number): Promise<(UsageAggregate & { day: number })[]> {
+    const cond = win(fromMs, toMs);
+    const rows = await q<UsageAggregate & { day: number }>(
+      `SELECT intDiv(toUInt64(started_ms), ${DAY}) * ${DAY} AS day, ${USAGE} FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond} GROUP BY day ORDER BY day`,
+    );
+    return rows.map(num);
+  }
+
+  /** Sessions (users) active in the window — first activity before `to`, last at or after `from` — with their totals over every retained observation. */
+  async function parties(projectId: string, kind: 'session' | 'user', fromMs: number, toMs: number, limit: number): Promise<{ count: number; top: PartyAggregate[] }> {
+    const col = kind === 'session' ? 'session_id' : 'user_id';
+    const all = `SELECT ${col} AS key, ${PARTY} FROM (${obsNow(Number(projectId), `${col} != ''`)}) WHERE ${col} != '' GROUP BY key`;
+    const active = `FROM (${all}) WHERE last_ms >= ${lit(fromMs)} AND first_ms < ${lit(toMs)}`;
+    const [[c], top] = await Promise.all([
+      q<{ n: number }>(`SELECT count() AS n ${active}`),
+      q<PartyAggregate>(`SELECT * ${active} ORDER BY cost DESC, n DESC, key LIMIT ${lit(limit)}`),
+    ]);
+    return { count: Number(c?.n ?? 0), top: top.map(num) };
+  }
+
+  async function sessionRows(projectId: string, sessionId: string, limit: number): Promise<StoredObservation[]> {
+    const cond = `session_id = ${lit(sessionId)}`;
+    return q<StoredObservation>(`SELECT * FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond} ORDER BY started_ms, observation_id LIMIT ${lit(limit)}`);
+  }
+
+  async function userBreakdown(projectId: string, userId: string, fromMs: number, toMs: number) {
+    const cond = `user_id = ${lit(userId)} AND ${win(fromMs, toMs)}`;
+    const src = `FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond}`;
+    const [[t], sessions, models] = await Promise.all([
+      q<UsageAggregate & { first_ms: number | null; last_ms: number | null }>(`SELECT ${USAGE}, min(started_ms) AS first_ms, max(started_ms) AS last_ms ${src}`),
+      q<PartyAggregate>(`SELECT session_id AS key, ${PARTY} ${src} AND session_id != '' GROUP BY key ORDER BY last_ms DESC, key LIMIT 50`),
+      q<{ key: string; n: number; cost: number; tokens: number }>(
+        `SELECT model AS key, count() AS n, sum(ifNull(cost_usd, 0)) AS cost, sum(ifNull(total_tokens, 0)) AS tokens ${src} AND observation_type = 'generation' AND model != ''
+         GROUP BY key ORDER BY n DESC, key LIMIT 20`,
+      ),
+    ]);
+    const totals = num(t!);
+    // No row: no first or last (ClickHouse's min/max of nothing is 0).
+    if (!Number(totals.n)) (totals.first_ms = null), (totals.last_ms = null);
+    return { totals, sessions: sessions.map(num), models: models.map(num) };
+  }
+
+  const reader: AiReader = {
+    list, get, qualitySums, missingExamples, scoreCounts, exportRows, scoresForObservations, listScores, scoreSummary, usage, usageBy, usageByDay, parties,
+    sessionRows, userBreakdown,
+  };
+  return { ...reader, currentRows };
+}
+
+export type ChAiReader = ReturnType<typeof createChAiReader>;
+
+/** The AI service with observations and scores in ClickHouse: their writes to the store, every read from ClickHouse; settings, trace info and fixer dispatches stay in SQLite. */
+export function chAiService(repo: AiRepo, store: ChAiStore, reader: ChAiReader): AiService {
+  const { observationsOfTrace: _o, list: _l, get: _g, qualitySums: _q, missingExamples: _m, scoreCounts: _sc, exportRows: _e, scoresForObservations: _sf,
+    listScores: _ls, scoreSummary: _ss, usage: _u, usageBy: _ub, usageByDay: _ud, parties: _p, sessionRows: _sr, userBreakdown: _ubd, ...rest } = repo;
+  const { currentRows, ...reads } = reader;
+  return {
+    ...rest,
+    ...reads,
+    writeObservations: store.writeObservations,
+    writeScores: store.writeScores,
+    ingestView: (projectId, ids, traceIds) => store.ingestView(projectId, ids, traceIds, currentRows),
+  };
+}
