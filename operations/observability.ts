@@ -257,10 +257,12 @@ export const summary = defineOperation({
       .listRows(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, sort: 'first_seen', limit: SECTION })
       .filter((g) => g.first_seen >= w.fromMs && g.first_seen < w.toMs);
     const prevFrom = w.fromMs - (w.toMs - w.fromMs);
-    const regressed = errorGroups
+    const returning = errorGroups
       .listRows(pid, { ...base, fromMs: w.fromMs, toMs: w.toMs, statuses: ['unresolved'], sort: 'last_seen', limit: REGRESSION_CANDIDATES })
-      .filter((g) => g.first_seen < prevFrom && errorGroups.firstEventIn(pid, g.id, prevFrom, w.fromMs - 0.001) === null)
-      .slice(0, SECTION);
+      .filter((g) => g.first_seen < prevFrom);
+    // Back after a silent preceding window: no event in it.
+    const silent = await Promise.all(returning.map(async (g) => (await errorGroups.firstEventIn(pid, g.id, prevFrom, w.fromMs - 0.001)) === null));
+    const regressed = returning.filter((_, i) => silent[i]).slice(0, SECTION);
 
     // Slowest operations: entry-span p95 per (service, operation), as traces.operations computes it;
     // with spans in SQLite from the hourly tallies (migration 054), else from every entry span.

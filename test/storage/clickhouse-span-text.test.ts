@@ -140,7 +140,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('what the main thread stil
   });
   afterAll(() => t.close());
 
-  it('counts every span in the release rollups and maps AI spans to observations, in SQLite', async () => {
+  it('counts every span in the release rollups (in SQLite) and maps AI spans to observations (in ClickHouse)', async () => {
     const now = Date.now();
     const span = (i: number, attributes: { key: string; value: { stringValue: string } }[]) => ({
       traceId: 'ef'.repeat(16),
@@ -163,8 +163,9 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('what the main thread stil
     }
     const rollup = t.s.db.prepare("SELECT sum(spans) AS spans, sum(requests) AS requests, sum(errors) AS errors FROM release_rollup_1m WHERE service_name = 'rollup-svc' AND version = '9.9.9'").get();
     expect(rollup).toEqual({ spans: 4, requests: 4, errors: 1 });
-    const obs = t.s.db.prepare('SELECT span_id, model FROM agent_observations').all();
+    const obs = await t.s.services.clickhouse!.engine.query('SELECT span_id, model FROM agent_observations');
     expect(obs).toEqual([{ span_id: (4).toString(16).padStart(16, '0'), model: 'm-1' }]);
+    expect(t.s.db.prepare('SELECT count(*) AS n FROM agent_observations').get()).toEqual({ n: 0 });
     const stored = await t.s.services.clickhouse!.engine.query<{ name: string; attributes: string }>("SELECT name, attributes FROM spans WHERE service_name = 'rollup-svc' ORDER BY span_id");
     expect(stored.map((r) => r.name)).toEqual(['op 0', 'op 1', 'op 2', 'op 3']);
     expect(JSON.parse(stored[0]!.attributes)).toEqual({ 'http.route': '/x' });
