@@ -30,7 +30,7 @@ const CLICKHOUSE_FILES = [
  */
 const SCALE_OUT_FILES = [
   ...CLICKHOUSE_FILES,
-  // (minus the three randomized equivalence files below: they compare telemetry reads only, control
+  // (minus the randomized equivalence files below: they compare telemetry reads only, control
   // data does not enter them, and chdb runs them; the operation tests prove the same SQL on 18.16)
   'test/operations/feedback.*.test.ts',
   'test/operations/errors.*.test.ts',
@@ -98,7 +98,7 @@ export default defineConfig({
               test: {
                 name: 'scale-out',
                 include: SCALE_OUT_FILES,
-                exclude: ['test/storage/clickhouse-equivalence.test.ts', 'test/storage/clickhouse-capture-equivalence.test.ts', 'test/storage/clickhouse-logs-equivalence.test.ts', 'test/storage/clickhouse-metrics-equivalence.test.ts', 'test/storage/clickhouse-ai-equivalence.test.ts', '**/node_modules/**'],
+                exclude: ['test/storage/clickhouse-equivalence.test.ts', 'test/storage/clickhouse-capture-equivalence.test.ts', 'test/storage/clickhouse-logs-equivalence.test.ts', 'test/storage/clickhouse-metrics-equivalence.test.ts', 'test/storage/clickhouse-ai-equivalence.test.ts', 'test/storage/clickhouse-errors-equivalence.test.ts', '**/node_modules/**'],
                 // Internal errors (a 500's cause) are printed: a failure here says which store refused what.
                 env: { SIGHTLINE_TEST_CLICKHOUSE: 'server', SIGHTLINE_TEST_POSTGRES: '1', SIGHTLINE_TEST_LOG_LEVEL: 'error' },
                 globalSetup: ['test/support/clickhouse-global.ts'],
