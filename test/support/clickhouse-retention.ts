@@ -9,7 +9,7 @@ export const T0 = Date.parse('2026-06-01T12:00:00.000Z');
 
 export interface RetentionCase {
   /** The retention setting's key and the retention report's. */
-  kind: 'spans' | 'logs' | 'metric_points' | 'capture_events' | 'agent_observations' | 'agent_scores';
+  kind: 'spans' | 'logs' | 'metric_points' | 'capture_events' | 'agent_observations' | 'agent_scores' | 'error_events';
   /** What is expired, in the test's title ("spans", "records", "points"). */
   rows: string;
   /** Writes one row per label (its project, its age in days) through the server's telemetry writer. */
