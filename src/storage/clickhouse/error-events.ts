@@ -67,10 +67,16 @@ export interface ChErrorEventRow {
 /** An event's stored columns (as SQLite's `error_events` holds them). */
 export type StoredErrorEvent = Omit<ChErrorEventRow, 'tag_keys' | 'tag_values' | 'tag_nums' | 'user_key' | 'user_id' | 'user_email' | 'user_username'>;
 
-/** SQLite's CAST(text AS REAL): the longest numeric prefix after leading spaces, else 0. */
+/**
+ * SQLite's CAST(text AS REAL): the longest numeric prefix after leading ASCII whitespace (SQLite skips
+ * no other space), else 0. Out of range it is ±Inf in SQLite; stored as ±the largest double (JSON
+ * holds no infinity), which compares with any finite bound as the infinity does.
+ */
 function castReal(v: string): number {
-  const m = /^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?/.exec(v);
-  return m ? Number(m[0]) : 0;
+  const m = /^[ \t\n\v\f\r]*([+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?)/.exec(v);
+  if (!m) return 0;
+  const n = Number(m[1]);
+  return Number.isFinite(n) ? n : n > 0 ? Number.MAX_VALUE : -Number.MAX_VALUE;
 }
 
 /** A tag value as SQLite's json_extract + CAST AS TEXT gives it. */
