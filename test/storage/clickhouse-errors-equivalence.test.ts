@@ -35,7 +35,7 @@ const USERS: (Record<string, unknown> | null)[] = [
   { id: 'u1' }, { id: 'U1' }, { id: 'u2', email: 'x@y.io' }, { id: 42 }, { id: '42' }, { id: '' , email: 'c@x.io' }, { email: 'A@X.io' },
   { username: 'Bo' }, { username: 'bo' }, { username: 'ünï' }, { id: 'u%_\\' }, { email: 'e_1@x.io', username: 'z' },
 ];
-const TAG_VALUES = ['12', ' 3.5 ', '7abc', 'abc', '0', '-4', '1e3', '.5', '100%', 'a_b', 'back\\slash', "it's", '"q"', 'Ünïcode', 'ÜNÏCODE', 'UPPER', 'upper', ''];
+const TAG_VALUES = ['12', ' 3.5 ', '7abc', 'abc', '0', '-4', '1e3', '.5', '1e400', '-1e999', '\u00a05', '\t7', '+2.5e1x', '100%', 'a_b', 'back\\slash', "it's", '"q"', 'Ünïcode', 'ÜNÏCODE', 'UPPER', 'upper', ''];
 const TRACES = ['0af7651916cd43dd8448eb211c80319c', '4bf92f3577b34da6a3ce929d0e0e4736', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'ABCDEF0123456789abcdef0123456789'];
 const RELEASES = ['', '1.2.3', '1.2.4', 'web@2.0.0', 'Ünï-1'];
 const ENVS = ['production', 'staging', 'Production', ''];

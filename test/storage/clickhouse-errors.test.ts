@@ -82,7 +82,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('error events in ClickHous
 
   it('reads an event one server acknowledged from a second server on the same stores, and keeps SQLite error_events empty', async () => {
     other = await secondServer(t);
-    const first = await send(t, { type: 'PaymentError', value: 'card declined', fn: 'charge', at: NOW - 2 * H, trace_id: TRACE, user: { id: 'u1' }, tags: { plan: 'pro' } });
+    const first = await send(t, { type: 'PaymentError', value: 'card declined', fn: 'charge', at: NOW - 2 * H, trace_id: TRACE, user: { id: 'u1' }, tags: { plan: 'pro', n: '1e400' } });
     const id = await send(t, { type: 'PaymentError', value: 'card declined again', fn: 'charge', at: NOW - H, trace_id: TRACE, user: { email: 'b@x.io' } });
     const group = t.s.services.errorsIngest.groupOfEvent(t.projectId, id)!;
     expect(t.s.services.errorsIngest.groupOfEvent(t.projectId, first)).toBe(group);
@@ -97,6 +97,9 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('error events in ClickHous
     const search = await get(other.url, `/events/search?query=${encodeURIComponent(`group:${group} tags.plan:PRO`)}`);
     expect(search.status).toBe(200);
     expect(search.body.data.map((e: { event_id: string }) => e.event_id)).toEqual([first]);
+    // A tag number out of the double range compares as SQLite's infinity.
+    const big = await get(other.url, `/events/search?query=${encodeURIComponent(`tags.n:>1000000`)}`);
+    expect(big.body.data.map((e: { event_id: string }) => e.event_id)).toEqual([first]);
     const traces = await get(other.url, `/errors/${group}/traces`);
     expect(traces.status).toBe(200);
     expect(traces.body.data).toEqual([expect.objectContaining({ trace_id: TRACE, event_count: 2 })]);
