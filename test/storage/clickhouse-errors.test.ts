@@ -7,7 +7,7 @@
  * - feedback naming its event finds the event's group (the id index beside the groups);
  * - retention drops expired days from ClickHouse with the hourly tallies before the cutoff's day and
  *   the ids; window counts then count what remains;
- * - `migrate --to-clickhouse` copies a SQLite database's events (a server reading them in ClickHouse
+ * - `migrate --to-clickhouse` (the function, and the CLI on 18.16) copies a SQLite database's events (a server reading them in ClickHouse
  *   answers as the SQLite server) and refuses a second copy.
  */
 import http from 'node:http';
@@ -17,6 +17,7 @@ import { createSightline, type Sightline } from '../../src/server.js';
 import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
 import { copyErrorEventsToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
 import type { ErrorEventRecord } from '../../src/domain/telemetry-types.js';
+import { main } from '../../src/cli/main.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { hex, sentryEvent, type EventSpec } from '../operations/errors-fixtures.js';
 import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
@@ -236,5 +237,33 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse w
     }
     await expect(copyErrorEventsToClickHouse(sqlite.s.db, engine)).rejects.toThrow(CopyRefusedError);
     expect(await chCount(engine)).toBe(14);
+  });
+
+  it.skipIf(mode !== 'server')('runs from the command line, and a second run is refused', async () => {
+    const target = `${database}_cli`;
+    const saved = { db: process.env.SIGHTLINE_DB, pg: process.env.SIGHTLINE_DATABASE_URL };
+    process.env.SIGHTLINE_DB = sqlite.dbFile;
+    if (sqlite.s.config.databaseUrl) process.env.SIGHTLINE_DATABASE_URL = sqlite.s.config.databaseUrl;
+    const out: string[] = [];
+    const write = process.stdout.write.bind(process.stdout);
+    process.stdout.write = ((chunk: string) => (out.push(String(chunk)), true)) as typeof process.stdout.write;
+    try {
+      expect(await main(['migrate', '--to-clickhouse', '--url', `${serverUrl}/${target}`, '--json'])).toBe(0);
+      // The error events are refused: ClickHouse holds them (this database's empty kinds copy nothing again).
+      await main(['migrate', '--to-clickhouse', '--url', `${serverUrl}/${target}`, '--json']);
+      const copied = createHttpEngine(`${serverUrl}/${target}`);
+      expect(await chCount(copied)).toBe(14);
+      await copied.close();
+    } finally {
+      process.stdout.write = write;
+      for (const [k, v] of [['SIGHTLINE_DB', saved.db], ['SIGHTLINE_DATABASE_URL', saved.pg]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await dropDatabase(serverUrl!, target);
+    }
+    const [first, second] = out.join('').trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    expect(first).toMatchObject({ error_events: 14, error_event_projects: 1 });
+    expect(second).not.toHaveProperty('error_events');
   });
 });
