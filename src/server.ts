@@ -191,7 +191,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
             expire: async (cutoffs) => {
               await expireClickHouseErrorEvents(ch.engine, cutoffs);
               for (const c of cutoffs) services.errorGroups.expireHoursBefore(c.projectId, expiryDayStart(c.cutoffMs));
-              // Counted once, by their ids (retention-repo.ts: the error_event_ids target, at the exact cutoff).
+              // Counted once, by their ids (retention-repo.ts: the error_event_ids target, by the same whole days).
               return 0;
             },
           },

@@ -187,9 +187,10 @@ export const EXPIRY_TARGETS: ExpiryTarget[] = [
     { kind: 'metric_rollups', table: l.cum, time: 'minute', unitMs: 1, alignMs: HOUR_MS, key: ['project_id', 'metric_name', 'minute', 'series_key'] },
   ]),
   { kind: 'error_events', table: 'error_events', time: 'timestamp_ms', unitMs: 1, key: ['project_id', 'event_id'], before: errorEventsExpiry },
-  // The ids of events kept in ClickHouse (migration 056; empty otherwise); their hourly tallies go by
-  // whole days with the events (server.ts, expireClickHouseErrorEvents).
-  { kind: 'error_events', table: 'error_event_ids', time: 'timestamp_ms', unitMs: 1, key: ['project_id', 'event_id'] },
+  // The ids of events kept in ClickHouse (migration 056; empty otherwise): by whole UTC days as the
+  // events there go, with their hourly tallies (server.ts, expireClickHouseErrorEvents) — an id goes
+  // with its event, never before it.
+  { kind: 'error_events', table: 'error_event_ids', time: 'timestamp_ms', unitMs: 1, alignMs: 86_400_000, key: ['project_id', 'event_id'] },
   { kind: 'replays', table: 'replay_recordings', time: 'received_ms', unitMs: 1, key: ['project_id', 'replay_id', 'segment_id'] },
   { kind: 'replays', table: 'replays', time: 'ended_ms', unitMs: 1, key: ['project_id', 'replay_id'] },
   { kind: 'sessions', table: 'sessions', time: 'started_ms', unitMs: 1, key: ['project_id', 'session_id'] },
