@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSightline, type Sightline } from '../../src/server.js';
 import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
 import { copyErrorEventsToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
+import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
 import type { ErrorEventRecord } from '../../src/domain/telemetry-types.js';
 import { main } from '../../src/cli/main.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
@@ -179,6 +180,38 @@ describeClickHouseRetention({
       expect(detail.body).toMatchObject({ window_event_count: n, window_user_count: n, latest_event: { message: g.pid === t.projectId ? 'p2' : 'o2' } });
     }
   },
+});
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('error event ids and retention by day', () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer({ now: () => T0, config: { retention: { maxDays: 400, intervalMs: 0, batchRows: 50, maxDbBytes: 0 } } });
+  });
+  afterAll(() => t?.close());
+
+  it('keeps the ids of the events ClickHouse keeps (the cutoff\'s whole day): they are read by id and link replays', async () => {
+    const P = t.projectId;
+    expect((await api(t, 'PUT', `/v1/projects/${P}/retention`, { key: t.keys.admin, body: { error_events: 7 } })).status).toBe(200);
+    // Before the cutoff (7 days ago, 12:00) but on its day: ClickHouse keeps the day. And one day earlier: gone.
+    const kept = labelled('kept', T0 - 7 * DAY - H);
+    const gone = labelled('gone', T0 - 8 * DAY - H);
+    const key = { fingerprint: 'fp-day', components: [], method: 'message' as const, type: 'Error', title: 'by day', culprit: '' };
+    await t.s.services.writeBatch(() => t.s.services.errorsIngest.ingest(P, 'p', [kept, gone].map((event) => ({ event, key })), T0));
+    t.s.db
+      .prepare(`INSERT INTO replays (project_id, replay_id, started_ms, ended_ms, segments, urls, error_ids, trace_ids, environment, release, user_json, updated_ms)
+        VALUES (?, 'r1', ?, ?, 1, '[]', ?, '[]', 'elsewhere', '', NULL, ?)`)
+      .run(Number(P), T0 - DAY, T0 - DAY + 1000, JSON.stringify([kept.event_id]), T0);
+    await t.s.retention.runOnce();
+    const engine = t.s.services.clickhouse!.engine;
+    for (let i = 0; i < 200 && (await clickHouseMutationsPending(engine)); i++) await new Promise((r) => setTimeout(r, 50)); // a delete, not a dropped day
+    expect((await engine.query<{ message: string }>('SELECT message FROM error_events')).map((r) => r.message)).toEqual(['kept']);
+    expect(t.s.db.prepare('SELECT event_id FROM error_event_ids').pluck().all()).toEqual([kept.event_id]);
+    expect(await t.s.services.errorGroups.event(P, kept.event_id)).toMatchObject({ event_id: kept.event_id, message: 'kept' });
+    const group = t.s.services.errorsIngest.groupOfEvent(P, kept.event_id)!;
+    expect(group).toBeDefined();
+    const replays = await t.s.services.errorGroups.replays(P, group, { fromMs: T0 - 9 * DAY, toMs: T0 - 8 * DAY, environment: 'production', limit: 5 });
+    expect(replays.map((r) => [r.replay_id, r.linked_by])).toEqual([['r1', 'error']]);
+  });
 });
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse with error events', () => {
