@@ -17,6 +17,9 @@ import { createSightline, type Sightline } from '../../src/server.js';
 import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
 import { copyErrorEventsToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
 import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
+import { createChErrorEventsReader } from '../../src/storage/clickhouse/error-events.js';
+import { createSqliteErrorEventsReader, MAX_MS, MIN_MS, type ErrorEventsReader } from '../../src/storage/error-events-read.js';
+import { parseEventQuery } from '../../src/domain/errors/event-query.js';
 import type { ErrorEventRecord } from '../../src/domain/telemetry-types.js';
 import { main } from '../../src/cli/main.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
@@ -270,6 +273,38 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse w
     }
     await expect(copyErrorEventsToClickHouse(sqlite.s.db, engine)).rejects.toThrow(CopyRefusedError);
     expect(await chCount(engine)).toBe(14);
+  });
+
+  it('answers every ErrorEventsReader read of the copy as SQLite does (each query runs on this engine)', async () => {
+    const pid = Number(sqlite.projectId);
+    const lite = createSqliteErrorEventsReader(sqlite.s.db);
+    const ch = createChErrorEventsReader(engine, sqlite.s.db);
+    const [lo, hi] = [NOW - 5 * H - 0.5, NOW - H];
+    const ids = [groups[0]!, groups[1]!];
+    const anEvent = sqlite.s.db.prepare('SELECT event_id FROM error_events ORDER BY event_id LIMIT 1').pluck().get() as string;
+    const terms = parseEventQuery('failure -service:worker tags.n:>=2 title:*ascii_%* user.email:E* tags.http.status_code:[500,502]', NOW).terms;
+    const sortBy = <T,>(k: keyof T) => (xs: T[]) => [...xs].sort((a, b) => (String(a[k]) < String(b[k]) ? -1 : 1));
+    const reads: [string, (r: ErrorEventsReader) => Promise<unknown>][] = [
+      ['latestEvent', (r) => r.latestEvent(pid, ids)],
+      ['event', (r) => r.event(pid, anEvent)],
+      ['userKeys', async (r) => sortBy<{ k: string | null; n: number }>('k')((await r.userKeys(pid, ids, [{ lo, hi: NOW - 4 * H, closed: false }, { lo: NOW - 2 * H, hi, closed: true }])).map((x) => ({ k: x.k ?? '', n: x.n })))],
+      ['recent', (r) => r.recent(pid, ids, lo, hi, 3)],
+      ['firstEventIn', (r) => r.firstEventIn(pid, ids, lo, hi)],
+      ['relatedTraces', (r) => r.relatedTraces(pid, ids, { from: lo, to: hi + 10 * H, limit: 1, offset: 1 })],
+      ['search', (r) => r.search(pid, { terms, fromMs: NOW - 10 * H, limit: 5, offset: 0, cap: 1000 })],
+      ['search all', (r) => r.search(pid, { terms: [], limit: 4, offset: 2, cap: 5 })],
+      ['latency', (r) => r.latency(pid, { fromMs: NOW - 20 * H, toMs: NOW, service: 'api' })],
+      ['traceGroups', async (r) => sortBy<{ group_id: string }>('group_id')(await r.traceGroups(pid, hex(0x1111)))],
+      ['count', (r) => r.count(pid, groups[0]!, lo, hi)],
+      ['linked', async (r) => sortBy<{ event_id: string }>('event_id')(await r.linked(pid, { window: { from: lo, to: hi } }))],
+      ['linked group', async (r) => sortBy<{ event_id: string }>('event_id')(await r.linked(pid, { groupId: groups[1]!, since: lo }))],
+      ['releaseSeen', (r) => r.releaseSeen(pid, '1.1')],
+    ];
+    for (const [name, read] of reads) expect(await read(ch), name).toEqual(await read(lite));
+    // (the reads compared find something)
+    expect((await lite.search(pid, { terms, fromMs: NOW - 10 * H, limit: 5, offset: 0, cap: 1000 })).n).toBeGreaterThan(2);
+    expect((await lite.traceGroups(pid, hex(0x1111))).length).toBeGreaterThan(0);
+    expect((await lite.userKeys(pid, ids, [{ lo: MIN_MS, hi: MAX_MS, closed: true }])).length).toBeGreaterThan(1);
   });
 
   it.skipIf(mode !== 'server')('runs from the command line, and a second run is refused', async () => {
