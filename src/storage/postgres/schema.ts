@@ -13,6 +13,7 @@ import { CONTROL_TABLES, CREDENTIAL_TABLES, controlTablesInOrder } from './contr
 import { translateDdl } from './dialect.js';
 import { PG_CONTROL_SCHEMA_V1 } from './schema-v1.js';
 import { PG_SCHEMA_V3 } from './schema-v3.js';
+import { PG_SCHEMA_V5 } from './schema-v5.js';
 
 export interface PgMigration {
   version: number;
@@ -59,6 +60,13 @@ PG_MIGRATIONS.push({
   version: 3,
   name: 'error groups and their state, triage runs and the group rollups (dimensions, users, hourly user counts)',
   sql: PG_SCHEMA_V3,
+});
+
+// (4 is another change's; migrations apply by version, each once, so the gap is harmless.)
+PG_MIGRATIONS.push({
+  version: 5,
+  name: 'the revenue ledger, its rollups, subscription states and webhook idempotency; product-analytics persons, sessions and touches',
+  sql: PG_SCHEMA_V5,
 });
 
 export const PG_LATEST_SCHEMA_VERSION = Math.max(...PG_MIGRATIONS.map((m) => m.version));
