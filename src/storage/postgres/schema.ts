@@ -66,7 +66,8 @@ PG_MIGRATIONS.push({
 PG_MIGRATIONS.push({
   version: 5,
   name: 'the revenue ledger, its rollups, subscription states and webhook idempotency; product-analytics persons, sessions and touches',
-  sql: PG_SCHEMA_V5,
+  // revenue_result_versions: the revenue result cache's version per project, shared by the processes (result-versions.ts).
+  sql: `${PG_SCHEMA_V5}\nCREATE TABLE revenue_result_versions (project_id BIGINT PRIMARY KEY, v BIGINT NOT NULL);`,
 });
 
 export const PG_LATEST_SCHEMA_VERSION = Math.max(...PG_MIGRATIONS.map((m) => m.version));
