@@ -120,20 +120,22 @@ describe.skipIf(!!missing)('revenue and product analytics in PostgreSQL (migrati
     expect((await api(b, 'GET', `${P}/revenue/status`, { key })).body.webhook.events_received).toBe(1);
   });
 
-  it('the disk budget never deletes ledger rows kept in PostgreSQL (they free nothing in the SQLite file)', async () => {
+  it('expires the ledger in PostgreSQL by its retention period, and the disk budget never deletes it there (that frees nothing in the SQLite file)', async () => {
     const pgdb = await createPgDatabase();
     cleanup.push(() => pgdb.drop());
     const t = await startTestServer({ clickhouse: false, config: { databaseUrl: pgdb.url, revenue: REVENUE, retention: { maxDays: 400, intervalMs: 0, batchRows: 50, maxDbBytes: 0 } } });
     cleanup.push(() => t.close());
     const P = `/v1/projects/${t.projectId}`;
     expect((await api(t, 'POST', `${P}/analytics/enable`, { key: t.keys.admin, body: {} })).status).toBe(200);
-    expect((await api(t, 'POST', `${P}/revenue/events`, { key: t.keys.admin, body: { events: [ev('old-1', 1_000, D - 300 * DAY), ev('old-2', 1_000, D)] } })).status).toBe(202);
+    expect((await api(t, 'POST', `${P}/revenue/events`, { key: t.keys.admin, body: { events: [ev('old-1', 1_000, D - 500 * DAY), ev('old-2', 1_000, D)] } })).status).toBe(202);
     // A budget nothing can meet: only telemetry in the file may go, and there is none.
     (t.s.config.retention as { maxDbBytes: number }).maxDbBytes = 1;
     const report = await t.s.retention.runOnce();
     expect(report.budget.state).toBe('over_budget');
     expect(report.trimmed.revenue_ledger).toBeUndefined();
-    expect(await pgQuery(pgdb.url, 'SELECT count(*)::int AS n FROM revenue_events')).toEqual([{ n: 2 }]);
+    // The retention period applies there: the row past 400 days went, the other stays.
+    expect(report.expired.revenue_ledger).toBe(1);
+    expect(await pgQuery(pgdb.url, 'SELECT id FROM revenue_events')).toEqual([{ id: 'old-2' }]);
   });
 
   it('a server already on PostgreSQL takes its revenue and analytics rows over from SQLite at its first start with migration 5, once', async () => {
