@@ -146,12 +146,12 @@ export function createAnalyticsRepo(db: Db, eventStore?: CaptureEventStore) {
     touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts, distinct_id, source, medium, campaign').raw(true),
     touchDays: db.prepare('SELECT day, touches FROM analytics_touch_days WHERE project_id = ? AND day >= ? AND day <= ? ORDER BY day').raw(true),
     bumpIdentity: db.prepare('INSERT INTO analytics_identity_epoch (project_id, epoch) VALUES (?, 1) ON CONFLICT (project_id) DO UPDATE SET epoch = epoch + 1'),
-    sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ?'),
+    sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ? ORDER BY session_id'),
     sessionsByReplay: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND replay_id = ?'),
     sessionRow: db.prepare('SELECT * FROM analytics_sessions WHERE project_id = ? AND session_id = ?'),
     sessionIds: db.prepare(`SELECT i.distinct_id, m.person_id, p.identified FROM analytics_session_ids i
       LEFT JOIN analytics_distinct_ids m ON m.project_id = i.project_id AND m.distinct_id = i.distinct_id
-      LEFT JOIN analytics_persons p ON p.id = m.person_id WHERE i.project_id = ? AND i.session_id = ?`),
+      LEFT JOIN analytics_persons p ON p.id = m.person_id WHERE i.project_id = ? AND i.session_id = ? ORDER BY i.distinct_id`),
     sessionsInWindow: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND last_ts >= ? AND first_ts <= ?'),
     groupErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND (group_id = ? OR fingerprint_group_id = ?) AND timestamp_ms >= ?`),
     releaseErrorEvents: db.prepare(`SELECT event_id, timestamp_ms, tags, payload FROM error_events WHERE project_id = ? AND release = ? AND timestamp_ms >= ?`),
