@@ -10,7 +10,7 @@ import { openDatabase, type Db } from '../../src/storage/db.js';
 import { openSyncPg, type SyncPg } from '../../src/storage/postgres/sync-client.js';
 import { migratePostgres } from '../../src/storage/postgres/schema.js';
 import { openSplitDatabase } from '../../src/storage/postgres/split-db.js';
-import { CONTROL_TABLES } from '../../src/storage/postgres/control-tables.js';
+import { CONTROL_TABLES, FRACTIONAL_TIME_COLUMNS } from '../../src/storage/postgres/control-tables.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import { createPgDatabase, postgresMissing, type PgDatabase } from '../support/postgres.js';
 
@@ -225,7 +225,11 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
 
   it('holds every control table with the columns SQLite has', () => {
     for (const table of CONTROL_TABLES) {
-      const sqliteCols = (sqlite.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string; type: string }>).map((c) => `${c.name}:${c.type.toUpperCase()}`).sort();
+      // Capture times keep fractional milliseconds in PostgreSQL as SQLite does (REAL values in INTEGER columns).
+      const fractional = FRACTIONAL_TIME_COLUMNS[table] ?? [];
+      const sqliteCols = (sqlite.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string; type: string }>)
+        .map((c) => `${c.name}:${fractional.includes(c.name) ? 'REAL' : c.type.toUpperCase()}`)
+        .sort();
       const pgCols = (
         pg.query<{ column_name: string; data_type: string; udt_name: string }>(
           "SELECT column_name, data_type, udt_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 AND column_name <> 'rowid'",

@@ -17,6 +17,17 @@ export const REVENUE_ANALYTICS_TABLES = [
   'analytics_persons', 'analytics_distinct_ids', 'analytics_identity_epoch', 'analytics_sessions', 'analytics_session_ids', 'analytics_session_pages', 'analytics_touches', 'analytics_touch_days',
 ] as const;
 
+/**
+ * INTEGER columns that hold capture times as clients send them, fractional milliseconds included
+ * (SQLite keeps such a value as REAL in an INTEGER column): DOUBLE PRECISION in PostgreSQL, so the
+ * same values are kept and compared (migration 5).
+ */
+export const FRACTIONAL_TIME_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  analytics_sessions: ['first_ts', 'last_ts'],
+  analytics_session_pages: ['last_ts'],
+  analytics_touches: ['ts'],
+};
+
 export const CONTROL_TABLES: ReadonlySet<string> = new Set([
   'organizations', 'users', 'memberships', 'projects', 'api_keys',
   'oauth_clients', 'oauth_codes', 'oauth_grants', 'oauth_keys', 'oauth_requests', 'oauth_sessions', 'oauth_tokens',

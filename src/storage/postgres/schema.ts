@@ -9,7 +9,7 @@
  */
 import type { Db } from '../db.js';
 import type { SyncPg } from './sync-client.js';
-import { CONTROL_TABLES, CREDENTIAL_TABLES, controlTablesInOrder } from './control-tables.js';
+import { CONTROL_TABLES, CREDENTIAL_TABLES, controlTablesInOrder, FRACTIONAL_TIME_COLUMNS } from './control-tables.js';
 import { translateDdl } from './dialect.js';
 import { PG_CONTROL_SCHEMA_V1 } from './schema-v1.js';
 import { PG_SCHEMA_V3 } from './schema-v3.js';
@@ -66,8 +66,13 @@ PG_MIGRATIONS.push({
 PG_MIGRATIONS.push({
   version: 5,
   name: 'the revenue ledger, its rollups, subscription states and webhook idempotency; product-analytics persons, sessions and touches',
-  // revenue_result_versions: the revenue result cache's version per project, shared by the processes (result-versions.ts).
-  sql: `${PG_SCHEMA_V5}\nCREATE TABLE revenue_result_versions (project_id BIGINT PRIMARY KEY, v BIGINT NOT NULL);`,
+  // Capture times may hold fractional milliseconds (FRACTIONAL_TIME_COLUMNS); revenue_result_versions:
+  // the revenue result cache's version per project, shared by the processes (result-versions.ts).
+  sql: `${PG_SCHEMA_V5}
+${Object.entries(FRACTIONAL_TIME_COLUMNS)
+  .map(([t, cols]) => `ALTER TABLE ${t} ${cols.map((c) => `ALTER COLUMN ${c} TYPE DOUBLE PRECISION`).join(', ')};`)
+  .join('\n')}
+CREATE TABLE revenue_result_versions (project_id BIGINT PRIMARY KEY, v BIGINT NOT NULL);`,
 });
 
 export const PG_LATEST_SCHEMA_VERSION = Math.max(...PG_MIGRATIONS.map((m) => m.version));
