@@ -184,6 +184,13 @@ describe.skipIf(!!missing)('revenue and product analytics in PostgreSQL (migrati
       // The adopted webhook ids still refuse a replay; new writes go on.
       expect((await deliver(first.url, t.projectId, payload)).status).toBe(409);
       expect((await api(first, 'POST', `${P}/revenue/events`, { key, body: { events: [ev('pay-3', 1_000, D + 3 * DAY)] } })).status).toBe(202);
+      // New persons get ids after the adopted ones (the identity sequence moved on).
+      const ph = new PostHog(t.keys.ingest, { host: `${first.url}/ingest`, flushAt: 100, flushInterval: 0 });
+      ph.identify({ distinctId: 'user-new' });
+      await ph.shutdown();
+      const ids = (await pgQuery(pgdb.url, 'SELECT d.distinct_id, d.person_id::int AS p FROM analytics_distinct_ids d ORDER BY d.distinct_id')).map((r) => [r.distinct_id, r.p]);
+      expect(ids.map((r) => r[0])).toEqual(['anon-a', 'user-a', 'user-new']);
+      expect(ids[2]![1]).toBeGreaterThan(ids[1]![1] as number);
     } finally {
       await first.stop();
     }
