@@ -46,6 +46,9 @@ const SCALE_OUT_FILES = [
   'test/remote/**/*.test.ts',
   'test/threads/**/*.test.ts',
   'test/agent/**/*.test.ts',
+  // PostgreSQL migration 5: the revenue ledger, webhook idempotency and the analytics state.
+  'test/operations/revenue*.test.ts',
+  'test/ingest/stripe*.test.ts',
 ];
 
 const pgMissing = await postgresMissing();

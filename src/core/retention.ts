@@ -256,6 +256,8 @@ export function createRetentionRunner(deps: {
           let pick: { target: ExpiryTarget; projectId: string; oldest: number } | null = null;
           for (const projectId of projects) {
             for (const target of targets) {
+              // Deleting rows kept elsewhere (PostgreSQL) would free nothing here.
+              if (repo.inFile && !repo.inFile(target)) continue;
               const oldest = repo.oldest(target, projectId);
               if (oldest !== null && (!pick || oldest < pick.oldest)) pick = { target, projectId, oldest };
             }

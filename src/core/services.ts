@@ -49,6 +49,8 @@ import { createMonitoring, type Monitoring } from './monitoring.js';
 import { createRevenueRepo, type RevenueRepo } from '../storage/revenue-repo.js';
 import { createAnalyticsRepo, type AnalyticsRepo } from '../storage/analytics-repo.js';
 import { ResultCache } from '../domain/revenue/result-cache.js';
+import { postgresOf } from '../storage/postgres/split-db.js';
+import { pgResultVersions } from '../storage/postgres/result-versions.js';
 import { createPaymentsService, type PaymentsService } from './payments.js';
 import type { AppConfig } from './config.js';
 import type { AgentRunner, AgentState } from '../domain/agent/contract.js';
@@ -197,7 +199,9 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   // With ClickHouse, agent observations and scores go there and every AI read comes from there.
   const ai = ch ? chAiService(aiRepo, ch.ai, createChAiReader(ch.engine)) : sqliteAiService(aiRepo);
   const revenue = createRevenueRepo(db);
-  const revenueCache = new ResultCache();
+  // With control data in PostgreSQL, results are invalidated by writes through any process.
+  const pg = postgresOf(db);
+  const revenueCache = new ResultCache(500, pg ? pgResultVersions(pg) : undefined);
   const webhooks = createWebhookSender(config.webhooks.allowPrivate);
   const agent = createAgentState({ repo: createAgentRepo(db, { errorEvents }), scheduler, webhooks, dailyBudget: config.agent.dailyBudget, secretKey: config.revenue.secretKey, now });
   const services: Services = {

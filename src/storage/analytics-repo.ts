@@ -116,7 +116,8 @@ export type MergeOutcome = 'merged' | 'linked' | 'refused_identified' | 'noop';
 /**
  * Where capture events go instead of SQLite's `capture_events` (ClickHouse, issue 20:
  * clickhouse/capture-store.ts), and the reads of them. Only the append-only events move: persons,
- * distinct ids, sessions and touches stay in SQLite.
+ * distinct ids, sessions and touches stay with the control data (SQLite, or PostgreSQL when
+ * SIGHTLINE_DATABASE_URL is set: migration 5).
  */
 export interface CaptureEventStore {
   /** Events of one ingest call, held with the running write-batch job (acknowledged once stored). */
@@ -149,21 +150,19 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
     touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts, distinct_id, source, medium, campaign').raw(true),
     touchDays: db.prepare('SELECT day, touches FROM analytics_touch_days WHERE project_id = ? AND day >= ? AND day <= ? ORDER BY day').raw(true),
     bumpIdentity: db.prepare('INSERT INTO analytics_identity_epoch (project_id, epoch) VALUES (?, 1) ON CONFLICT (project_id) DO UPDATE SET epoch = epoch + 1'),
-    sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ?'),
+    sessionsOfPage: db.prepare('SELECT session_id FROM analytics_session_pages WHERE project_id = ? AND pathname = ? AND last_ts >= ? ORDER BY session_id'),
     sessionsByReplay: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND replay_id = ?'),
     sessionRow: db.prepare('SELECT * FROM analytics_sessions WHERE project_id = ? AND session_id = ?'),
     sessionIds: db.prepare(`SELECT i.distinct_id, m.person_id, p.identified FROM analytics_session_ids i
       LEFT JOIN analytics_distinct_ids m ON m.project_id = i.project_id AND m.distinct_id = i.distinct_id
-      LEFT JOIN analytics_persons p ON p.id = m.person_id WHERE i.project_id = ? AND i.session_id = ?`),
+      LEFT JOIN analytics_persons p ON p.id = m.person_id WHERE i.project_id = ? AND i.session_id = ? ORDER BY i.distinct_id`),
     sessionsInWindow: db.prepare('SELECT session_id FROM analytics_sessions WHERE project_id = ? AND last_ts >= ? AND first_ts <= ?'),
     replayOfEvent: db.prepare(`SELECT replay_id FROM replays WHERE project_id = ? AND EXISTS (SELECT 1 FROM json_each(replays.error_ids) WHERE value = ?)`),
     replayErrors: db.prepare('SELECT error_ids FROM replays WHERE project_id = ? AND replay_id = ?'),
-    stats: db.prepare(`SELECT (SELECT COUNT(*) FROM capture_events WHERE project_id = @p AND ts >= @x) AS events,
-      (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p) AS persons,
-      (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p AND identified = 1) AS identified,
-      (SELECT COUNT(*) FROM analytics_sessions WHERE project_id = @p AND last_ts >= @x) AS sessions,
+    // Two statements: capture events are telemetry, persons and sessions control data (PostgreSQL when SIGHTLINE_DATABASE_URL is set).
+    eventStats: db.prepare(`SELECT (SELECT COUNT(*) FROM capture_events WHERE project_id = @p AND ts >= @x) AS events,
       (SELECT MAX(ts) FROM capture_events WHERE project_id = @p) AS last_event_at`),
-    // The same counts without the events' (kept in the event store).
+    // Persons and sessions (the events' counts come from eventStats or the event store).
     statsNoEvents: db.prepare(`SELECT (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p) AS persons,
       (SELECT COUNT(*) FROM analytics_persons WHERE project_id = @p AND identified = 1) AS identified,
       (SELECT COUNT(*) FROM analytics_sessions WHERE project_id = @p AND last_ts >= @x) AS sessions`),
@@ -414,8 +413,7 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
     /** Events since `since` and the latest event's time (from the event store when there is one), persons, identified persons, sessions active since `since`. */
     async stats(projectId: string, since: number): Promise<{ events: number; persons: number; identified: number; sessions: number; last_event_at: number | null }> {
       const args = { p: Number(projectId), x: since };
-      if (!eventStore) return s.stats.get(args) as any;
-      const ev = await eventStore.stats(args.p, since);
+      const ev = eventStore ? await eventStore.stats(args.p, since) : (s.eventStats.get(args) as { events: number; last_event_at: number | null });
       const rest = s.statsNoEvents.get(args) as { persons: number; identified: number; sessions: number };
       return { events: ev.events, persons: rest.persons, identified: rest.identified, sessions: rest.sessions, last_event_at: ev.last_event_at };
     },

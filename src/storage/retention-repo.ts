@@ -1,3 +1,5 @@
+import { postgresOf } from './postgres/split-db.js';
+import { CONTROL_TABLES } from './postgres/control-tables.js';
 import type { Db } from './db.js';
 import { registerObsIdKey } from './obs-ids.js';
 import type { RetentionKind } from '../domain/retention/policy.js';
@@ -215,6 +217,11 @@ export interface RetentionRepo {
   expireBatch(target: ExpiryTarget, projectId: string, cutoffMs: number, limit: number): number;
   /** The oldest time (ms) of a target in a project, or null when it holds nothing. */
   oldest(target: ExpiryTarget, projectId: string): number | null;
+  /**
+   * Whether a target's rows are in this database file (the disk budget deletes only those): not when
+   * its table is a control table kept in PostgreSQL (the revenue ledger since PostgreSQL migration 5).
+   */
+  inFile?(target: ExpiryTarget): boolean;
   /** Bytes in use: pages holding data (free pages are reused before the file grows). */
   usedBytes(): number;
   /** Returns up to `pages` free pages to the file system (incremental auto-vacuum); how many it freed. */
@@ -257,6 +264,7 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
       return [t, { batch, oldest }] as const;
     }),
   );
+  const pg = postgresOf(db);
   const pageCount = () => db.pragma('page_count', { simple: true }) as number;
   const freePages = () => db.pragma('freelist_count', { simple: true }) as number;
   const pageSize = db.pragma('page_size', { simple: true }) as number;
@@ -286,6 +294,7 @@ export function createRetentionRepo(db: Db, targets: readonly ExpiryTarget[] = E
       const v = perTarget.get(target)!.oldest.get(projectId) as number | null;
       return v === null ? null : v * target.unitMs;
     },
+    inFile: (target) => !pg || !CONTROL_TABLES.has(target.table),
     usedBytes: () => (pageCount() - freePages()) * pageSize,
     freePages,
     reclaim(pages) {

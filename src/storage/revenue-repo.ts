@@ -201,10 +201,11 @@ export function createRevenueRepo(db: Db) {
     rollup: db.prepare(`INSERT INTO revenue_daily (project_id, day, currency, plan, type, amount, n, converted) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (project_id, day, currency, plan, type) DO UPDATE SET amount = amount + excluded.amount, n = n + excluded.n, converted = converted + excluded.converted`),
     // Groups with and without `converted` apart: a NULL one is converted from its total at read.
+    // Ordered by the grouping (SQLite groups in that order anyway; PostgreSQL's groups come in any order).
     dailyTotals: db.prepare(`SELECT currency, plan, type, SUM(amount) AS amount, SUM(n) AS n, SUM(converted) AS converted, converted IS NULL AS unconverted FROM revenue_daily
-      WHERE project_id = ? AND day >= ? AND day < ? GROUP BY currency, plan, type, converted IS NULL`),
+      WHERE project_id = ? AND day >= ? AND day < ? GROUP BY currency, plan, type, converted IS NULL ORDER BY currency, plan, type, converted IS NULL`),
     dailySeries: db.prepare(`SELECT day, currency, type, SUM(amount) AS amount, SUM(converted) AS converted, converted IS NULL AS unconverted FROM revenue_daily
-      WHERE project_id = ? AND day >= ? AND day < ? GROUP BY day, currency, type, converted IS NULL`),
+      WHERE project_id = ? AND day >= ? AND day < ? GROUP BY day, currency, type, converted IS NULL ORDER BY day, currency, type, converted IS NULL`),
     rawRows: db.prepare(`SELECT occurred_at, currency, COALESCE(plan, '') AS plan, type, amount FROM revenue_events WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`).raw(true),
     rollupCurrency: db.prepare('SELECT currency FROM revenue_rollup_currency WHERE project_id = ?').pluck(),
     setRollupCurrency: db.prepare('INSERT OR IGNORE INTO revenue_rollup_currency (project_id, currency) VALUES (?, ?)'),
@@ -219,8 +220,9 @@ export function createRevenueRepo(db: Db) {
       .prepare(`SELECT type, amount, currency, occurred_at, distinct_id, anonymous_id FROM revenue_events INDEXED BY revenue_events_people
       WHERE project_id = ? AND occurred_at >= ? AND occurred_at < ? AND status = 'posted'`)
       .raw(true),
-    // Primary-key order (subscription, time): a scan of the table, no per-row index look-ups.
-    subStates: db.prepare('SELECT id, status, mrr, currency, effective_at FROM revenue_subscriptions WHERE project_id = ? AND effective_at <= ?').raw(true),
+    // Primary-key order (subscription, time): a scan of the table, no per-row index look-ups (stated:
+    // PostgreSQL returns a scan's rows in no particular order).
+    subStates: db.prepare('SELECT id, status, mrr, currency, effective_at FROM revenue_subscriptions WHERE project_id = ? AND effective_at <= ? ORDER BY id, effective_at').raw(true),
     subGet: db.prepare('SELECT * FROM revenue_subscriptions WHERE project_id = ? AND id = ? AND effective_at = ?'),
     subUpsert: db.prepare(`INSERT INTO revenue_subscriptions (project_id, id, effective_at, status, mrr, currency, customer_id, plan, source, received_at)
       VALUES (@project_id, @id, @effective_at, @status, @mrr, @currency, @customer_id, @plan, @source, @received_at)
@@ -229,7 +231,7 @@ export function createRevenueRepo(db: Db) {
     settings: db.prepare('SELECT currency FROM revenue_settings WHERE project_id = ?'),
     setSettings: db.prepare(`INSERT INTO revenue_settings (project_id, currency, updated_at) VALUES (?, ?, ?)
       ON CONFLICT (project_id) DO UPDATE SET currency = excluded.currency, updated_at = excluded.updated_at`),
-    counts: db.prepare(`SELECT source, COUNT(*) AS n, SUM(CASE WHEN distinct_id IS NOT NULL OR anonymous_id IS NOT NULL THEN 1 ELSE 0 END) AS linked FROM revenue_events WHERE project_id = ? GROUP BY source`),
+    counts: db.prepare(`SELECT source, COUNT(*) AS n, SUM(CASE WHEN distinct_id IS NOT NULL OR anonymous_id IS NOT NULL THEN 1 ELSE 0 END) AS linked FROM revenue_events WHERE project_id = ? GROUP BY source ORDER BY source`),
     subCount: db.prepare('SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS subs FROM revenue_subscriptions WHERE project_id = ?'),
     currencies: db.prepare('SELECT DISTINCT currency FROM revenue_daily WHERE project_id = ? UNION SELECT DISTINCT currency FROM revenue_subscriptions WHERE project_id = ?'),
     conn: db.prepare('SELECT * FROM payment_connections WHERE project_id = ?'),

@@ -10,7 +10,7 @@ import { openDatabase, type Db } from '../../src/storage/db.js';
 import { openSyncPg, type SyncPg } from '../../src/storage/postgres/sync-client.js';
 import { migratePostgres } from '../../src/storage/postgres/schema.js';
 import { openSplitDatabase } from '../../src/storage/postgres/split-db.js';
-import { CONTROL_TABLES } from '../../src/storage/postgres/control-tables.js';
+import { CONTROL_TABLES, FRACTIONAL_TIME_COLUMNS } from '../../src/storage/postgres/control-tables.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import { createPgDatabase, postgresMissing, type PgDatabase } from '../support/postgres.js';
 
@@ -55,6 +55,7 @@ describe('SQLite SQL as PostgreSQL runs it', () => {
     );
     expect(translate('SELECT CAST(x AS INTEGER) AS firstSeen FROM t', schema).text).toBe('SELECT CAST(x AS BIGINT) AS "firstSeen" FROM t');
     expect(() => translate('SELECT * FROM t WHERE name GLOB ?', schema)).toThrow(/GLOB/);
+    expect(translate('SELECT COUNT(DISTINCT k) AS n FROM t INDEXED BY t_k WHERE a = ?', schema).text).toBe('SELECT COUNT(DISTINCT k) AS n FROM t  WHERE a = $1');
   });
 
   it('finds the tables a statement touches, and not the columns or functions named like them', () => {
@@ -203,9 +204,32 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
     expect(v.get()).not.toBe(before);
   });
 
+  it('gives packed BLOB columns back byte for byte, as Buffers (bytea)', () => {
+    // Every byte value, a length that is not a multiple of 8, and an empty blob.
+    const blob = Buffer.from(Array.from({ length: 1029 }, (_, i) => (i * 37 + 11) % 256));
+    const put = db.prepare('INSERT INTO revenue_day_rows (project_id, day, n, rows) VALUES (?, ?, ?, ?) ON CONFLICT (project_id, day) DO UPDATE SET n = excluded.n, rows = excluded.rows');
+    put.run(9, 0, 1, blob);
+    put.run(9, 1, 0, Buffer.alloc(0));
+    const back = db.prepare('SELECT rows FROM revenue_day_rows WHERE project_id = 9 AND day = ?').pluck().get(0) as Buffer;
+    expect(Buffer.isBuffer(back)).toBe(true);
+    expect(back.equals(blob)).toBe(true);
+    expect((db.prepare('SELECT day, rows FROM revenue_day_rows WHERE project_id = 9 ORDER BY day').raw().all() as [number, Buffer][]).map(([d, b]) => [d, Buffer.isBuffer(b), b.toString('hex')])).toEqual([
+      [0, true, blob.toString('hex')],
+      [1, true, ''],
+    ]);
+    // Appended to as the repositories do (Buffer.concat of what was read), inside a transaction.
+    db.transaction(() => put.run(9, 0, 2, Buffer.concat([db.prepare('SELECT rows FROM revenue_day_rows WHERE project_id = 9 AND day = 0').pluck().get() as Buffer, blob])))();
+    expect((db.prepare('SELECT rows FROM revenue_day_rows WHERE project_id = 9 AND day = 0').get() as { rows: Buffer }).rows.equals(Buffer.concat([blob, blob]))).toBe(true);
+    expect(pg.query('SELECT length(rows) AS n FROM revenue_day_rows WHERE project_id = 9 AND day = 0').rows).toEqual([{ n: 2058 }]);
+  });
+
   it('holds every control table with the columns SQLite has', () => {
     for (const table of CONTROL_TABLES) {
-      const sqliteCols = (sqlite.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string; type: string }>).map((c) => `${c.name}:${c.type.toUpperCase()}`).sort();
+      // Capture times keep fractional milliseconds in PostgreSQL as SQLite does (REAL values in INTEGER columns).
+      const fractional = FRACTIONAL_TIME_COLUMNS[table] ?? [];
+      const sqliteCols = (sqlite.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string; type: string }>)
+        .map((c) => `${c.name}:${fractional.includes(c.name) ? 'REAL' : c.type.toUpperCase()}`)
+        .sort();
       const pgCols = (
         pg.query<{ column_name: string; data_type: string; udt_name: string }>(
           "SELECT column_name, data_type, udt_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 AND column_name <> 'rowid'",

@@ -11,6 +11,23 @@
  */
 import type { Db } from '../db.js';
 
+/** The tables PostgreSQL migration 5 made control tables. */
+export const REVENUE_ANALYTICS_TABLES = [
+  'revenue_events', 'revenue_daily', 'revenue_day_rows', 'revenue_day_versions', 'revenue_keys', 'revenue_rollup_currency', 'revenue_subscriptions', 'payment_webhook_events',
+  'analytics_persons', 'analytics_distinct_ids', 'analytics_identity_epoch', 'analytics_sessions', 'analytics_session_ids', 'analytics_session_pages', 'analytics_touches', 'analytics_touch_days',
+] as const;
+
+/**
+ * INTEGER columns that hold capture times as clients send them, fractional milliseconds included
+ * (SQLite keeps such a value as REAL in an INTEGER column): DOUBLE PRECISION in PostgreSQL, so the
+ * same values are kept and compared (migration 5).
+ */
+export const FRACTIONAL_TIME_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  analytics_sessions: ['first_ts', 'last_ts'],
+  analytics_session_pages: ['last_ts'],
+  analytics_touches: ['ts'],
+};
+
 export const CONTROL_TABLES: ReadonlySet<string> = new Set([
   'organizations', 'users', 'memberships', 'projects', 'api_keys',
   'oauth_clients', 'oauth_codes', 'oauth_grants', 'oauth_keys', 'oauth_requests', 'oauth_sessions', 'oauth_tokens',
@@ -26,6 +43,10 @@ export const CONTROL_TABLES: ReadonlySet<string> = new Set([
   'error_groups', 'error_group_user_state', 'triage_runs', 'error_group_dims', 'error_group_users', 'error_group_hour_users',
   // PostgreSQL migration 4: the ids of error events stored in ClickHouse (which are new, their groups).
   'error_event_ids',
+  // PostgreSQL migration 5: the revenue ledger (replaced by id, its rollups rebuilt from it in the same
+  // transaction), subscription states, Stripe webhook idempotency, and the product-analytics state
+  // attribution reads (persons, distinct ids, sessions, touches); capture events stay telemetry.
+  ...REVENUE_ANALYTICS_TABLES,
 ]);
 
 /** The control tables a credential or project check reads: a change to any of them moves `control_version`. */

@@ -11,6 +11,7 @@
  * - `json_each(x)` → `json_array_elements_text(x)`, `group_concat` → `string_agg`, two-argument
  *   `max`/`min` → `greatest`/`least`, `instr` → `strpos`, `ifnull` → `coalesce`, `total` → a
  *   coalesced sum, `json_extract(x, '$.a.b')` → `(x::json #>> '{a,b}')`;
+ * - `INDEXED BY <index>` (SQLite's index hint) is dropped;
  * - `LIKE` → `ILIKE` (SQLite's LIKE ignores ASCII case), `x IS ?` → `IS NOT DISTINCT FROM`,
  *   `CAST(… AS INTEGER/REAL)` → BIGINT / DOUBLE PRECISION, `LIMIT -1` → `LIMIT ALL`;
  * - an alias with capitals is quoted, so rows keep the key the code reads (`AS firstSeen`).
@@ -299,6 +300,11 @@ function rewrite(toks: Token[], sql: string): Token[] {
           k = o1;
           continue;
         }
+      }
+      if (up === 'INDEXED' && isWord(toks[next(toks, k)], 'BY')) {
+        // SQLite's index hint (`FROM t INDEXED BY i`): PostgreSQL's planner chooses; the hint goes.
+        k = next(toks, next(toks, k));
+        continue;
       }
       if (up === 'COLLATE') {
         // Case-insensitive columns are CITEXT on PostgreSQL: the collation is the column's already.

@@ -9,7 +9,7 @@
  */
 import type { Db } from '../db.js';
 import type { SyncPg } from './sync-client.js';
-import { controlTablesInOrder } from './control-tables.js';
+import { controlTablesInOrder, REVENUE_ANALYTICS_TABLES } from './control-tables.js';
 import { migratePostgres } from './schema.js';
 
 export class PgCopyRefusedError extends Error {}
@@ -76,14 +76,48 @@ function copyTables(
 
 /**
  * Tables that became control tables in a later PostgreSQL migration (3: error groups and their
- * rollups). A server already running on PostgreSQL kept them in its SQLite file until then; at the
- * first start with the migration it copies them over — once: only while PostgreSQL holds none of
- * them (several processes starting together: the first copies under the lock, the others see rows).
+ * rollups; 5: the revenue ledger with its rollups and webhook idempotency, and the product-analytics
+ * state). A server already running on PostgreSQL kept them in its SQLite file until then; at the
+ * first start with the migration it copies them over — once per migration: only while PostgreSQL
+ * holds none of that migration's tables (several processes starting together: the first copies under
+ * the lock, the others see rows).
  */
-export const MOVED_LATER: readonly string[] = ['error_groups', 'error_group_user_state', 'triage_runs', 'error_group_dims', 'error_group_users', 'error_group_hour_users'];
+export interface MovedTables {
+  version: number;
+  tables: readonly string[];
+  /** Rows to copy (by default those of projects PostgreSQL holds). */
+  keep?: (projects: ReadonlySet<number>) => (table: string, row: Record<string, unknown>) => boolean;
+}
+
+export const MOVED_LATER: readonly MovedTables[] = [
+  {
+    version: 3,
+    tables: ['error_groups', 'error_group_user_state', 'triage_runs', 'error_group_dims', 'error_group_users', 'error_group_hour_users'],
+    // With SQLite's foreign keys off beside PostgreSQL, a group may outlive its project (deleted in
+    // PostgreSQL): such groups, and the rows of groups not copied, are left behind.
+    keep: (projects) => {
+      const groups = new Set<string>();
+      return (table, row) => {
+        if (table !== 'error_groups') return groups.has(String(row.group_id));
+        if (!projects.has(Number(row.project_id))) return false;
+        groups.add(String(row.id));
+        return true;
+      };
+    },
+  },
+  // Ids of error events in ClickHouse, kept in SQLite by a server that had ClickHouse before PostgreSQL.
+  { version: 4, tables: ['error_event_ids'] },
+  { version: 5, tables: REVENUE_ANALYTICS_TABLES },
+];
 
 export function adoptMovedTables(sqlite: Db, pg: SyncPg, log?: (message: string) => void): number {
-  const moved = new Set(MOVED_LATER);
+  let rows = 0;
+  for (const m of MOVED_LATER) rows += adoptTables(sqlite, pg, m, log);
+  return rows;
+}
+
+function adoptTables(sqlite: Db, pg: SyncPg, m: MovedTables, log?: (message: string) => void): number {
+  const moved = new Set(m.tables);
   const order = controlTablesInOrder(sqlite, moved).filter((t) => moved.has(t));
   const inSqlite = order.filter((t) => sqlite.prepare(`SELECT 1 FROM ${t} LIMIT 1`).get() !== undefined);
   if (!inSqlite.length) return 0;
@@ -95,18 +129,10 @@ export function adoptMovedTables(sqlite: Db, pg: SyncPg, log?: (message: string)
       log?.(`PostgreSQL already holds ${holding.join(', ')}: this SQLite file's rows of ${inSqlite.join(', ')} stay there, unread`);
       return;
     }
-    // With SQLite's foreign keys off beside PostgreSQL, a group may outlive its project (deleted in
-    // PostgreSQL): such groups, and the rows of groups not copied, are left behind.
     const projects = new Set(pg.queryArrays('SELECT id FROM projects').rows.map((r) => Number(r[0])));
-    const groups = new Set<string>();
-    const keep = (table: string, row: Record<string, unknown>) => {
-      if (table !== 'error_groups') return groups.has(String(row.group_id));
-      if (!projects.has(Number(row.project_id))) return false;
-      groups.add(String(row.id));
-      return true;
-    };
+    const keep = m.keep ? m.keep(projects) : (_table: string, row: Record<string, unknown>) => projects.has(Number(row.project_id));
     rows = copyTables(sqlite, pg, order, { keep });
-    log?.(`copied ${rows} rows of ${order.join(', ')} from SQLite into PostgreSQL (control tables since PostgreSQL migration 3)`);
+    log?.(`copied ${rows} rows of ${order.join(', ')} from SQLite into PostgreSQL (control tables since PostgreSQL migration ${m.version})`);
   });
   return rows;
 }

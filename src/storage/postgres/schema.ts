@@ -9,11 +9,12 @@
  */
 import type { Db } from '../db.js';
 import type { SyncPg } from './sync-client.js';
-import { CONTROL_TABLES, CREDENTIAL_TABLES, controlTablesInOrder } from './control-tables.js';
+import { CONTROL_TABLES, CREDENTIAL_TABLES, controlTablesInOrder, FRACTIONAL_TIME_COLUMNS } from './control-tables.js';
 import { translateDdl } from './dialect.js';
 import { PG_CONTROL_SCHEMA_V1 } from './schema-v1.js';
 import { PG_SCHEMA_V3 } from './schema-v3.js';
 import { PG_SCHEMA_V4 } from './schema-v4.js';
+import { PG_SCHEMA_V5 } from './schema-v5.js';
 
 export interface PgMigration {
   version: number;
@@ -66,6 +67,18 @@ PG_MIGRATIONS.push({
   version: 4,
   name: 'error event ids (error events in ClickHouse: which are new, their groups)',
   sql: PG_SCHEMA_V4,
+});
+
+PG_MIGRATIONS.push({
+  version: 5,
+  name: 'the revenue ledger, its rollups, subscription states and webhook idempotency; product-analytics persons, sessions and touches',
+  // Capture times may hold fractional milliseconds (FRACTIONAL_TIME_COLUMNS); revenue_result_versions:
+  // the revenue result cache's version per project, shared by the processes (result-versions.ts).
+  sql: `${PG_SCHEMA_V5}
+${Object.entries(FRACTIONAL_TIME_COLUMNS)
+  .map(([t, cols]) => `ALTER TABLE ${t} ${cols.map((c) => `ALTER COLUMN ${c} TYPE DOUBLE PRECISION`).join(', ')};`)
+  .join('\n')}
+CREATE TABLE revenue_result_versions (project_id BIGINT PRIMARY KEY, v BIGINT NOT NULL);`,
 });
 
 export const PG_LATEST_SCHEMA_VERSION = Math.max(...PG_MIGRATIONS.map((m) => m.version));

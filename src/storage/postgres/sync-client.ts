@@ -62,7 +62,7 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
 
   let seq = 0;
   const pause = new Int32Array(new SharedArrayBuffer(4));
-  function roundTrip(message: Record<string, unknown>): { rows?: unknown[]; rowCount?: number; error?: { message: string; code: string | null } } {
+  function roundTrip(message: Record<string, unknown>): { rows?: unknown[]; rowCount?: number; binary?: boolean; error?: { message: string; code: string | null } } {
     if (closed) throw new SyncPgError('The PostgreSQL client is closed.', null);
     // Each request carries a number the worker echoes: an answer is taken only for its own request,
     // so a late or stray message can never be read as the next statement's answer.
@@ -91,7 +91,9 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
     deferred = [];
     const r = roundTrip({ sql, params: params ?? [], array, guard, ...(before.length ? { before } : {}) });
     if (r.error) throw new SyncPgError(r.error.message, r.error.code);
-    return { rows: (r.rows ?? []) as R[], rowCount: r.rowCount ?? 0 };
+    const rows = r.rows ?? [];
+    if (r.binary) asBuffers(rows);
+    return { rows: rows as R[], rowCount: r.rowCount ?? 0 };
   }
 
   const client: SyncPg = {
@@ -133,4 +135,17 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
   // Connects now: a wrong URL fails here, not at the first repository call.
   client.query('SELECT 1');
   return client;
+}
+
+/**
+ * A bytea value (a Buffer in the worker) arrives as a plain Uint8Array: the structured clone of a
+ * posted message keeps the bytes, not the Buffer class. As a Buffer again, a packed blob reads as
+ * better-sqlite3 gives it (`Buffer.concat`, `equals`, `readInt32LE`), on the same memory, no copy.
+ */
+function asBuffers(rows: unknown[]): void {
+  const buf = (v: unknown) => (v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v);
+  for (const row of rows) {
+    if (Array.isArray(row)) for (let i = 0; i < row.length; i++) row[i] = buf(row[i]);
+    else for (const k in row as Record<string, unknown>) (row as Record<string, unknown>)[k] = buf((row as Record<string, unknown>)[k]);
+  }
 }

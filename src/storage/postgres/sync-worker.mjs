@@ -52,7 +52,9 @@ port.on('message', (req) => {
         throw err;
       }
       if (req.guard) await client.query('RELEASE SAVEPOINT sl_guard');
-      answer({ rows: res.rows, rowCount: res.rowCount ?? 0 });
+      // bytea columns (oid 17) come as Buffers: the client turns them back into Buffers (sync-client.ts asBuffers).
+      const binary = res.fields?.some((f) => f.dataTypeID === 17) || undefined;
+      answer({ rows: res.rows, rowCount: res.rowCount ?? 0, binary });
     } catch (err) {
       answer({ error: { message: err.message, code: err.code ?? null } });
     }
