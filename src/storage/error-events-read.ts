@@ -13,7 +13,9 @@ import { createLatencyReader, LATENCY_MAX_AGE_MS, type LatencyStats } from './er
  * its active merged duplicates).
  */
 
-export interface ErrorEventRow {
+/** An error event's stored columns (SQLite's `error_events`; ClickHouse's adds derived ones). */
+export interface StoredErrorEvent {
+  project_id: number;
   event_id: string;
   group_id: string;
   fingerprint_group_id: string;
@@ -32,6 +34,14 @@ export interface ErrorEventRow {
   server_name: string;
   trace_id: string | null;
   span_id: string | null;
+  /** JSON text. */
+  tags: string;
+  user_json: string | null;
+  payload: string;
+}
+
+/** An event as read: its JSON columns parsed (the payload only in {@link ErrorEventFull}). */
+export interface ErrorEventRow extends Omit<StoredErrorEvent, 'project_id' | 'tags' | 'user_json' | 'payload'> {
   tags: Record<string, string>;
   user: Record<string, unknown> | null;
 }

@@ -7,7 +7,7 @@ import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
 import { hourOf } from './migrations/046-error-group-hours.js';
 import { LatencyTally, latencyTallyWriter } from './error-latency.js';
-import type { StoredErrorEvent } from './clickhouse/error-events.js';
+import type { StoredErrorEvent } from './error-events-read.js';
 
 export interface ErrorGroupRow {
   id: string;

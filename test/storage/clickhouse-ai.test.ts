@@ -11,11 +11,6 @@
  * - `migrate --to-clickhouse` copies SQLite's observations and scores, and the copy answers as SQLite.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { ChEngine } from '../../src/storage/clickhouse/client.js';
 import { createChAiStore } from '../../src/storage/clickhouse/ai-store.js';
 import { createChAiReader } from '../../src/storage/clickhouse/ai-read.js';
@@ -23,11 +18,11 @@ import { copyAgentObservationsToClickHouse, CopyRefusedError } from '../../src/s
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import { finalizeObservation, type ObservationDraft, type ScoreDraft } from '../../src/domain/ai/observation.js';
 import { langfuseKeyPair } from '../../src/ingest/langfuse.js';
-import { createSightline, type Sightline } from '../../src/server.js';
 import { newChEngine, useChStore } from '../support/clickhouse-store-fixture.js';
 import { dropDatabase } from '../support/clickhouse.js';
 import { DAY, describeClickHouseRetention, T0 } from '../support/clickhouse-retention.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { startSecondServer, type SecondServer } from '../support/second-server.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 
@@ -105,36 +100,22 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('agent observations in Cli
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('agent observations on two servers with one ClickHouse database', () => {
   let a: TestServer;
-  let b: Sightline;
-  let bUrl: string;
-  let bServer: http.Server;
-  let dirB: string;
+  let b: SecondServer;
   const clock = Date.parse('2026-03-01T12:00:00Z');
   const iso = (ms: number) => new Date(ms).toISOString();
   /* eslint-disable @typescript-eslint/no-explicit-any */
   const onB = async (path: string, init: RequestInit = {}): Promise<{ status: number; body: any }> => {
-    const r = await fetch(`${bUrl}${path}`, { ...init, headers: { 'x-service-key': a.keys.admin, ...(init.headers ?? {}) } });
+    const r = await fetch(`${b.url}${path}`, { ...init, headers: { 'x-service-key': a.keys.admin, ...(init.headers ?? {}) } });
     return { status: r.status, body: await r.json() };
   };
 
   beforeAll(async () => {
     a = await startTestServer({ now: () => clock });
-    dirB = mkdtempSync(join(tmpdir(), 'sightline-ch-ai-'));
-    const shared = a.s.services.clickhouse!.engine;
-    b = createSightline(
-      { ...a.s.config, dbFile: a.s.config.databaseUrl ? join(dirB, 'b.db') : a.dbFile, port: 0 },
-      { now: () => clock, ...(mode === 'chdb' ? { clickhouse: { ...shared, close: async () => {} } } : {}) },
-    );
-    bServer = http.createServer(b.app.callback());
-    await new Promise<void>((r) => bServer.listen(0, '127.0.0.1', r));
-    bUrl = `http://127.0.0.1:${(bServer.address() as AddressInfo).port}`;
+    b = await startSecondServer(a, { now: () => clock });
   });
   afterAll(async () => {
-    bServer?.closeAllConnections();
-    await new Promise((r) => bServer?.close(r));
     await b?.close();
     await a?.close();
-    rmSync(dirB, { recursive: true, force: true });
   });
 
   it('reads on the second server what the first acknowledged, and merges a Langfuse update sent to the second into it', async () => {
@@ -162,7 +143,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('agent observations on two
 
     // A Langfuse generation-update on the second server: the output lands on the stored generation, its other fields kept.
     const keys = langfuseKeyPair(a.projectId, a.keys.ingest);
-    const up = await fetch(`${bUrl}/ingest/api/public/ingestion`, {
+    const up = await fetch(`${b.url}/ingest/api/public/ingestion`, {
       method: 'POST',
       headers: { authorization: `Basic ${Buffer.from(`${keys.publicKey}:${keys.secretKey}`).toString('base64')}`, 'content-type': 'application/json' },
       body: JSON.stringify({ batch: [{ id: 'e1', type: 'generation-update', timestamp: at(7), body: { id: 'g1', output: 'the answer' } }] }),

@@ -9,23 +9,18 @@
  * - `migrate --to-clickhouse` copies SQLite's events, and refuses a second copy.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
 import { migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
 import { createChCaptureStore } from '../../src/storage/clickhouse/capture-store.js';
 import { copyCaptureEventsToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
 import { createAnalyticsRepo } from '../../src/storage/analytics-repo.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
-import { createSightline, type Sightline } from '../../src/server.js';
 import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
 import { useChStore } from '../support/clickhouse-store-fixture.js';
 import { DAY, describeClickHouseRetention, T0 } from '../support/clickhouse-retention.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { startSecondServer, type SecondServer } from '../support/second-server.js';
 import { captureEvent } from '../support/capture-events.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
@@ -35,32 +30,16 @@ const ANALYTICS = { revenue: { analytics: true, secretKey: null, stripeApiBase: 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('capture events in ClickHouse', () => {
   describe('two servers on one ClickHouse database', () => {
     let a: TestServer;
-    let b: Sightline;
-    let bUrl: string;
-    let bServer: http.Server;
-    let dirB: string;
+    let b: SecondServer;
 
     beforeAll(async () => {
       a = await startTestServer({ config: ANALYTICS });
       await api(a, 'POST', `/v1/projects/${a.projectId}/analytics/enable`, { key: a.keys.admin, body: {} });
-      // The second server: the same control data (PostgreSQL, or without it the same SQLite file) and
-      // the same ClickHouse database (its URL, or the in-process engine, which only the first closes).
-      dirB = mkdtempSync(join(tmpdir(), 'sightline-ch-capture-'));
-      const shared = a.s.services.clickhouse!.engine;
-      b = createSightline(
-        { ...a.s.config, dbFile: a.s.config.databaseUrl ? join(dirB, 'b.db') : a.dbFile, port: 0 },
-        mode === 'chdb' ? { clickhouse: { ...shared, close: async () => {} } } : {},
-      );
-      bServer = http.createServer(b.app.callback());
-      await new Promise<void>((r) => bServer.listen(0, '127.0.0.1', r));
-      bUrl = `http://127.0.0.1:${(bServer.address() as AddressInfo).port}`;
+      b = await startSecondServer(a);
     });
     afterAll(async () => {
-      bServer?.closeAllConnections();
-      await new Promise((r) => bServer?.close(r));
       await b?.close();
       await a?.close();
-      rmSync(dirB, { recursive: true, force: true });
     });
 
     it('counts on the second server the events the first one acknowledged, and keeps them out of SQLite', async () => {
@@ -69,7 +48,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('capture events in ClickHo
       const r = await fetch(`${a.url}/ingest/batch/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ api_key: a.keys.ingest, batch: events }) });
       expect(r.status).toBe(200);
       expect(await r.json()).toMatchObject({ accepted: 3 });
-      const onB = await fetch(`${bUrl}/v1/projects/${a.projectId}/analytics/status`, { headers: { 'x-service-key': a.keys.admin } });
+      const onB = await fetch(`${b.url}/v1/projects/${a.projectId}/analytics/status`, { headers: { 'x-service-key': a.keys.admin } });
       expect(await onB.json()).toMatchObject({ events_30d: 3, last_event_at: new Date(at + 3).toISOString() });
       expect((await api(a, 'GET', `/v1/projects/${a.projectId}/analytics/status`, { key: a.keys.admin })).body).toMatchObject({ events_30d: 3, sessions_30d: 1 });
       expect(a.s.db.prepare('SELECT COUNT(*) FROM capture_events').pluck().get()).toBe(0);

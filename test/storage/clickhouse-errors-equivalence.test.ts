@@ -25,7 +25,7 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const NOW = Date.parse('2026-05-20T10:30:00.000Z');
 const T0 = NOW - 3 * DAY;
-const N = 3_000;
+const N = 1_500;
 
 const FPS = ['fp-a', 'fp-b', 'fp-c', 'fp-d', 'fp-dup', 'fp-e'];
 const MESSAGES = ['connection reset by peer', 'Timeout after 30s', 'Ünïcode fäilure', 'ÜNÏCODE FÄILURE', '100% full', 'a_b c%d', 'back\\slash', "it's \"quoted\"", 'multi\nline error', 'UPPER case'];
@@ -219,7 +219,7 @@ describe.skipIf(mode !== 'chdb' && mode !== 'server')('error event reads on SQLi
       const d = diffs(x, y);
       if (d.length) problems.push(`${label}: ${d.slice(0, 3).join('; ')}`);
     };
-    for (let i = 0; i < 70; i++) {
+    for (let i = 0; i < 40; i++) {
       const pid = pick(pids);
       const fps = groupList(pid);
       const [lo, hi] = times() as [number, number];
@@ -264,7 +264,7 @@ describe.skipIf(mode !== 'chdb' && mode !== 'server')('error event reads on SQLi
       const d = diffs(x, y);
       if (d.length) problems.push(`${label}: ${d.slice(0, 3).join('; ')}`);
     };
-    for (let i = 0; i < 50; i++) {
+    for (let i = 0; i < 30; i++) {
       const pid = String(pick(pids));
       const fp = pick(FPS.filter((f) => f !== 'fp-dup'));
       const gid = (s: Side) => s.ids.get(`${pid}:${fp}`) ?? 'none';
@@ -332,7 +332,7 @@ describe.skipIf(mode !== 'chdb' && mode !== 'server')('error event reads on SQLi
     ];
     const problems: string[] = [];
     let nonEmpty = 0;
-    for (let i = 0; i < 300; i++) {
+    for (let i = 0; i < 200; i++) {
       const pid = pick(pids);
       const text = Array.from({ length: 1 + Math.floor(r() * 3) }, () => pick(TERMS)()).join(' ');
       const window = r() < 0.5 ? {} : { fromMs: T0 + Math.floor(r() * 2 * DAY), ...(r() < 0.7 ? { toMs: NOW - Math.floor(r() * DAY) } : {}) };

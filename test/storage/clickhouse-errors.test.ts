@@ -10,10 +10,7 @@
  * - `migrate --to-clickhouse` (the function, and the CLI on 18.16) copies a SQLite database's events (a server reading them in ClickHouse
  *   answers as the SQLite server) and refuses a second copy.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSightline, type Sightline } from '../../src/server.js';
 import { createHttpEngine, type ChEngine } from '../../src/storage/clickhouse/client.js';
 import { copyErrorEventsToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
 import { clickHouseMutationsPending } from '../../src/storage/clickhouse/retention.js';
@@ -23,6 +20,7 @@ import { parseEventQuery } from '../../src/domain/errors/event-query.js';
 import type { ErrorEventRecord } from '../../src/domain/telemetry-types.js';
 import { main } from '../../src/cli/main.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { startSecondServer, type SecondServer } from '../support/second-server.js';
 import { hex, sentryEvent, type EventSpec } from '../operations/errors-fixtures.js';
 import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
 import { DAY, describeClickHouseRetention, T0 } from '../support/clickhouse-retention.js';
@@ -40,41 +38,11 @@ async function send(t: { url: string; projectId: string; keys: { ingest: string 
   return body.event_id as string;
 }
 
-/**
- * A second Sightline on the stores of `t` (its SQLite file, its PostgreSQL database and ClickHouse
- * database when it has them; `engine` for chdb), serving HTTP.
- */
-async function secondServer(t: TestServer, engine?: ChEngine): Promise<{ s: Sightline; url: string; close(): Promise<void> }> {
-  const ch = engine ?? (mode === 'chdb' ? t.s.services.clickhouse?.engine : undefined);
-  const s = createSightline(
-    {
-      logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, dbFile: t.dbFile, port: 0, host: '127.0.0.1',
-      ...(t.s.config.clickhouseUrl && !engine ? { clickhouseUrl: t.s.config.clickhouseUrl } : {}),
-      ...(t.s.config.databaseUrl ? { databaseUrl: t.s.config.databaseUrl } : {}),
-    },
-    // The engine stays open for its owner (the first server, or the test).
-    { now: () => NOW, ...(ch ? { clickhouse: { ...ch, close: async () => {} } } : {}) },
-  );
-  const server = http.createServer(s.app.callback());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    s,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      await s.close();
-    },
-  };
-}
-
 const chCount = async (engine: ChEngine, where = '1') => Number((await engine.query<{ n: number }>(`SELECT count() AS n FROM error_events WHERE ${where}`))[0]!.n);
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('error events in ClickHouse through a server', () => {
   let t: TestServer;
-  let other: Awaited<ReturnType<typeof secondServer>> | undefined;
+  let other: SecondServer | undefined;
   const TRACE = hex(0xfeed);
   beforeAll(async () => {
     t = await startTestServer({ now: () => NOW });
@@ -86,7 +54,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('error events in ClickHous
   const get = (url: string, path: string) => api({ url }, 'GET', `/v1/projects/${t.projectId}${path}`, { key: t.keys.admin });
 
   it('reads an event one server acknowledged from a second server on the same stores, and keeps SQLite error_events empty', async () => {
-    other = await secondServer(t);
+    other = await startSecondServer(t, { now: () => NOW });
     const first = await send(t, { type: 'PaymentError', value: 'card declined', fn: 'charge', at: NOW - 2 * H, trace_id: TRACE, user: { id: 'u1' }, tags: { plan: 'pro', n: '1e400' } });
     const id = await send(t, { type: 'PaymentError', value: 'card declined again', fn: 'charge', at: NOW - H, trace_id: TRACE, user: { email: 'b@x.io' } });
     const group = t.s.services.errorsIngest.groupOfEvent(t.projectId, id)!;
@@ -219,7 +187,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('error event ids and reten
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse with error events', () => {
   let sqlite: TestServer;
-  let copy: Awaited<ReturnType<typeof secondServer>> | undefined;
+  let copy: SecondServer | undefined;
   let engine: ChEngine;
   const database = `mig_err_${process.pid}_${Date.now()}`;
   const groups: string[] = [];
@@ -251,7 +219,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('migrate --to-clickhouse w
     expect(await copyErrorEventsToClickHouse(sqlite.s.db, engine, { batch: 4 })).toMatchObject({ error_events: 14, projects: 1 });
     expect(await chCount(engine)).toBe(14);
     expect(sqlite.s.db.prepare('SELECT count(*) FROM error_event_ids').pluck().get()).toBe(14);
-    copy = await secondServer(sqlite, engine);
+    copy = await startSecondServer(sqlite, { now: () => NOW, engine });
     expect(copy.s.services.clickhouse).toBeDefined();
     const w = `from=${new Date(NOW - 8 * H).toISOString()}&to=${new Date(NOW).toISOString()}`;
     const narrow = `from=${new Date(NOW - 5 * H - 10_000).toISOString()}&to=${new Date(NOW - 90 * 60_000).toISOString()}`;

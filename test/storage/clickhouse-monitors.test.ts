@@ -23,9 +23,9 @@ import { createChMonitorResults } from '../../src/storage/clickhouse/monitor-res
 import { copyMonitorResultsToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
 import { createSqliteMonitorResults, type MonitorResultRow, type MonitorResultsStore } from '../../src/storage/monitors-repo.js';
 import { openDatabase, type Db } from '../../src/storage/db.js';
-import { createSightline, type Sightline } from '../../src/server.js';
 import { createChdbEngine, dropDatabase } from '../support/clickhouse.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
+import { startSecondServer, type SecondServer } from '../support/second-server.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
@@ -48,17 +48,14 @@ async function mutationsDone(engine: ChEngine) {
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('monitor results in ClickHouse', () => {
   describe('two servers on one ClickHouse database', () => {
     let a: TestServer;
-    let b: Sightline;
-    let bUrl: string;
-    let bServer: http.Server;
+    let b: SecondServer;
     let target: http.Server;
     let targetUrl: string;
-    let dirB: string;
     let clock = Date.parse('2026-03-01T12:00:00Z');
     const P = () => `/v1/projects/${a.projectId}`;
     /* eslint-disable @typescript-eslint/no-explicit-any */
     const onB = async (path: string): Promise<{ status: number; body: any }> => {
-      const r = await fetch(`${bUrl}${path}`, { headers: { 'x-service-key': a.keys.admin } });
+      const r = await fetch(`${b.url}${path}`, { headers: { 'x-service-key': a.keys.admin } });
       return { status: r.status, body: await r.json() };
     };
     const sqliteResults = () => (a.s.db.prepare('SELECT COUNT(*) AS n FROM monitor_results').get() as { n: number }).n;
@@ -68,26 +65,13 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('monitor results in ClickH
       await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
       targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}/health`;
       a = await startTestServer({ now: () => clock, config: { monitors: { allowPrivate: '127.0.0.1/32', retentionDays: 90 } } });
-      // The second server: the same control data (PostgreSQL, or without it the same SQLite file) and
-      // the same ClickHouse database (its URL, or the in-process engine, which only the first closes).
-      dirB = mkdtempSync(join(tmpdir(), 'sightline-ch-monitors-'));
-      const shared = a.s.services.clickhouse!.engine;
-      b = createSightline(
-        { ...a.s.config, dbFile: a.s.config.databaseUrl ? join(dirB, 'b.db') : a.dbFile, port: 0 },
-        { now: () => clock, ...(mode === 'chdb' ? { clickhouse: { ...shared, close: async () => {} } } : {}) },
-      );
-      bServer = http.createServer(b.app.callback());
-      await new Promise<void>((r) => bServer.listen(0, '127.0.0.1', r));
-      bUrl = `http://127.0.0.1:${(bServer.address() as AddressInfo).port}`;
+      b = await startSecondServer(a, { now: () => clock });
     });
     afterAll(async () => {
-      bServer?.closeAllConnections();
-      await new Promise((r) => bServer?.close(r));
       await b?.close();
       await a?.close();
       target.closeAllConnections();
       await new Promise((r) => target.close(r));
-      rmSync(dirB, { recursive: true, force: true });
     });
 
     it('reads on the second server the check the first server\'s scheduler ran, with its daily counts', async () => {
@@ -139,7 +123,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('monitor results in ClickH
         return [Number(r!.n), Number(d!.n)];
       };
       expect(await left()).toEqual([1, 1]);
-      const del = await fetch(`${bUrl}${P()}/monitors/${m.id}`, { method: 'DELETE', headers: { 'x-service-key': a.keys.admin } });
+      const del = await fetch(`${b.url}${P()}/monitors/${m.id}`, { method: 'DELETE', headers: { 'x-service-key': a.keys.admin } });
       expect(del.status).toBe(200);
       await mutationsDone(engine);
       expect(await left()).toEqual([0, 0]);

@@ -9,7 +9,10 @@ import {
   type LatencyRow,
   type LinkEventRow,
   type RelatedTrace,
+  type StoredErrorEvent,
 } from '../error-events-read.js';
+
+export type { StoredErrorEvent };
 import { LATENCY_MAX_AGE_MS } from '../error-latency.js';
 import { lit, type ChEngine } from './client.js';
 import { createBatchBuffer, rowArrays } from './batch-buffer.js';
@@ -31,41 +34,16 @@ import { valueAtRank } from './traces-read.js';
  * comparisons), so every query runs on ClickHouse 18.16, which has no JSON functions.
  */
 
-/** An error event as stored in ClickHouse. */
-export interface ChErrorEventRow {
-  project_id: number;
-  group_id: string;
-  timestamp_ms: number;
-  event_id: string;
-  fingerprint_group_id: string;
-  received_ms: number;
-  source: string;
-  platform: string;
-  level: string;
-  type: string;
-  message: string;
-  title: string;
-  service_name: string;
-  environment: string;
-  release: string;
-  transaction_name: string;
-  server_name: string;
-  trace_id: string | null;
-  span_id: string | null;
-  tags: string;
+/** An error event as stored in ClickHouse: its columns and what the reads compare, derived from them. */
+export interface ChErrorEventRow extends StoredErrorEvent {
   tag_keys: string[];
   tag_values: string[];
   tag_nums: (number | null)[];
-  user_json: string | null;
   user_key: string;
   user_id: string;
   user_email: string;
   user_username: string;
-  payload: string;
 }
-
-/** An event's stored columns (as SQLite's `error_events` holds them). */
-export type StoredErrorEvent = Omit<ChErrorEventRow, 'tag_keys' | 'tag_values' | 'tag_nums' | 'user_key' | 'user_id' | 'user_email' | 'user_username'>;
 
 /**
  * SQLite's CAST(text AS REAL): the longest numeric prefix after leading ASCII whitespace (SQLite skips
