@@ -170,7 +170,7 @@ export const EVENT_COLUMNS = `event_id, group_id, fingerprint_group_id, timestam
   service_name, environment, release, transaction_name, server_name, trace_id, span_id, tags, user_json`;
 
 /** Columns an `exact` query term compares (spec keys → error_events columns; fixed strings, never user text). */
-const EXACT_COLUMN: Record<string, string> = {
+export const EXACT_COLUMN: Record<string, string> = {
   level: 'level',
   type: 'type',
   service: 'service_name',
@@ -186,7 +186,7 @@ const EXACT_COLUMN: Record<string, string> = {
   'user.email': userFieldSql('user_json', 'email'),
   'user.username': userFieldSql('user_json', 'username'),
 };
-const TIME_COLUMN: Record<string, string> = { timestamp: 'timestamp_ms', received_at: 'received_ms' };
+export const TIME_COLUMN: Record<string, string> = { timestamp: 'timestamp_ms', received_at: 'received_ms' };
 
 /** `*` wildcard → LIKE pattern with `\` escaping % and _. */
 const likePattern = (v: string) => v.replace(/[\\%_]/g, (m) => `\\${m}`).replace(/\*/g, '%');

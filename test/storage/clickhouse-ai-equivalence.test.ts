@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finalizeObservation, OBSERVATION_TYPES, type ObservationDraft, type ScoreDraft } from '../../src/domain/ai/observation.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { rng } from '../../bench/lib.js';
+import { bodyDiffs, nearlySame } from '../support/body-diffs.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const NOW = Date.parse('2026-04-10T12:00:00.000Z');
@@ -112,22 +113,6 @@ function generate(seed: number) {
     }
   }
   return { drafts, scores };
-}
-
-/** Differences between two bodies: numbers up to 1e-9 relative, anything else exactly. */
-function diffs(x: unknown, y: unknown, path = '', out: string[] = []): string[] {
-  if (typeof x === 'number' && typeof y === 'number') {
-    if (x !== y && !(Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(x)))) out.push(`${path}: ${x} != ${y}`);
-  } else if (Array.isArray(x) && Array.isArray(y)) {
-    if (x.length !== y.length) out.push(`${path}: length ${x.length} != ${y.length}`);
-    else x.forEach((v, i) => diffs(v, y[i], `${path}[${i}]`, out));
-  } else if (x && y && typeof x === 'object' && typeof y === 'object') {
-    const kx = Object.keys(x).sort();
-    const ky = Object.keys(y).sort();
-    if (kx.join() !== ky.join()) out.push(`${path}: keys ${kx} != ${ky}`);
-    else for (const k of kx) diffs((x as Record<string, unknown>)[k], (y as Record<string, unknown>)[k], `${path}.${k}`, out);
-  } else if (x !== y) out.push(`${path}: ${JSON.stringify(x)} != ${JSON.stringify(y)}`);
-  return out;
 }
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('AI reads on SQLite and on ClickHouse', () => {
@@ -229,7 +214,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('AI reads on SQLite and on
       const x = await api(a, 'GET', `/v1/projects/${a.projectId}${p}`, { key: a.keys.admin });
       const y = await api(b, 'GET', `/v1/projects/${b.projectId}${p}`, { key: b.keys.admin });
       expect(y.status, p).toBe(x.status);
-      expect(diffs(x.body, y.body), p).toEqual([]);
+      expect(bodyDiffs(x.body, y.body, nearlySame), p).toEqual([]);
       if (x.status === 200) ok++;
       const body = x.body as { data?: unknown[]; total_observations?: number; summary?: { observations: number }; nodes?: unknown[]; totals?: { observations: number }; observation_id?: string };
       if (body.data?.length || body.total_observations || body.summary?.observations || body.nodes?.length || body.totals?.observations || body.observation_id) nonEmpty++;

@@ -19,6 +19,10 @@ import { createChErrorEventsReader } from '../../src/storage/clickhouse/error-ev
 import { createSqliteErrorEventsReader, MAX_MS, MIN_MS, type ErrorEventsReader, type LinkedEventsQuery } from '../../src/storage/error-events-read.js';
 import type { KeyedErrorEvent } from '../../src/storage/errors-repo.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { bodyDiffs } from '../support/body-diffs.js';
+
+/** avg_ms within 0.001 (float summation order), every other number exactly. */
+const diffs = (x: unknown, y: unknown) => bodyDiffs(x, y, (a, b, path) => (path.endsWith('.avg_ms') ? Math.abs(a - b) <= 0.001 + 1e-12 : a === b || Object.is(a, b)));
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const HOUR = 3_600_000;
@@ -86,22 +90,6 @@ function makeEvents(seed: number): { pid: number; item: KeyedErrorEvent; phase: 
     // SDK retries: the same event id again (same or other content): stored once.
     if (r() < 0.02) out.push({ pid, phase: i < N / 2 ? 0 : 1, item: { event: { ...e, message: 'retry' }, key: out[out.length - 1]!.item.key } });
   }
-  return out;
-}
-
-/** Differences between two bodies: avg_ms within 0.001, anything else exactly. */
-function diffs(x: unknown, y: unknown, path = '', out: string[] = []): string[] {
-  if (typeof x === 'number' && typeof y === 'number' && path.endsWith('.avg_ms')) {
-    if (!(Math.abs(x - y) <= 0.001 + 1e-12)) out.push(`${path}: ${x} != ${y}`);
-  } else if (Array.isArray(x) && Array.isArray(y)) {
-    if (x.length !== y.length) out.push(`${path}: length ${x.length} != ${y.length}`);
-    else x.forEach((v, i) => diffs(v, y[i], `${path}[${i}]`, out));
-  } else if (x && y && typeof x === 'object' && typeof y === 'object') {
-    const kx = Object.keys(x).sort();
-    const ky = Object.keys(y).sort();
-    if (kx.join() !== ky.join()) out.push(`${path}: keys ${kx} != ${ky}`);
-    else for (const k of kx) diffs((x as Record<string, unknown>)[k], (y as Record<string, unknown>)[k], `${path}.${k}`, out);
-  } else if (!Object.is(x, y) && !(x === 0 && y === 0)) out.push(`${path}: ${JSON.stringify(x)} != ${JSON.stringify(y)}`);
   return out;
 }
 

@@ -15,6 +15,7 @@ import type { MetricPointRecord, MetricType, Temporality } from '../../src/domai
 import { EXACT_PERCENTILE_VALUES } from '../../src/domain/metrics/rollup-state.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { rng } from '../../bench/lib.js';
+import { bodyDiffs, nearlySame } from '../support/body-diffs.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const NOW = Date.parse('2026-04-10T12:00:00.000Z');
@@ -116,22 +117,6 @@ function makePoints(seed: number, n: number): MetricPointRecord[] {
   return out;
 }
 
-/** Differences between two bodies: numbers up to 1e-9 relative, anything else exactly. */
-function diffs(x: unknown, y: unknown, path = '', out: string[] = []): string[] {
-  if (typeof x === 'number' && typeof y === 'number') {
-    if (x !== y && !(Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(x)))) out.push(`${path}: ${x} != ${y}`);
-  } else if (Array.isArray(x) && Array.isArray(y)) {
-    if (x.length !== y.length) out.push(`${path}: length ${x.length} != ${y.length}`);
-    else x.forEach((v, i) => diffs(v, y[i], `${path}[${i}]`, out));
-  } else if (x && y && typeof x === 'object' && typeof y === 'object') {
-    const kx = Object.keys(x).sort();
-    const ky = Object.keys(y).sort();
-    if (kx.join() !== ky.join()) out.push(`${path}: keys ${kx} != ${ky}`);
-    else for (const k of kx) diffs((x as Record<string, unknown>)[k], (y as Record<string, unknown>)[k], `${path}.${k}`, out);
-  } else if (x !== y) out.push(`${path}: ${JSON.stringify(x)} != ${JSON.stringify(y)}`);
-  return out;
-}
-
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('metric reads on SQLite and on ClickHouse', () => {
   let a: TestServer;
   let b: TestServer;
@@ -207,7 +192,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('metric reads on SQLite an
       const x = await api(a, 'GET', `/v1/projects/${a.projectId}${p}`, { key: a.keys.admin });
       const y = await api(b, 'GET', `/v1/projects/${b.projectId}${p}`, { key: b.keys.admin });
       expect(y.status, p).toBe(x.status);
-      expect(diffs(x.body, y.body), p).toEqual([]);
+      expect(bodyDiffs(x.body, y.body, nearlySame), p).toEqual([]);
       if (x.status === 200) compared++;
       const buckets = (x.body.buckets ?? []) as { point_count: number }[];
       if (x.body.data?.length || buckets.some((bk) => bk.point_count > 0) || x.body.snapshots?.length) nonEmpty++;

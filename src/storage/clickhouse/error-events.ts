@@ -3,6 +3,8 @@ import type { EventQueryTerm } from '../../domain/errors/event-query.js';
 import { userField, userKeyOf } from '../../domain/errors/users.js';
 import {
   eventFromRow,
+  EXACT_COLUMN,
+  TIME_COLUMN,
   safeJson,
   type ErrorEventFull,
   type ErrorEventsReader,
@@ -113,23 +115,14 @@ const EVENT_COLS = `event_id, group_id, fingerprint_group_id, timestamp_ms, rece
 const numbered = (r: any) => ({ ...r, timestamp_ms: Number(r.timestamp_ms), received_ms: Number(r.received_ms) });
 const full = (r: any): ErrorEventFull | undefined => (r ? { ...eventFromRow(numbered(r)), payload: safeJson(r.payload, null) } : undefined);
 
+/** The columns SQLite's query terms compare, with ClickHouse's own for what SQLite reads from JSON. */
 const EXACT: Record<string, string> = {
-  level: 'level',
-  type: 'type',
-  service: 'service_name',
-  environment: 'environment',
-  release: 'release',
-  transaction: 'transaction_name',
-  server: 'server_name',
+  ...EXACT_COLUMN,
   trace: "ifNull(trace_id, '')",
-  source: 'source',
-  platform: 'platform',
-  event_id: 'event_id',
   'user.id': 'user_id',
   'user.email': 'user_email',
   'user.username': 'user_username',
 };
-const TIME: Record<string, string> = { timestamp: 'timestamp_ms', received_at: 'received_ms' };
 const likeLit = (v: string) => lit(v.replace(/[\\%_]/g, (m) => `\\${m}`).replace(/\*/g, '%'));
 /** SQLite's `a = b COLLATE NOCASE` and `a LIKE b` (ASCII letters fold; ClickHouse's lower() folds ASCII only). */
 const eqNoCase = (col: string, v: string) => `lower(${col}) = lower(${lit(v)})`;
@@ -166,7 +159,7 @@ export function compileChEventTerms(terms: readonly EventQueryTerm[]): string[] 
         break;
       }
       case 'time': {
-        const col = TIME[t.field]!;
+        const col = TIME_COLUMN[t.field]!;
         const parts: string[] = [];
         if (t.min) parts.push(`${col} ${t.min.inclusive ? '>=' : '>'} ${lit(t.min.ms)}`);
         if (t.max) parts.push(`${col} ${t.max.inclusive ? '<=' : '<'} ${lit(t.max.ms)}`);
