@@ -231,7 +231,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     retention: createRetentionRepo(db),
     logsRead: ch ? createChLogsReader(ch.engine) : asyncLogsReader(createLogsReadRepo(db)),
     metricsRead: ch ? createChMetricsReader(ch.engine) : asyncMetricsReader(createMetricsReadRepo(db)),
-    tracesRead: ch ? createChTracesReader(ch.engine, asyncTracesReader(createTracesReadRepo(db, { errorEvents }))) : asyncTracesReader(createTracesReadRepo(db)),
+    tracesRead: ch ? createChTracesReader(ch.engine, asyncTracesReader(createTracesReadRepo(db, { errorEvents }))) : asyncTracesReader(createTracesReadRepo(db, { errorEvents })),
     operationRollups: createOperationRollupReader(db),
     errorsIngest,
     ingestMisc,
