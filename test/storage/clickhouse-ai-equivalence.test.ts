@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finalizeObservation, OBSERVATION_TYPES, type ObservationDraft, type ScoreDraft } from '../../src/domain/ai/observation.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { rng } from '../../bench/lib.js';
-import { bodyDiffs, nearlySame } from '../support/body-diffs.js';
+import { compareOnBoth } from '../support/body-diffs.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const NOW = Date.parse('2026-04-10T12:00:00.000Z');
@@ -208,17 +208,9 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('AI reads on SQLite and on
       else if (kind === 'session') paths.push(`/ai/sessions/${r() < 0.1 ? 'nope' : pick(SESSIONS)}`);
       else paths.push(`/ai/users/${r() < 0.1 ? 'nope' : pick(USERS)}?${q.join('&')}`);
     }
-    let ok = 0;
-    let nonEmpty = 0;
-    for (const p of paths) {
-      const x = await api(a, 'GET', `/v1/projects/${a.projectId}${p}`, { key: a.keys.admin });
-      const y = await api(b, 'GET', `/v1/projects/${b.projectId}${p}`, { key: b.keys.admin });
-      expect(y.status, p).toBe(x.status);
-      expect(bodyDiffs(x.body, y.body, nearlySame), p).toEqual([]);
-      if (x.status === 200) ok++;
-      const body = x.body as { data?: unknown[]; total_observations?: number; summary?: { observations: number }; nodes?: unknown[]; totals?: { observations: number }; observation_id?: string };
-      if (body.data?.length || body.total_observations || body.summary?.observations || body.nodes?.length || body.totals?.observations || body.observation_id) nonEmpty++;
-    }
+    /* eslint-disable-next-line @typescript-eslint/no-explicit-any */
+    const { ok, nonEmpty } = await compareOnBoth(a, b, paths, (body: any) =>
+      !!(body.data?.length || body.total_observations || body.summary?.observations || body.nodes?.length || body.totals?.observations || body.observation_id));
     expect(ok).toBeGreaterThan(paths.length * 0.8);
     expect(nonEmpty).toBeGreaterThan(paths.length * 0.6);
   }, 120_000);

@@ -15,7 +15,7 @@ import type { MetricPointRecord, MetricType, Temporality } from '../../src/domai
 import { EXACT_PERCENTILE_VALUES } from '../../src/domain/metrics/rollup-state.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { rng } from '../../bench/lib.js';
-import { bodyDiffs, nearlySame } from '../support/body-diffs.js';
+import { compareOnBoth } from '../support/body-diffs.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const NOW = Date.parse('2026-04-10T12:00:00.000Z');
@@ -186,17 +186,12 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('metric reads on SQLite an
       paths.push(`/metrics/timeline?metric_name=system.cpu&metric_type=gauge&aggregation=${agg}&from=${iso(T0)}&to=${iso(NOW)}&granularity=6h`);
       paths.push(`/metrics/timeline?metric_name=http.requests&metric_type=sum&aggregation=${agg}&from=${iso(T0 + 30_001)}&to=${iso(NOW)}&granularity=6h`);
     }
-    let compared = 0;
-    let nonEmpty = 0;
-    for (const p of paths) {
-      const x = await api(a, 'GET', `/v1/projects/${a.projectId}${p}`, { key: a.keys.admin });
-      const y = await api(b, 'GET', `/v1/projects/${b.projectId}${p}`, { key: b.keys.admin });
-      expect(y.status, p).toBe(x.status);
-      expect(bodyDiffs(x.body, y.body, nearlySame), p).toEqual([]);
-      if (x.status === 200) compared++;
-      const buckets = (x.body.buckets ?? []) as { point_count: number }[];
-      if (x.body.data?.length || buckets.some((bk) => bk.point_count > 0) || x.body.snapshots?.length) nonEmpty++;
-    }
+    const { ok: compared, nonEmpty } = await compareOnBoth(
+      a,
+      b,
+      paths,
+      (body) => !!(body.data?.length || ((body.buckets ?? []) as { point_count: number }[]).some((bk) => bk.point_count > 0) || body.snapshots?.length),
+    );
     expect(compared).toBeGreaterThan(paths.length * 0.8); // the rest: 422 for percentiles of cumulative exponential histograms, on both
     expect(nonEmpty).toBeGreaterThan(120);
   }, 300_000);

@@ -1,3 +1,6 @@
+import { expect } from 'vitest';
+import { api, type TestServer } from '../helpers/server.js';
+
 /**
  * Differences between two answers (the equivalence tests: SQLite's and ClickHouse's), as paths with
  * both values: arrays by length and element, objects by keys and value, numbers by `sameNumber`
@@ -20,3 +23,26 @@ export function bodyDiffs(x: unknown, y: unknown, sameNumber: (x: number, y: num
 
 /** Numbers equal up to 1e-9 relative (sums whose order differs between engines). */
 export const nearlySame = (x: number, y: number) => x === y || Math.abs(x - y) <= 1e-9 * Math.max(1, Math.abs(x));
+
+/**
+ * GETs every path on two test servers (SQLite's and ClickHouse's, each under its own project) and
+ * expects the same status and body (numbers by `nearlySame`). Returns how many answered 200 and how
+ * many answers `nonEmpty` says hold data.
+ */
+export async function compareOnBoth(
+  a: TestServer,
+  b: TestServer,
+  paths: readonly string[],
+  nonEmpty: (body: any) => boolean, // eslint-disable-line @typescript-eslint/no-explicit-any
+): Promise<{ ok: number; nonEmpty: number }> {
+  const out = { ok: 0, nonEmpty: 0 };
+  for (const p of paths) {
+    const x = await api(a, 'GET', `/v1/projects/${a.projectId}${p}`, { key: a.keys.admin });
+    const y = await api(b, 'GET', `/v1/projects/${b.projectId}${p}`, { key: b.keys.admin });
+    expect(y.status, p).toBe(x.status);
+    expect(bodyDiffs(x.body, y.body, nearlySame), p).toEqual([]);
+    if (x.status === 200) out.ok++;
+    if (nonEmpty(x.body)) out.nonEmpty++;
+  }
+  return out;
+}
