@@ -244,6 +244,7 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     ),
     traceGet: db.prepare('SELECT * FROM agent_traces WHERE project_id = ? AND trace_id = ?'),
     privacyGet: db.prepare('SELECT privacy_mode FROM ai_settings WHERE project_id = ?').pluck(),
+    dataVersion: db.prepare('PRAGMA data_version').pluck(),
     privacySet: db.prepare('INSERT INTO ai_settings (project_id, privacy_mode, updated_ms) VALUES (?, ?, ?) ON CONFLICT (project_id) DO UPDATE SET privacy_mode = excluded.privacy_mode, updated_ms = excluded.updated_ms'),
     dispatch: db.prepare(
       `INSERT INTO ai_fix_dispatches (project_id, dispatch_id, source, requester, status, webhook_status, dispatched_ms, completed_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -252,7 +253,14 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
   };
   const sessionUpsert = st.party('agent_sessions', 'session_id');
   const userUpsert = st.party('agent_users', 'user_id');
+  /**
+   * Privacy mode per project, read once and kept while the database's `PRAGMA data_version` stays put:
+   * it moves when another process commits (SQLite file shared) and, with control data in PostgreSQL,
+   * when any process changes `ai_settings` (control_version, PostgreSQL migration 7) — so a project
+   * turning privacy mode on through one process has content withheld by every process from the next batch.
+   */
   const privacyCache = new Map<number, boolean>();
+  let privacyVersion: number | undefined;
 
   type Contribution = { row: StoredObservation | ObservationRow; sign: 1 | -1 };
   const NF = FLAG_COLUMNS.length;
@@ -777,6 +785,11 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
     },
     privacyMode(projectId: string): boolean {
       const pid = Number(projectId);
+      const version = st.dataVersion.get() as number;
+      if (version !== privacyVersion) {
+        privacyCache.clear();
+        privacyVersion = version;
+      }
       let v = privacyCache.get(pid);
       if (v === undefined) {
         v = (st.privacyGet.get(pid) as number | undefined) === 1;

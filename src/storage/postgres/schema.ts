@@ -81,6 +81,14 @@ ${Object.entries(FRACTIONAL_TIME_COLUMNS)
 CREATE TABLE revenue_result_versions (project_id BIGINT PRIMARY KEY, v BIGINT NOT NULL);`,
 });
 
+PG_MIGRATIONS.push({
+  version: 7,
+  name: 'control_version moves on ai_settings changes too (privacy mode cached per process)',
+  // The AI repo keeps each project's privacy mode while `PRAGMA data_version` (control_version in
+  // split mode) stays put: turning it on through one process withholds content in all of them.
+  sql: 'CREATE TRIGGER ai_settings_control_version AFTER INSERT OR UPDATE OR DELETE ON ai_settings FOR EACH STATEMENT EXECUTE FUNCTION sightline_control_changed();',
+});
+
 export const PG_LATEST_SCHEMA_VERSION = Math.max(...PG_MIGRATIONS.map((m) => m.version));
 
 export class PgDatabaseTooNewError extends Error {
