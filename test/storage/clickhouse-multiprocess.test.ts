@@ -1,13 +1,14 @@
 /**
- * Issue 20, several processes: three Sightline processes (`bin/sightline.mjs start`) on one machine,
- * sharing one SQLite file and one ClickHouse database (spans). Spans are sent through all three while
+ * Issue 20, several processes: three Sightline processes (`bin/sightline.mjs start`) sharing one
+ * ClickHouse database and, in the scale-out project, one PostgreSQL database with a SQLite file each (as
+ * on three machines; without PostgreSQL they share one SQLite file). Spans are sent through all three while
  * one is SIGKILLed: every span a process acknowledged is readable from the others. Feedback sent
  * through the survivors at once is admitted exactly 20 times in the minute (the quota check and the
  * insert hold the database's write lock together; without that the race between two processes is a
  * few microseconds wide, so this test shows the quota holds across processes rather than catching
  * that race reliably). The scheduler keeps firing after its leader is SIGKILLed: an uptime monitor's
- * checks go on from a survivor once the leader lease (2 s here) runs out. Runs in the `clickhouse-18`
- * project only.
+ * checks go on from a survivor once the leader lease (2 s here) runs out. Runs on clickhouse-server (the `scale-out` project, or `clickhouse-18`
+ * without PostgreSQL) only.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -19,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabase } from '../support/clickhouse.js';
+import { sentryEvent } from '../operations/errors-fixtures.js';
 import { createPgDatabase, pgQuery, type PgDatabase } from '../support/postgres.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
@@ -99,13 +101,16 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
       SIGHTLINE_SCHEDULER_LEASE_MS: '2000',
       SIGHTLINE_MONITOR_ALLOW_PRIVATE: '127.0.0.1',
     };
-    procs.push(await startProcess(env)); // the first one sets the database up and prints the keys
+    // With PostgreSQL, each process has a SQLite file of its own, as on separate machines: nothing the
+    // processes share may live there. Without it they share one file.
+    const own = (i: number) => (pgDatabase ? { ...env, SIGHTLINE_DB: join(dir, `process-${i}.db`) } : env);
+    procs.push(await startProcess(own(0))); // the first one sets the database up and prints the keys
     const admin = /admin key\s+(sl_[0-9a-f]+)/.exec(procs[0]!.out)?.[1];
     const ingest = /ingest key\s+(sl_[0-9a-f]+)/.exec(procs[0]!.out)?.[1];
     const project = /project\s+(\d+)/.exec(procs[0]!.out)?.[1];
     if (!admin || !ingest || !project) throw new Error(`no keys printed: ${procs[0]!.out}`);
     keys = { admin, ingest, project };
-    procs.push(...(await Promise.all([startProcess(env), startProcess(env)])));
+    procs.push(...(await Promise.all([startProcess(own(1)), startProcess(own(2))])));
   }, 120_000);
   afterAll(async () => {
     const running = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
@@ -170,6 +175,26 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
     const total = body.buckets.reduce((t, b) => t + (b.value ?? 0), 0);
     const points = body.buckets.reduce((t, b) => t + b.point_count, 0);
     expect({ total, points }).toEqual({ total: 21, points: 3 });
+  });
+
+  it('counts an error sent through each process on one group, whose latest event any process reads', async () => {
+    const live = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
+    const value = `multi ${randomBytes(4).toString('hex')}`;
+    const ids: string[] = [];
+    for (const [i, p] of live.entries()) {
+      const body = sentryEvent({ type: 'MultiProcessError', value, fn: 'everywhere', at: Date.now() - 60_000 + i * 1000, event_id: randomBytes(16).toString('hex') });
+      const r = await fetch(`${p.url}/ingest/api/${keys.project}/store/?sentry_key=${keys.ingest}`, { method: 'POST', body: JSON.stringify(body) });
+      expect(r.status, await r.text()).toBe(200);
+      ids.push(body.event_id as string);
+    }
+    for (const reader of live) {
+      const r = await fetch(`${reader.url}/v1/projects/${keys.project}/errors?q=${encodeURIComponent('MultiProcessError')}`, { headers: { 'x-service-key': keys.admin } });
+      const list = (await r.json()) as { data: { id: string; event_count: number }[] };
+      expect(r.status).toBe(200);
+      expect(list.data.map((g) => g.event_count)).toEqual([live.length]);
+      const g = await fetch(`${reader.url}/v1/projects/${keys.project}/errors/${list.data[0]!.id}`, { headers: { 'x-service-key': keys.admin } });
+      expect(((await g.json()) as { latest_event: { event_id: string } }).latest_event.event_id).toBe(ids.at(-1));
+    }
   });
 
   it('keeps an MCP session on the process that opened it, and answers elsewhere with a clear 404', async () => {
