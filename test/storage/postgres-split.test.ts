@@ -231,9 +231,10 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
     const ai = createAiRepo(db);
     const pid = '41';
     const t0 = 1_700_000_000_000;
-    // Sessions: an update keeps the highest error count; a bucket of pre-aggregated sessions.
+    // Sessions: an update keeps the highest error count; a bucket of pre-aggregated sessions. Counts an
+    // SDK sent as fractions are truncated (BIGINT refuses them) rather than failing the write.
     const session = { sid: 's1', distinct_id: 'd1', init: true, status: 'ok', started_ms: t0 + 0.5, timestamp_ms: t0, duration_ms: null, errors: 2, release: 'r1', environment: 'prod', user_agent: '', quantity: 1 };
-    misc.recordSessions(pid, [session, { ...session, sid: null, status: 'crashed', quantity: 3 }], t0);
+    misc.recordSessions(pid, [session, { ...session, sid: null, status: 'crashed', quantity: 3.5 }], t0);
     misc.recordSessions(pid, [{ ...session, status: 'exited', errors: 1, duration_ms: 1500 }], t0 + 1);
     expect(pg.query('SELECT status, errors, started_ms, duration_ms, updated_ms FROM sessions WHERE project_id = 41').rows).toEqual([
       { status: 'exited', errors: 2, started_ms: t0 + 0.5, duration_ms: 1500, updated_ms: t0 + 1 },
@@ -264,7 +265,7 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
       ['ok', 1.25, { a: 1 }],
       ['in_progress', null, { a: 2 }],
     ]);
-    misc.recordOutcome(pid, t0, 'error', 'spike_protection', 2);
+    misc.recordOutcome(pid, t0, 'error', 'spike_protection', 2.5);
     misc.recordOutcome(pid, t0 + 1, 'error', 'spike_protection', 3);
     expect(misc.outcomesSince(pid, t0 - 60_000)).toEqual([{ category: 'error', reason: 'spike_protection', quantity: 5 }]);
     // Langfuse trace info: a later update keeps what it leaves empty. Fixer dispatches: stats and timeline.
