@@ -58,6 +58,11 @@ const SCALE_OUT_FILES = [
   // PostgreSQL migration 5: the revenue ledger, webhook idempotency and the analytics state.
   'test/operations/revenue*.test.ts',
   'test/ingest/stripe*.test.ts',
+  // PostgreSQL migration 6: release-health sessions, replays, check-ins, ingest outcomes (Langfuse
+  // trace info and fixer dispatches: test/ai, test/automations above).
+  'test/ingest/http.test.ts',
+  'test/ingest/limits.test.ts',
+  'test/e2e/sdk-ingest.test.ts',
 ];
 
 const pgMissing = await postgresMissing();

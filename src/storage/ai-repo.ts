@@ -230,8 +230,9 @@ export function createAiRepo(db: Db, opts: { idLevelMax?: number } = {}) {
         received_ms = excluded.received_ms, deleted = excluded.deleted`,
     ),
     trace: db.prepare(
+      // The conflict target named: PostgreSQL (agent_traces is a control table there) requires it.
       `INSERT INTO agent_traces (project_id, trace_id, name, session_id, user_id, tags, release, environment, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT DO UPDATE SET name = CASE WHEN excluded.name != '' THEN excluded.name ELSE name END,
+       ON CONFLICT (project_id, trace_id) DO UPDATE SET name = CASE WHEN excluded.name != '' THEN excluded.name ELSE name END,
         session_id = CASE WHEN excluded.session_id != '' THEN excluded.session_id ELSE session_id END,
         user_id = CASE WHEN excluded.user_id != '' THEN excluded.user_id ELSE user_id END,
         tags = CASE WHEN excluded.tags != '[]' THEN excluded.tags ELSE tags END,

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { postgresOf } from './postgres/split-db.js';
 import type { SessionRecord } from '../domain/telemetry-types.js';
 
 export interface ReplayUpsert {
@@ -52,6 +53,10 @@ const union = (a: string, b: string[]) => JSON.stringify([...new Set([...(JSON.p
 
 /** Sessions (release health), session replays, cron check-ins and ingest outcomes (dropped counts). */
 export function createIngestMiscRepo(db: Db) {
+  // PostgreSQL's BIGINT columns refuse a fraction that SQLite keeps as REAL: a count an SDK sent as a
+  // fraction (session errors, a bucket's or client report's quantity, a segment id) is truncated
+  // there, so one malformed item does not fail its envelope's write. SQLite keeps what was sent.
+  const int = postgresOf(db) ? Math.trunc : (v: number) => v;
   const s = {
     session: db.prepare(`INSERT INTO sessions (project_id, session_id, distinct_id, status, errors, started_ms, duration_ms, release, environment, updated_ms)
       VALUES (@pid, @sid, @did, @status, @errors, @started, @duration, @release, @environment, @now)
@@ -81,9 +86,9 @@ export function createIngestMiscRepo(db: Db) {
       const pid = Number(projectId);
       for (const x of sessions) {
         if (x.sid) {
-          s.session.run({ pid, sid: x.sid, did: x.distinct_id, status: x.status, errors: x.errors, started: x.started_ms, duration: x.duration_ms, release: x.release, environment: x.environment, now });
+          s.session.run({ pid, sid: x.sid, did: x.distinct_id, status: x.status, errors: int(x.errors), started: x.started_ms, duration: x.duration_ms, release: x.release, environment: x.environment, now });
         } else {
-          const q = x.quantity;
+          const q = int(x.quantity);
           s.aggregate.run(pid, x.started_ms, x.release, x.environment, x.status === 'exited' ? q : 0, x.status === 'errored' ? q : 0, x.status === 'abnormal' ? q : 0, x.status === 'crashed' ? q : 0, now);
         }
       }
@@ -99,7 +104,7 @@ export function createIngestMiscRepo(db: Db) {
     },
     addReplayRecording(projectId: string, replayId: string, segmentId: number, payload: Buffer, now: number): void {
       const pid = Number(projectId);
-      s.recording.run(pid, replayId, segmentId, payload, now);
+      s.recording.run(pid, replayId, int(segmentId), payload, now);
       s.replaySegments.run(pid, replayId, pid, replayId);
     },
     replay(projectId: string, replayId: string): ReplayRow | undefined {
@@ -120,7 +125,7 @@ export function createIngestMiscRepo(db: Db) {
       return (s.checkIns.all(Number(projectId), monitorSlug, limit) as any[]).map((r) => ({ ...r, payload: JSON.parse(r.payload) }));
     },
     recordOutcome(projectId: string, nowMs: number, category: string, reason: string, quantity: number): void {
-      if (quantity > 0) s.outcome.run(Number(projectId), Math.floor(nowMs / 60_000), category, reason, quantity);
+      if (quantity > 0) s.outcome.run(Number(projectId), Math.floor(nowMs / 60_000), category, reason, int(quantity));
     },
     outcomesSince(projectId: string, sinceMs: number): { category: string; reason: string; quantity: number }[] {
       return s.outcomes.all(Number(projectId), Math.floor(sinceMs / 60_000)) as { category: string; reason: string; quantity: number }[];

@@ -33,17 +33,12 @@ describe('ingestion over HTTP', () => {
   let t: TestServer;
   let clock = Date.parse('2026-11-22T10:00:05Z');
   beforeAll(async () => {
-    t = await startTestServer({ now: () => clock, config: { ingest: { maxBodyBytes: 1024 * 1024, maxDecompressedBytes: 64 * 1024, quotaPerMinute: 0 } } });
+    // Spans stay in SQLite (read below with SQL); in the scale-out project control data (error groups,
+    // replays, ingest outcomes) is in PostgreSQL, read through the server's split handle.
+    t = await startTestServer({ now: () => clock, clickhouse: false, config: { ingest: { maxBodyBytes: 1024 * 1024, maxDecompressedBytes: 64 * 1024, quotaPerMinute: 0 } } });
   });
   afterAll(() => t.close());
-  const count = (sql: string) => {
-    const db = new Database(t.dbFile, { readonly: true });
-    try {
-      return (db.prepare(sql).get() as { n: number }).n;
-    } finally {
-      db.close();
-    }
-  };
+  const count = (sql: string) => (t.s.db.prepare(sql).get() as { n: number }).n;
 
   describe('OTLP/HTTP', () => {
     const post = (path: string, body: Buffer | string, headers: Record<string, string> = {}) =>
@@ -251,7 +246,7 @@ describe('ingestion over HTTP', () => {
 
   describe('ingest quota', () => {
     it('answers OTLP with 429 and Retry-After over the per-project quota, storing nothing of that batch', async () => {
-      const q = await startTestServer({ now: () => Date.parse('2026-11-22T12:00:30Z'), config: { ingest: { maxBodyBytes: 1 << 20, maxDecompressedBytes: 1 << 22, quotaPerMinute: 2 } } });
+      const q = await startTestServer({ now: () => Date.parse('2026-11-22T12:00:30Z'), clickhouse: false, config: { ingest: { maxBodyBytes: 1 << 20, maxDecompressedBytes: 1 << 22, quotaPerMinute: 2 } } });
       try {
         const send = (n: number) =>
           fetch(`${q.url}/ingest/v1/traces`, {

@@ -12,6 +12,10 @@ import { migratePostgres } from '../../src/storage/postgres/schema.js';
 import { openSplitDatabase } from '../../src/storage/postgres/split-db.js';
 import { CONTROL_TABLES, FRACTIONAL_TIME_COLUMNS } from '../../src/storage/postgres/control-tables.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
+import { MOVED_LATER } from '../../src/storage/postgres/migrate.js';
+import { createIngestMiscRepo } from '../../src/storage/ingest-misc-repo.js';
+import { createAiRepo } from '../../src/storage/ai-repo.js';
+import { createRetentionRepo, EXPIRY_TARGETS } from '../../src/storage/retention-repo.js';
 import { createPgDatabase, postgresMissing, type PgDatabase } from '../support/postgres.js';
 
 const schema = { primaryKey: (t: string) => (t === 'kv' ? ['k'] : t === 'pair' ? ['a', 'b'] : undefined), generatedKey: (t: string) => (t === 'projects' ? 'id' : undefined) };
@@ -110,8 +114,8 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
     expect(Number(r.lastInsertRowid)).toBeGreaterThan(0);
     expect(pg.query('SELECT name FROM projects WHERE id = $1', [r.lastInsertRowid]).rows).toEqual([{ name: 'P' }]);
     expect(sqlite.prepare('SELECT count(*) FROM projects').pluck().get()).toBe(0);
-    db.prepare("INSERT INTO ingest_outcomes (project_id, minute, category, reason, quantity) VALUES (1, 1, 'error', 'x', 1)").run();
-    expect(sqlite.prepare('SELECT count(*) FROM ingest_outcomes').pluck().get()).toBe(1);
+    db.prepare("INSERT INTO capture_events (project_id, ts, event, distinct_id, properties, received_at) VALUES (1, 1, 'x', 'd', '{}', 1)").run();
+    expect(sqlite.prepare('SELECT count(*) FROM capture_events').pluck().get()).toBe(1);
   });
 
   it('answers rows as better-sqlite3 does: numbers for 64-bit integers, 1/0 for booleans, pluck and raw', () => {
@@ -132,7 +136,7 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
   it("rolls back a failed write-batch job's PostgreSQL writes with its SQLite ones, and commits the others", async () => {
     const batch = createWriteBatcher(db);
     const add = db.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, 'batch', 1)");
-    const tele = db.prepare("INSERT INTO ingest_outcomes (project_id, minute, category, reason, quantity) VALUES (3, ?, 'error', 'batch', 1)");
+    const tele = db.prepare("INSERT INTO capture_events (project_id, ts, event, distinct_id, properties, received_at) VALUES (3, ?, 'batch', 'd', '{}', 1)");
     const jobs = [
       batch(() => (add.run('kept-1'), tele.run(1))),
       batch(() => {
@@ -145,7 +149,7 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
     const settled = await Promise.allSettled(jobs);
     expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(pg.query("SELECT id FROM organizations WHERE name = 'batch' ORDER BY id").rows).toEqual([{ id: 'kept-1' }, { id: 'kept-2' }]);
-    expect(sqlite.prepare("SELECT minute FROM ingest_outcomes WHERE reason = 'batch' ORDER BY minute").pluck().all()).toEqual([1, 3]);
+    expect(sqlite.prepare("SELECT ts FROM capture_events WHERE event = 'batch' ORDER BY ts").pluck().all()).toEqual([1, 3]);
   });
 
   it('refuses, when prepared, a statement that joins control and telemetry tables', () => {
@@ -154,7 +158,7 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
 
   it('rolls back the PostgreSQL part of a transaction that throws, and commits both parts of one that returns', () => {
     const add = db.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, 'x', 1)");
-    const tele = db.prepare("INSERT INTO ingest_outcomes (project_id, minute, category, reason, quantity) VALUES (2, ?, 'error', 'x', 1)");
+    const tele = db.prepare("INSERT INTO capture_events (project_id, ts, event, distinct_id, properties, received_at) VALUES (2, ?, 'x', 'd', '{}', 1)");
     expect(() =>
       db.transaction(() => {
         add.run('gone');
@@ -163,7 +167,7 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
       })(),
     ).toThrow('no');
     expect(pg.query("SELECT count(*) FROM organizations WHERE id = 'gone'").rows[0]).toEqual({ count: 0 });
-    expect(sqlite.prepare('SELECT count(*) FROM ingest_outcomes WHERE project_id = 2').pluck().get()).toBe(0);
+    expect(sqlite.prepare('SELECT count(*) FROM capture_events WHERE project_id = 2').pluck().get()).toBe(0);
     db.transaction(() => {
       add.run('kept');
       tele.run(2);
@@ -178,7 +182,7 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
       }
     })();
     expect(pg.query("SELECT id FROM organizations WHERE id IN ('kept', 'inner')").rows).toEqual([{ id: 'kept' }]);
-    expect(sqlite.prepare('SELECT count(*) FROM ingest_outcomes WHERE project_id = 2').pluck().get()).toBe(1);
+    expect(sqlite.prepare('SELECT count(*) FROM capture_events WHERE project_id = 2').pluck().get()).toBe(1);
   });
 
   it('keeps a transaction usable after one of its statements fails, as SQLite does', () => {
@@ -223,7 +227,77 @@ describe.skipIf(!!missing)('the split database on PostgreSQL', () => {
     expect(pg.query('SELECT length(rows) AS n FROM revenue_day_rows WHERE project_id = 9 AND day = 0').rows).toEqual([{ n: 2058 }]);
   });
 
+  it('keeps release health, replays (recordings as bytea), check-ins, outcomes, trace info and fixer dispatches in PostgreSQL (migration 6)', () => {
+    const misc = createIngestMiscRepo(db);
+    const ai = createAiRepo(db);
+    const pid = '41';
+    const t0 = 1_700_000_000_000;
+    // Sessions: an update keeps the highest error count; a bucket of pre-aggregated sessions. Counts an
+    // SDK sent as fractions are truncated (BIGINT refuses them) rather than failing the write.
+    const session = { sid: 's1', distinct_id: 'd1', init: true, status: 'ok', started_ms: t0 + 0.5, timestamp_ms: t0, duration_ms: null, errors: 2, release: 'r1', environment: 'prod', user_agent: '', quantity: 1 };
+    misc.recordSessions(pid, [session, { ...session, sid: null, status: 'crashed', quantity: 3.5 }], t0);
+    misc.recordSessions(pid, [{ ...session, status: 'exited', errors: 1, duration_ms: 1500 }], t0 + 1);
+    expect(pg.query('SELECT status, errors, started_ms, duration_ms, updated_ms FROM sessions WHERE project_id = 41').rows).toEqual([
+      { status: 'exited', errors: 2, started_ms: t0 + 0.5, duration_ms: 1500, updated_ms: t0 + 1 },
+    ]);
+    expect(pg.query('SELECT crashed, exited FROM session_aggregates WHERE project_id = 41').rows).toEqual([{ crashed: 3, exited: 0 }]);
+    // Replays: a second event widens the range and unions the ids; recordings replaced by segment, counted.
+    const replay = { replay_id: 'r'.repeat(32), timestamp_ms: t0 + 10, started_ms: t0 + 5, urls: ['/a'], error_ids: ['e1'], trace_ids: [], environment: 'prod', release: 'r1', user: null };
+    misc.upsertReplay(pid, replay, t0);
+    misc.upsertReplay(pid, { ...replay, timestamp_ms: t0 + 20, started_ms: t0 + 1, urls: ['/b'], error_ids: ['e2'] }, t0);
+    const blob = Buffer.from(Array.from({ length: 300 }, (_, i) => (i * 7) % 256));
+    db.transaction(() => {
+      misc.addReplayRecording(pid, replay.replay_id, 0, Buffer.from('old'), t0);
+      misc.addReplayRecording(pid, replay.replay_id, 0, blob, t0);
+      misc.addReplayRecording(pid, replay.replay_id, 1, blob, t0);
+    })();
+    expect(misc.replay(pid, replay.replay_id)).toMatchObject({ started_ms: t0 + 1, ended_ms: t0 + 20, segments: 2, urls: ['/a', '/b'], error_ids: ['e1', 'e2'] });
+    expect(misc.replayForErrorEvent(pid, 'e2')?.replay_id).toBe(replay.replay_id);
+    expect(misc.replayForErrorEvent(pid, 'e3')).toBeUndefined();
+    expect(misc.replaysInWindow(pid, t0, t0 + 2).map((r) => r.replay_id)).toEqual([replay.replay_id]);
+    const stored = pg.query('SELECT payload FROM replay_recordings WHERE project_id = 41 AND segment_id = 0').rows[0]!.payload as Buffer;
+    expect(Buffer.isBuffer(stored) && stored.equals(blob)).toBe(true);
+    // Check-ins replaced by (id, status); outcomes summed per minute.
+    const checkIn = { check_in_id: 'c1', monitor_slug: 'nightly', status: 'in_progress', duration_s: null, environment: 'prod', release: '', payload: { a: 1 } };
+    misc.recordCheckIn(pid, checkIn, t0);
+    misc.recordCheckIn(pid, { ...checkIn, payload: { a: 2 } }, t0 + 1);
+    misc.recordCheckIn(pid, { ...checkIn, status: 'ok', duration_s: 1.25 }, t0 + 2);
+    expect(misc.checkIns(pid, 'nightly', 10).map((c) => [c.status, c.duration_s, c.payload])).toEqual([
+      ['ok', 1.25, { a: 1 }],
+      ['in_progress', null, { a: 2 }],
+    ]);
+    misc.recordOutcome(pid, t0, 'error', 'spike_protection', 2.5);
+    misc.recordOutcome(pid, t0 + 1, 'error', 'spike_protection', 3);
+    expect(misc.outcomesSince(pid, t0 - 60_000)).toEqual([{ category: 'error', reason: 'spike_protection', quantity: 5 }]);
+    // Langfuse trace info: a later update keeps what it leaves empty. Fixer dispatches: stats and timeline.
+    const trace = { trace_id: 't1', name: 'chat', session_id: 'sess', user_id: '', tags: ['a'], release: '', environment: '', metadata: { k: 1 } };
+    ai.upsertTrace(pid, trace);
+    ai.upsertTrace(pid, { ...trace, name: '', user_id: 'u1', tags: [], metadata: {} });
+    expect(ai.traceInfo(pid, 't1')).toEqual({ project_id: 41, ...trace, user_id: 'u1' });
+    const dispatch = { dispatch_id: 'f1', source: 'automation', requester: 'k1', status: 'opened', webhook_status: 'delivered', dispatched_ms: t0, completed_ms: t0 + 3_600_000 };
+    ai.recordFixDispatch(pid, dispatch);
+    ai.recordFixDispatch(pid, { ...dispatch, dispatch_id: 'f2', status: 'failed', dispatched_ms: t0 + 1 });
+    expect(ai.fixStats(pid, t0, t0 + 86_400_000)).toMatchObject({ total: 2, by_status: [{ key: 'failed', count: 1 }, { key: 'opened', count: 1 }] });
+    const hour = Math.floor(t0 / 3_600_000) * 3_600_000;
+    expect(ai.fixTimeline(pid, t0, t0 + 86_400_000, 3_600_000)).toEqual({ dispatched: [{ t: hour, c: 2 }], completed: [{ t: hour + 3_600_000, c: 2 }] });
+    for (const table of ['sessions', 'session_aggregates', 'replays', 'replay_recordings', 'check_ins', 'ingest_outcomes', 'agent_traces', 'ai_fix_dispatches']) {
+      expect(sqlite.prepare(`SELECT count(*) FROM ${table}`).pluck().get(), table).toBe(0);
+    }
+    // Retention expires them in PostgreSQL (session_aggregates by the rowid column PostgreSQL keeps);
+    // the disk budget, which frees the SQLite file, leaves them alone.
+    const retention = createRetentionRepo(db);
+    for (const target of EXPIRY_TARGETS.filter((x) => ['sessions', 'session_aggregates', 'replays', 'replay_recordings', 'check_ins', 'ingest_outcomes'].includes(x.table))) {
+      expect(retention.oldest(target, pid), target.table).not.toBeNull();
+      expect(retention.inFile?.(target), target.table).toBe(false);
+      expect(retention.expireBatch(target, pid, t0 + 86_400_000, 100), target.table).toBeGreaterThan(0);
+      expect(retention.oldest(target, pid), target.table).toBeNull();
+    }
+  });
+
   it('holds every control table with the columns SQLite has', () => {
+    // Tables moved by a later migration (3 to 6) are routed to PostgreSQL and adopted from SQLite once.
+    expect(MOVED_LATER.map((m) => m.version)).toEqual([3, 4, 5, 6]);
+    for (const m of MOVED_LATER) for (const table of m.tables) expect(CONTROL_TABLES.has(table), table).toBe(true);
     for (const table of CONTROL_TABLES) {
       // Capture times keep fractional milliseconds in PostgreSQL as SQLite does (REAL values in INTEGER columns).
       const fractional = FRACTIONAL_TIME_COLUMNS[table] ?? [];

@@ -18,6 +18,14 @@ export const REVENUE_ANALYTICS_TABLES = [
 ] as const;
 
 /**
+ * The tables PostgreSQL migration 6 made control tables: Sentry release-health sessions and their
+ * pre-aggregated buckets, session replays with their recordings, cron check-ins and ingest outcomes
+ * (dropped counts), Langfuse trace info and hosted-fixer dispatches. Written at ingest beside the
+ * telemetry (separate statements in the same write batch), read by any process.
+ */
+export const INGEST_MISC_TABLES = ['sessions', 'session_aggregates', 'replays', 'replay_recordings', 'check_ins', 'ingest_outcomes', 'agent_traces', 'ai_fix_dispatches'] as const;
+
+/**
  * INTEGER columns that hold capture times as clients send them, fractional milliseconds included
  * (SQLite keeps such a value as REAL in an INTEGER column): DOUBLE PRECISION in PostgreSQL, so the
  * same values are kept and compared (migration 5).
@@ -47,6 +55,9 @@ export const CONTROL_TABLES: ReadonlySet<string> = new Set([
   // transaction), subscription states, Stripe webhook idempotency, and the product-analytics state
   // attribution reads (persons, distinct ids, sessions, touches); capture events stay telemetry.
   ...REVENUE_ANALYTICS_TABLES,
+  // PostgreSQL migration 6: what every process of an installation must see of release health,
+  // replays, check-ins, ingest outcomes, Langfuse trace info and fixer dispatches.
+  ...INGEST_MISC_TABLES,
 ]);
 
 /** The control tables a credential or project check reads: a change to any of them moves `control_version`. */

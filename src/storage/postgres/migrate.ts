@@ -9,7 +9,7 @@
  */
 import type { Db } from '../db.js';
 import type { SyncPg } from './sync-client.js';
-import { controlTablesInOrder, REVENUE_ANALYTICS_TABLES } from './control-tables.js';
+import { controlTablesInOrder, INGEST_MISC_TABLES, REVENUE_ANALYTICS_TABLES } from './control-tables.js';
 import { migratePostgres } from './schema.js';
 
 export class PgCopyRefusedError extends Error {}
@@ -77,7 +77,8 @@ function copyTables(
 /**
  * Tables that became control tables in a later PostgreSQL migration (3: error groups and their
  * rollups; 5: the revenue ledger with its rollups and webhook idempotency, and the product-analytics
- * state). A server already running on PostgreSQL kept them in its SQLite file until then; at the
+ * state; 6: release-health sessions, replays, check-ins, ingest outcomes, Langfuse trace info and
+ * fixer dispatches). A server already running on PostgreSQL kept them in its SQLite file until then; at the
  * first start with the migration it copies them over — once per migration: only while PostgreSQL
  * holds none of that migration's tables (several processes starting together: the first copies under
  * the lock, the others see rows).
@@ -108,6 +109,8 @@ export const MOVED_LATER: readonly MovedTables[] = [
   // Ids of error events in ClickHouse, kept in SQLite by a server that had ClickHouse before PostgreSQL.
   { version: 4, tables: ['error_event_ids'] },
   { version: 5, tables: REVENUE_ANALYTICS_TABLES },
+  // Release-health sessions, replays, check-ins, ingest outcomes, Langfuse trace info, fixer dispatches.
+  { version: 6, tables: INGEST_MISC_TABLES },
 ];
 
 export function adoptMovedTables(sqlite: Db, pg: SyncPg, log?: (message: string) => void): number {

@@ -15,6 +15,7 @@ import { PG_CONTROL_SCHEMA_V1 } from './schema-v1.js';
 import { PG_SCHEMA_V3 } from './schema-v3.js';
 import { PG_SCHEMA_V4 } from './schema-v4.js';
 import { PG_SCHEMA_V5 } from './schema-v5.js';
+import { PG_SCHEMA_V6 } from './schema-v6.js';
 
 export interface PgMigration {
   version: number;
@@ -79,6 +80,12 @@ ${Object.entries(FRACTIONAL_TIME_COLUMNS)
   .map(([t, cols]) => `ALTER TABLE ${t} ${cols.map((c) => `ALTER COLUMN ${c} TYPE DOUBLE PRECISION`).join(', ')};`)
   .join('\n')}
 CREATE TABLE revenue_result_versions (project_id BIGINT PRIMARY KEY, v BIGINT NOT NULL);`,
+});
+
+PG_MIGRATIONS.push({
+  version: 6,
+  name: 'release-health sessions and aggregates, replays and their recordings, cron check-ins, ingest outcomes, Langfuse trace info, fixer dispatches',
+  sql: PG_SCHEMA_V6,
 });
 
 PG_MIGRATIONS.push({
