@@ -208,12 +208,21 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
       else if (e.event === '$identify') involved.add(e.distinct_id);
     }
     if (!involved.size) return { refused: 0, changed: false };
-    /** Person of each involved distinct id (one with a person row), as the batch moves them. */
+    /** Person of each involved distinct id (one with a person row), as the batch moves them; and the reverse. */
     const personOfId = new Map<string, number>();
+    const idsOf = new Map<number, Set<string>>();
     const identified = new Map<number, boolean>();
+    const setPerson = (d: string, p: number) => {
+      const was = personOfId.get(d);
+      if (was !== undefined) idsOf.get(was)!.delete(d);
+      personOfId.set(d, p);
+      let l = idsOf.get(p);
+      if (!l) idsOf.set(p, (l = new Set()));
+      l.add(d);
+    };
     st.personsOf([...involved], (q, part) => {
       for (const [d, p, i] of q.raw(true).all(pid, ...part) as [string, number, number][]) {
-        personOfId.set(d, p);
+        setPerson(d, p);
         identified.set(p, !!i);
       }
     });
@@ -233,7 +242,7 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
       return p;
     };
     const mapId = (d: string, p: number) => {
-      personOfId.set(d, p);
+      setPerson(d, p);
       mapped.add(d);
     };
     const merge = (target: string, source: string): MergeOutcome => {
@@ -250,7 +259,7 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
         return 'refused_identified';
       }
       if (pt !== undefined && ps !== undefined) {
-        for (const [d, p] of personOfId) if (p === ps) personOfId.set(d, pt);
+        for (const d of [...(idsOf.get(ps) ?? [])]) setPerson(d, pt);
         moved.set(ps, pt);
         deleted.add(ps);
         identify(pt);
@@ -283,7 +292,7 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
     }
     const ids: number[] = [];
     st.newPersons(Array.from({ length: created }, () => [pid, 1, now]), (q, args) => {
-      for (const id of ((q.all(...args) as { id: number }[]).map((r) => Number(r.id)).sort((x, y) => x - y))) ids.push(id);
+      for (const id of (q.all(...args) as { id: number }[]).map((r) => Number(r.id)).sort((x, y) => x - y)) ids.push(id);
     });
     const real = (p: number) => (p < 0 ? ids[-p - 1]! : p);
     // Ids of merged persons not in the batch follow them to where their person ended.
