@@ -9,6 +9,7 @@ import { touchOf, type CaptureEvent } from '../domain/analytics/capture.js';
 import type { Touch } from '../domain/revenue/attribution.js';
 import { noScratch, type PackedTouches, type ScratchArrays } from '../domain/revenue/attribution-fast.js';
 import { keyInterner, keyStringsOf } from './revenue-rollup.js';
+import { inList, multiRow } from './multi-row.js';
 import { appendTouches, touchDayStatements, TOUCH_BYTES, type TouchInput } from './touch-days.js';
 
 /**
@@ -133,19 +134,8 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
   const eventStore = opts.captures;
   const s = {
     insertEvent: db.prepare('INSERT INTO capture_events (project_id, ts, event, distinct_id, session_id, pathname, uuid, properties, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-    insertTouch: db.prepare('INSERT INTO analytics_touches (project_id, distinct_id, ts, source, medium, campaign, referrer) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-    session: db.prepare(`INSERT INTO analytics_sessions (project_id, session_id, first_ts, last_ts, events, pageviews, replay_id) VALUES (?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (project_id, session_id) DO UPDATE SET first_ts = MIN(first_ts, excluded.first_ts), last_ts = MAX(last_ts, excluded.last_ts),
-        events = events + excluded.events, pageviews = pageviews + excluded.pageviews, replay_id = COALESCE(excluded.replay_id, replay_id)`),
-    sessionId: db.prepare('INSERT OR IGNORE INTO analytics_session_ids (project_id, session_id, distinct_id) VALUES (?, ?, ?)'),
-    sessionPage: db.prepare(`INSERT INTO analytics_session_pages (project_id, pathname, session_id, last_ts) VALUES (?, ?, ?, ?)
-      ON CONFLICT (project_id, pathname, session_id) DO UPDATE SET last_ts = MAX(last_ts, excluded.last_ts)`),
     personOf: db.prepare('SELECT d.person_id, p.identified FROM analytics_distinct_ids d JOIN analytics_persons p ON p.id = d.person_id WHERE d.project_id = ? AND d.distinct_id = ?'),
-    newPerson: db.prepare('INSERT INTO analytics_persons (project_id, identified, created_at) VALUES (?, ?, ?)'),
-    mapId: db.prepare('INSERT INTO analytics_distinct_ids (project_id, distinct_id, person_id) VALUES (?, ?, ?) ON CONFLICT (project_id, distinct_id) DO UPDATE SET person_id = excluded.person_id'),
     moveIds: db.prepare('UPDATE analytics_distinct_ids SET person_id = ? WHERE project_id = ? AND person_id = ?'),
-    deletePerson: db.prepare('DELETE FROM analytics_persons WHERE id = ? AND project_id = ?'),
-    identify: db.prepare('UPDATE analytics_persons SET identified = 1 WHERE id = ? AND project_id = ?'),
     // The covering index gives ties in (distinct_id, source, medium, campaign) order; stated so it is a rule.
     touches: db.prepare('SELECT distinct_id, ts, source, medium, campaign FROM analytics_touches WHERE project_id = ? AND ts >= ? AND ts <= ? ORDER BY ts, distinct_id, source, medium, campaign').raw(true),
     touchDays: db.prepare('SELECT day, touches FROM analytics_touch_days WHERE project_id = ? AND day >= ? AND day <= ? ORDER BY day').raw(true),
@@ -183,70 +173,155 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
     return s.personOf.get(pid, distinctId) as any;
   }
 
-  /**
-   * Merge `source` into the person of `target` (spec: $identify and $create_alias merge anonymous ids
-   * into a person; refused when the source is already identified). The target's person ends identified.
+  /*
+   * A batch's writes go in multi-row statements and its reads are made once (multi-row.ts): with
+   * this state in PostgreSQL each statement is a round trip made while the batch holds the write
+   * lock (bench/posthog-ingest.ts: about 165 per 100-event batch when each row had its own).
    */
-  function merge(pid: number, target: string, source: string, now: number): MergeOutcome {
-    const pt = personOf(pid, target);
-    const ps = personOf(pid, source);
-    if (pt && ps && pt.person_id === ps.person_id) {
-      s.identify.run(pt.person_id, pid);
-      return 'noop';
+  const st = {
+    personsOf: inList(db, (marks) => `SELECT d.distinct_id, d.person_id, p.identified FROM analytics_distinct_ids d JOIN analytics_persons p ON p.id = d.person_id
+      WHERE d.project_id = ? AND d.distinct_id IN (${marks})`),
+    // RETURNING: the new ids, taken in the order of the rows (ascending: AUTOINCREMENT, an identity column).
+    newPersons: multiRow(db, 'INSERT INTO analytics_persons (project_id, identified, created_at)', 3, 'RETURNING id'),
+    mapIds: multiRow(db, 'INSERT INTO analytics_distinct_ids (project_id, distinct_id, person_id)', 3, 'ON CONFLICT (project_id, distinct_id) DO UPDATE SET person_id = excluded.person_id'),
+    identify: inList(db, (marks) => `UPDATE analytics_persons SET identified = 1 WHERE project_id = ? AND id IN (${marks})`),
+    deletePersons: inList(db, (marks) => `DELETE FROM analytics_persons WHERE project_id = ? AND id IN (${marks})`),
+    touches: multiRow(db, 'INSERT INTO analytics_touches (project_id, distinct_id, ts, source, medium, campaign, referrer)', 7),
+    sessions: multiRow(db, 'INSERT INTO analytics_sessions (project_id, session_id, first_ts, last_ts, events, pageviews, replay_id)', 7,
+      `ON CONFLICT (project_id, session_id) DO UPDATE SET first_ts = MIN(first_ts, excluded.first_ts), last_ts = MAX(last_ts, excluded.last_ts),
+        events = events + excluded.events, pageviews = pageviews + excluded.pageviews, replay_id = COALESCE(excluded.replay_id, replay_id)`),
+    sessionIds: multiRow(db, 'INSERT OR IGNORE INTO analytics_session_ids (project_id, session_id, distinct_id)', 3),
+    sessionPages: multiRow(db, 'INSERT INTO analytics_session_pages (project_id, pathname, session_id, last_ts)', 4, 'ON CONFLICT (project_id, pathname, session_id) DO UPDATE SET last_ts = MAX(last_ts, excluded.last_ts)'),
+  };
+  const runAll = (rows: readonly unknown[][], f: ReturnType<typeof multiRow>) => f(rows, (q, args) => q.run(...args));
+
+  /**
+   * The identity events of a batch ($identify, $create_alias: spec, merges of anonymous ids into a
+   * person, refused when the source is already identified; identify() alone marks the person
+   * identified), in order, on the persons of the batch's ids read once; then written at once. New
+   * persons get the ids one insert each would give (AUTOINCREMENT, an identity column: never reused).
+   */
+  function identities(pid: number, events: readonly CaptureEvent[], now: number): { refused: number; changed: boolean } {
+    const involved = new Set<string>();
+    for (const e of events) {
+      if (e.merge_from) involved.add(e.distinct_id).add(e.merge_from);
+      else if (e.event === '$identify') involved.add(e.distinct_id);
     }
-    if (ps && ps.identified) {
-      // The source already belongs to an identified person: never fold one known user into another.
-      if (!pt) s.mapId.run(pid, target, Number(s.newPerson.run(pid, 1, now).lastInsertRowid));
-      else s.identify.run(pt.person_id, pid);
-      return 'refused_identified';
-    }
-    if (pt && ps) {
-      s.moveIds.run(pt.person_id, pid, ps.person_id);
-      s.deletePerson.run(ps.person_id, pid);
-      s.identify.run(pt.person_id, pid);
-      return 'merged';
-    }
-    if (pt) {
-      s.mapId.run(pid, source, pt.person_id);
-      s.identify.run(pt.person_id, pid);
+    if (!involved.size) return { refused: 0, changed: false };
+    /** Person of each involved distinct id (one with a person row), as the batch moves them; and the reverse. */
+    const personOfId = new Map<string, number>();
+    const idsOf = new Map<number, Set<string>>();
+    const identified = new Map<number, boolean>();
+    const setPerson = (d: string, p: number) => {
+      const was = personOfId.get(d);
+      if (was !== undefined) idsOf.get(was)!.delete(d);
+      personOfId.set(d, p);
+      let l = idsOf.get(p);
+      if (!l) idsOf.set(p, (l = new Set()));
+      l.add(d);
+    };
+    st.personsOf([...involved], (q, part) => {
+      for (const [d, p, i] of q.raw(true).all(pid, ...part) as [string, number, number][]) {
+        setPerson(d, p);
+        identified.set(p, !!i);
+      }
+    });
+    // New persons are -1, -2, … until inserted; `moved`: a merged person's ids went to another person.
+    let created = 0;
+    const mapped = new Set<string>();
+    const toIdentify = new Set<number>();
+    const moved = new Map<number, number>();
+    const deleted = new Set<number>();
+    const identify = (p: number) => {
+      identified.set(p, true);
+      toIdentify.add(p);
+    };
+    const newPerson = () => {
+      const p = -++created;
+      identified.set(p, true);
+      return p;
+    };
+    const mapId = (d: string, p: number) => {
+      setPerson(d, p);
+      mapped.add(d);
+    };
+    const merge = (target: string, source: string): MergeOutcome => {
+      const pt = personOfId.get(target);
+      const ps = personOfId.get(source);
+      if (pt !== undefined && pt === ps) {
+        identify(pt);
+        return 'noop';
+      }
+      if (ps !== undefined && identified.get(ps)) {
+        // The source already belongs to an identified person: never fold one known user into another.
+        if (pt === undefined) mapId(target, newPerson());
+        else identify(pt);
+        return 'refused_identified';
+      }
+      if (pt !== undefined && ps !== undefined) {
+        for (const d of [...(idsOf.get(ps) ?? [])]) setPerson(d, pt);
+        moved.set(ps, pt);
+        deleted.add(ps);
+        identify(pt);
+        return 'merged';
+      }
+      if (pt !== undefined) {
+        mapId(source, pt);
+        identify(pt);
+        return 'linked';
+      }
+      if (ps !== undefined) {
+        mapId(target, ps);
+        identify(ps);
+        return 'linked';
+      }
+      const p = newPerson();
+      mapId(target, p);
+      mapId(source, p);
       return 'linked';
+    };
+    let refused = 0;
+    for (const e of events) {
+      if (e.merge_from) {
+        if (merge(e.distinct_id, e.merge_from) === 'refused_identified') refused++;
+      } else if (e.event === '$identify') {
+        const p = personOfId.get(e.distinct_id);
+        if (p !== undefined) identify(p);
+        else mapId(e.distinct_id, newPerson());
+      }
     }
-    if (ps) {
-      s.mapId.run(pid, target, ps.person_id);
-      s.identify.run(ps.person_id, pid);
-      return 'linked';
+    const ids: number[] = [];
+    st.newPersons(Array.from({ length: created }, () => [pid, 1, now]), (q, args) => {
+      for (const id of (q.all(...args) as { id: number }[]).map((r) => Number(r.id)).sort((x, y) => x - y)) ids.push(id);
+    });
+    const real = (p: number) => (p < 0 ? ids[-p - 1]! : p);
+    // Ids of merged persons not in the batch follow them to where their person ended.
+    for (const ps of moved.keys()) {
+      if (ps < 0) continue;
+      let to = moved.get(ps)!;
+      while (moved.has(to)) to = moved.get(to)!;
+      s.moveIds.run(real(to), pid, ps);
     }
-    const person = Number(s.newPerson.run(pid, 1, now).lastInsertRowid);
-    s.mapId.run(pid, target, person);
-    s.mapId.run(pid, source, person);
-    return 'linked';
+    runAll([...mapped].map((d) => [pid, d, real(personOfId.get(d)!)]), st.mapIds);
+    st.identify([...toIdentify].filter((p) => p > 0 && !deleted.has(p)), (q, part) => q.run(pid, ...part));
+    st.deletePersons([...deleted].map(real), (q, part) => q.run(pid, ...part));
+    return { refused, changed: true };
   }
 
   return {
     /** Store one batch of capture events (call inside a transaction). Returns merges refused. */
     ingest(projectId: string, events: readonly CaptureEvent[], now: number): { stored: number; refusedMerges: number; identityChanged: boolean } {
       const pid = Number(projectId);
-      let refused = 0;
-      let identityChanged = false;
       const sessions = new Map<string, { first: number; last: number; events: number; pageviews: number; replay: string | null; ids: Set<string>; pages: Map<string, number> }>();
       const touches: TouchInput[] = [];
+      const touchRows: unknown[][] = [];
       if (eventStore) eventStore.add(pid, events, now);
+      else for (const e of events) s.insertEvent.run(pid, e.ts, e.event, e.distinct_id, e.session_id, e.pathname, e.uuid, JSON.stringify(e.properties), now);
+      const { refused, changed: identityChanged } = identities(pid, events, now);
       for (const e of events) {
-        if (!eventStore) s.insertEvent.run(pid, e.ts, e.event, e.distinct_id, e.session_id, e.pathname, e.uuid, JSON.stringify(e.properties), now);
-        if (e.merge_from) {
-          const r = merge(pid, e.distinct_id, e.merge_from, now);
-          if (r === 'refused_identified') refused++;
-          identityChanged = true;
-        } else if (e.event === '$identify') {
-          // identify() without an anonymous id still marks the person identified.
-          const p = personOf(pid, e.distinct_id);
-          if (p) s.identify.run(p.person_id, pid);
-          else s.mapId.run(pid, e.distinct_id, Number(s.newPerson.run(pid, 1, now).lastInsertRowid));
-          identityChanged = true;
-        }
         const t = touchOf(e);
         if (t) {
-          s.insertTouch.run(pid, e.distinct_id, e.ts, t.source, t.medium, t.campaign, e.referrer);
+          touchRows.push([pid, e.distinct_id, e.ts, t.source, t.medium, t.campaign, e.referrer]);
           touches.push({ ts: e.ts, distinct_id: e.distinct_id, source: t.source, medium: t.medium, campaign: t.campaign });
         }
         if (e.session_id) {
@@ -262,11 +337,18 @@ export function createAnalyticsRepo(db: Db, opts: { errorEvents?: ErrorEventsRea
           if (e.pathname && (e.event === '$pageview' || e.event === '$exception')) ss.pages.set(e.pathname, Math.max(ss.pages.get(e.pathname) ?? 0, e.ts));
         }
       }
+      runAll(touchRows, st.touches);
+      const sessionRows: unknown[][] = [];
+      const idRows: unknown[][] = [];
+      const pageRows: unknown[][] = [];
       for (const [id, ss] of sessions) {
-        s.session.run(pid, id, ss.first, ss.last, ss.events, ss.pageviews, ss.replay);
-        for (const d of ss.ids) s.sessionId.run(pid, id, d);
-        for (const [p, ts] of ss.pages) s.sessionPage.run(pid, p, id, ts);
+        sessionRows.push([pid, id, ss.first, ss.last, ss.events, ss.pageviews, ss.replay]);
+        for (const d of ss.ids) idRows.push([pid, id, d]);
+        for (const [p, ts] of ss.pages) pageRows.push([pid, p, id, ts]);
       }
+      runAll(sessionRows, st.sessions);
+      runAll(idRows, st.sessionIds);
+      runAll(pageRows, st.sessionPages);
       // The packed touch days (migration 043) in the same transaction as the touch rows.
       if (touches.length) appendTouches(touchDays, interner.session(), pid, touches);
       if (identityChanged) s.bumpIdentity.run(pid);

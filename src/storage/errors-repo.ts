@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { batchTallies } from './write-batcher.js';
+import { multiRow } from './multi-row.js';
 import type { ErrorEventRecord } from '../domain/telemetry-types.js';
 import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
@@ -97,35 +97,20 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
   const tallies = batchTallies(newTally, (into, from) => into.merge(from), (t) => write(t));
 
   const writeLatency = sink ? () => {} : latencyTallyWriter(db);
-  /*
-   * The batch's rollup rows go in multi-row statements (up to ROWS a statement, one statement cached
-   * per row count): with error groups in PostgreSQL each statement is a round trip.
-   */
-  const ROWS = 100;
-  const multi = (head: string, cols: number, tail: string) => {
-    const cache = new Map<number, Statement>();
-    const row = `(${Array(cols).fill('?').join(', ')})`;
-    return (rows: unknown[][], each: (st: Statement, args: unknown[]) => void) => {
-      for (let i = 0; i < rows.length; i += ROWS) {
-        const part = rows.slice(i, i + ROWS);
-        let st = cache.get(part.length);
-        if (!st) cache.set(part.length, (st = db.prepare(`${head} VALUES ${Array(part.length).fill(row).join(', ')} ${tail}`)));
-        each(st, part.flat());
-      }
-    };
-  };
-  const dims = multi(
+  // The batch's rollup rows go in multi-row statements (multi-row.ts): with error groups in PostgreSQL each statement is a round trip.
+  const dims = multiRow(
+    db,
     'INSERT INTO error_group_dims (group_id, kind, value, event_count, first_seen, last_seen)',
     6,
     `ON CONFLICT (group_id, kind, value) DO UPDATE SET event_count = event_count + excluded.event_count, first_seen = MIN(first_seen, excluded.first_seen),
       last_seen = MAX(last_seen, excluded.last_seen)`,
   );
   // RETURNING: the rows inserted, i.e. the users new to their group.
-  const users = multi('INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen)', 4, 'RETURNING group_id');
+  const users = multiRow(db, 'INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen)', 4, 'RETURNING group_id');
   // Ids of events stored in ClickHouse (migration 056); RETURNING: the ids new to the table.
-  const insertIds = multi('INSERT OR IGNORE INTO error_event_ids (project_id, event_id, group_id, timestamp_ms)', 4, 'RETURNING event_id');
+  const insertIds = multiRow(db, 'INSERT OR IGNORE INTO error_event_ids (project_id, event_id, group_id, timestamp_ms)', 4, 'RETURNING event_id');
   // Per (group, hour, user key) event counts behind the window counts (migration 046).
-  const hours = multi('INSERT INTO error_group_hour_users (group_id, hour, user_key, n)', 4, 'ON CONFLICT (group_id, hour, user_key) DO UPDATE SET n = n + excluded.n');
+  const hours = multiRow(db, 'INSERT INTO error_group_hour_users (group_id, hour, user_key, n)', 4, 'ON CONFLICT (group_id, hour, user_key) DO UPDATE SET n = n + excluded.n');
 
   const write = (t: Tally) => {
     writeLatency(t.lat);

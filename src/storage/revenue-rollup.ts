@@ -14,6 +14,7 @@
 import type { Db } from './db.js';
 import type { LedgerType } from '../domain/revenue/ledger.js';
 import { reportingMinorOf } from '../domain/revenue/fx.js';
+import { inList, multiRow } from './multi-row.js';
 
 export const DAY_MS = 86_400_000;
 export const dayOf = (ts: number) => Math.floor(ts / DAY_MS) * DAY_MS;
@@ -42,15 +43,43 @@ export interface DayRowInput {
 export function keyInterner(db: Db) {
   const get = db.prepare('SELECT id FROM revenue_keys WHERE project_id = ? AND key = ?').pluck();
   const add = db.prepare('INSERT INTO revenue_keys (project_id, key, id) SELECT ?, ?, COALESCE(MAX(id), 0) + 1 FROM revenue_keys WHERE project_id = ? RETURNING id').pluck();
+  // For prime(): the known keys of a list with the project's largest id (a row with no key), then the
+  // new ones in one statement; ids are taken under the write lock every writer holds.
+  const known = inList(db, (marks) => `SELECT id, key FROM revenue_keys WHERE project_id = ? AND key IN (${marks}) UNION ALL SELECT COALESCE(MAX(id), 0), NULL FROM revenue_keys WHERE project_id = ?`);
+  const insert = multiRow(db, 'INSERT INTO revenue_keys (project_id, key, id)', 3);
   return {
-    session(): (pid: number, key: string) => number {
+    session(): ((pid: number, key: string) => number) & { prime(pid: number, keys: readonly string[]): void } {
       const cache = new Map<string, number>();
-      return (pid, key) => {
+      const intern = (pid: number, key: string) => {
         const ck = `${pid}\u0000${key}`;
         let id = cache.get(ck);
         if (id === undefined) cache.set(ck, (id = (get.get(pid, key) as number | undefined) ?? (add.get(pid, key, pid) as number)));
         return id;
       };
+      /**
+       * Interns `keys` at once (a statement per 100 keys, and one for the new ones), new keys numbered
+       * in the order given: the ids `intern` called key by key in that order would give.
+       */
+      const prime = (pid: number, keys: readonly string[]) => {
+        const want = [...new Set(keys)].filter((k) => !cache.has(`${pid}\u0000${k}`));
+        if (!want.length) return;
+        let max = 0;
+        known(want, (st, part) => {
+          for (const [id, key] of st.raw(true).all(pid, ...part, pid) as [number, string | null][]) {
+            if (key === null) max = Math.max(max, id);
+            else cache.set(`${pid}\u0000${key}`, id);
+          }
+        });
+        const rows: unknown[][] = [];
+        for (const k of want) {
+          const ck = `${pid}\u0000${k}`;
+          if (cache.has(ck)) continue;
+          cache.set(ck, ++max);
+          rows.push([pid, k, max]);
+        }
+        insert(rows, (st, args) => st.run(...args));
+      };
+      return Object.assign(intern, { prime });
     },
   };
 }

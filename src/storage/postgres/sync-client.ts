@@ -47,6 +47,12 @@ export interface SyncPg {
   defer(sql: string): void;
   /** Runs `fn` in a transaction (a savepoint when nested): committed when it returns, rolled back when it throws. */
   transaction<T>(fn: () => T): T;
+  /**
+   * Round trips so far, for benchmarks and round-trip budgets in tests: `calls`, to the worker
+   * thread (the calling thread waits on each); `statements`, from the worker to PostgreSQL (a
+   * deferred savepoint, a guard's savepoint and its release are one each).
+   */
+  readonly trips: { readonly calls: number; readonly statements: number };
   close(): void;
 }
 
@@ -85,10 +91,13 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
   }
 
   let deferred: string[] = [];
+  const trips = { calls: 0, statements: 0 };
   function run<R>(sql: string, params: readonly unknown[] | undefined, array: boolean, guard = false): SyncPgResult<R> {
     if (sql === 'ROLLBACK') deferred = [];
     const before = deferred;
     deferred = [];
+    trips.calls++;
+    trips.statements += 1 + before.length + (guard ? 2 : 0);
     const r = roundTrip({ sql, params: params ?? [], array, guard, ...(before.length ? { before } : {}) });
     if (r.error) throw new SyncPgError(r.error.message, r.error.code);
     const rows = r.rows ?? [];
@@ -97,6 +106,7 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
   }
 
   const client: SyncPg = {
+    trips,
     query: (sql, params, o) => run(sql, params, false, o?.guard),
     queryArrays: (sql, params, o) => run(sql, params, true, o?.guard),
     defer(sql) {
