@@ -119,11 +119,11 @@ async function side(name: string, config: { clickhouseUrl?: string; databaseUrl?
 }
 
 async function main() {
-  const ch = await startClickHouseServer();
   const pgName = `sl_bench_error_reads_${process.pid}`;
   const admin = new pg.Client({ connectionString: PG_BASE });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${pgName}`);
+  const ch = await startClickHouseServer();
   const pgUrl = new URL(PG_BASE);
   pgUrl.pathname = `/${pgName}`;
   const sides: Side[] = [];

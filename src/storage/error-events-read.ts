@@ -84,8 +84,12 @@ export interface ErrorEventsReader {
   /** The newest event of the groups (latest event time, then latest received), with its payload. */
   latestEvent(pid: number, groupIds: readonly string[]): Promise<ErrorEventFull | undefined>;
   event(pid: number, eventId: string): Promise<ErrorEventFull | undefined>;
-  /** Events of the groups per distinct-user key (null or '': none) in [lo, hi) / [lo, hi] ranges. */
-  userKeys(pid: number, groupIds: readonly string[], ranges: readonly { lo: number; hi: number; closed: boolean }[]): Promise<{ k: string | null; n: number }[]>;
+  /**
+   * For each set of group ids (a group with its merged duplicates), its events per distinct-user key
+   * (null or '': none) in [lo, hi) / [lo, hi] ranges — one answer per set, in order (errors.list asks
+   * for a page of groups at once: one ClickHouse query, not one per group).
+   */
+  userKeys(pid: number, groupSets: readonly (readonly string[])[], ranges: readonly { lo: number; hi: number; closed: boolean }[]): Promise<{ k: string | null; n: number }[][]>;
   /** The groups' latest `sample` events in [from, to] (newest first): environment, service, release and tags (JSON text). */
   recent(pid: number, groupIds: readonly string[], from: number, to: number, sample: number): Promise<{ environment: string; service_name: string; release: string; tags: string }[]>;
   firstEventIn(pid: number, groupIds: readonly string[], from: number, to: number): Promise<number | null>;
@@ -347,9 +351,9 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
     async event(pid, eventId) {
       return full(s.event.get(pid, eventId));
     },
-    async userKeys(pid, ids, ranges) {
-      if (!ranges.length) return [];
-      return keyStmt(ids.length, ranges).all(...ranges.flatMap((r) => [pid, ...ids, r.lo, r.hi])) as { k: string | null; n: number }[];
+    async userKeys(pid, sets, ranges) {
+      if (!ranges.length) return sets.map(() => []);
+      return sets.map((ids) => keyStmt(ids.length, ranges).all(...ranges.flatMap((r) => [pid, ...ids, r.lo, r.hi])) as { k: string | null; n: number }[]);
     },
     async recent(pid, ids, from, to, sample) {
       return db

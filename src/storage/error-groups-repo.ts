@@ -227,11 +227,13 @@ export function createErrorGroupsRepo(db: Db, opts: { events?: ErrorEventsReader
     return st;
   }
 
-  /** Events and distinct users of groups `ids` with event times in [from, to], whole hours [hStart, hEnd) from the tallies. */
-  async function windowCount(pid: number, ids: string[], from: number, to: number, hStart: number, hEnd: number): Promise<{ events: number; users: number }> {
+  /**
+   * Events and distinct users of groups `ids` with event times in [from, to]: whole hours [hStart, hEnd)
+   * from the tallies, `edges` (the events of [from, hStart) and [hEnd, to] per user key; without whole
+   * hours, all of [from, to]) from the events.
+   */
+  function windowCount(ids: string[], edges: readonly { k: string | null; n: number }[], hStart: number, hEnd: number): { events: number; users: number } {
     const whole = hEnd > hStart;
-    // Events of [from, hStart) and [hEnd, to] per user key; without whole hours, all of [from, to].
-    const edges = await events.userKeys(pid, ids, whole ? [{ lo: from, hi: hStart, closed: false }, { lo: hEnd, hi: to, closed: true }] : [{ lo: from, hi: to, closed: true }]);
     let n = 0;
     const keys: string[] = [];
     for (const e of edges) {
@@ -371,11 +373,11 @@ export function createErrorGroupsRepo(db: Db, opts: { events?: ErrorEventsReader
       // Whole hours [hStart, hEnd): every event time in them is inside [from, to] (times may be fractional).
       const hStart = Math.ceil(from / HOUR_MS) * HOUR_MS;
       const hEnd = Math.floor(to / HOUR_MS) * HOUR_MS;
+      const sets = groupIds.map((id) => eventGroupIds(projectId, id));
+      const ranges = hEnd > hStart ? [{ lo: from, hi: hStart, closed: false }, { lo: hEnd, hi: to, closed: true }] : [{ lo: from, hi: to, closed: true }];
+      const edges = await events.userKeys(pid, sets, ranges);
       const out = new Map<string, { events: number; users: number }>();
-      for (const id of groupIds) {
-        const ids = eventGroupIds(projectId, id);
-        out.set(id, await windowCount(pid, ids, from, to, hStart, hEnd));
-      }
+      groupIds.forEach((id, i) => out.set(id, windowCount(sets[i]!, edges[i]!, hStart, hEnd)));
       return out;
     },
 

@@ -201,11 +201,25 @@ export function createChErrorEventsReader(engine: ChEngine, db: Db): ErrorEvents
           AND timestamp_ms = ${lit(Number(at.timestamp_ms))} AND event_id = ${lit(eventId)} LIMIT 1`),
       );
     },
-    async userKeys(pid, groupIds, ranges) {
-      if (!ranges.length) return [];
+    async userKeys(pid, sets, ranges) {
+      const all = [...new Set(sets.flat())];
+      if (!ranges.length || !all.length) return sets.map(() => []);
       const inRanges = ranges.map((r) => `(timestamp_ms >= ${lit(r.lo)} AND timestamp_ms ${r.closed ? '<=' : '<'} ${lit(r.hi)})`).join(' OR ');
-      const rows = await engine.query<{ k: string; n: number }>(`SELECT user_key AS k, count() AS n FROM error_events WHERE ${ofGroups(pid, groupIds)} AND (${inRanges}) GROUP BY k`);
-      return rows.map((r) => ({ k: r.k, n: Number(r.n) }));
+      // One query for every set: counts per (group id, user key), summed per set's keys here.
+      const rows = await engine.query<{ g: string; k: string; n: number }>(
+        `SELECT group_id AS g, user_key AS k, count() AS n FROM error_events WHERE ${ofGroups(pid, all)} AND (${inRanges}) GROUP BY g, k`,
+      );
+      const byGroup = new Map<string, { k: string; n: number }[]>();
+      for (const r of rows) {
+        let list = byGroup.get(r.g);
+        if (!list) byGroup.set(r.g, (list = []));
+        list.push({ k: r.k, n: Number(r.n) });
+      }
+      return sets.map((ids) => {
+        const perKey = new Map<string, number>();
+        for (const id of new Set(ids)) for (const r of byGroup.get(id) ?? []) perKey.set(r.k, (perKey.get(r.k) ?? 0) + r.n);
+        return [...perKey].map(([k, n]) => ({ k, n }));
+      });
     },
     async recent(pid, groupIds, from, to, sample) {
       return engine.query(
