@@ -20,6 +20,10 @@ const CLICKHOUSE_FILES = [
   'test/ingest/posthog.test.ts',
   'test/operations/revenue.test.ts',
   'test/ai/*.test.ts',
+  // Release health (ClickHouse migration 10): the operations, the CLI's gate and the end-to-end run.
+  'test/operations/releases.test.ts',
+  'test/cli/release-gate.test.ts',
+  'test/e2e/releases.test.ts',
 ];
 
 /**

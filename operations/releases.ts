@@ -149,44 +149,47 @@ interface HealthCore {
 }
 
 /** Health rules 1–4 for one release, from the rollups (never raw spans). */
-function compare(ctx: HandlerContext, r: ReleaseRecord, prev: ReleaseRecord | null): HealthCore {
+async function compare(ctx: HandlerContext, r: ReleaseRecord, prev: ReleaseRecord | null): Promise<HealthCore> {
   const pid = ctx.project!.id;
   const now = ctx.now();
   const first = r.serving[0]!;
   const prevInterval = prev ? ([...prev.serving].reverse().find((i) => i.start < first.start) ?? null) : null;
   const w = healthWindows(first, prevInterval, now);
   const repo = ctx.services.releases;
-  const current = figures(repo.totals(pid, r.service_name, r.environment, w.window.start, w.window.end), w.window);
+  const current = figures(await repo.totals(pid, r.service_name, r.environment, w.window.start, w.window.end), w.window);
   if (w.insufficient || !w.previous_window) {
     return { comparison: 'insufficient_data', decided_by: w.insufficient ?? 'no_previous_release', window: w.window, previous_window: null, current, previous: null };
   }
-  const previous = figures(repo.totals(pid, r.service_name, r.environment, w.previous_window.start, w.previous_window.end), w.previous_window);
+  const previous = figures(await repo.totals(pid, r.service_name, r.environment, w.previous_window.start, w.previous_window.end), w.previous_window);
   return { ...verdict(current, previous), window: w.window, previous_window: w.previous_window, current, previous };
 }
 
 type StreamKey = { service: string; environment: string };
 
 /** Derive the releases of these streams (all deployments at once when there are many streams). */
-function streamReleases(ctx: HandlerContext, sinceMs: number, streams: StreamKey[]): ReleaseRecord[] {
+async function streamReleases(ctx: HandlerContext, sinceMs: number, streams: StreamKey[]): Promise<ReleaseRecord[]> {
   const pid = ctx.project!.id;
   const repo = ctx.services.releases;
   if (streams.length > 3) {
     const wanted = new Set(streams.map((s) => `${s.service}\u0000${s.environment}`));
-    const deps = repo.deployments(pid).filter((d) => wanted.has(`${d.service}\u0000${d.environment}`));
-    return buildReleases(pid, deps, streams.flatMap((s) => repo.activity(pid, sinceMs, s)), ctx.now());
+    const deps = (await repo.deployments(pid)).filter((d) => wanted.has(`${d.service}\u0000${d.environment}`));
+    const activity = (await Promise.all(streams.map((s) => repo.activity(pid, sinceMs, s)))).flat();
+    return buildReleases(pid, deps, activity, ctx.now());
   }
-  return streams.flatMap((s) => buildReleases(pid, repo.deployments(pid, s), repo.activity(pid, sinceMs, s), ctx.now()));
+  const out: ReleaseRecord[] = [];
+  for (const s of streams) out.push(...buildReleases(pid, await repo.deployments(pid, s), await repo.activity(pid, sinceMs, s), ctx.now()));
+  return out;
 }
 
 /** Release ids → (service, environment, version), per project, refreshed on a miss. */
 const idIndex = new Map<string, Map<string, { service: string; environment: string; version: string }>>();
-function keyOfId(ctx: HandlerContext, id: string) {
+async function keyOfId(ctx: HandlerContext, id: string) {
   const pid = ctx.project!.id;
   let idx = idIndex.get(pid);
   let hit = idx?.get(id);
   if (hit) return hit;
   if (!idx || idx.size > 100_000) idIndex.set(pid, (idx = new Map()));
-  for (const k of ctx.services.releases.versionKeys(pid)) idx.set(releaseId(pid, k.service, k.environment, k.version), k);
+  for (const k of await ctx.services.releases.versionKeys(pid)) idx.set(releaseId(pid, k.service, k.environment, k.version), k);
   hit = idx.get(id);
   return hit ?? null;
 }
@@ -228,7 +231,7 @@ export const list = defineOperation({
     { status: 422, code: 'invalid_window', when: '`from` after `to`, or a window above 90 days' },
   ],
   example: { environment: 'production', service_name: 'web', limit: 10 },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const now = ctx.now();
     const to = parseIso(input.to) ?? now;
     const from = parseIso(input.from) ?? to - 30 * DAY;
@@ -236,30 +239,32 @@ export const list = defineOperation({
     if (to - from > MAX_WINDOW_DAYS * DAY) throw new UnprocessableError('invalid_window', `The window is longer than ${MAX_WINDOW_DAYS} days; narrow \`from\`/\`to\`.`, 'from');
 
     const since = Math.min(from, now) - LOOKBACK_MS;
-    const streams = ctx.services.releases.streams(ctx.project!.id, since, to);
+    const streams = await ctx.services.releases.streams(ctx.project!.id, since, to);
     const environments = [...new Set(streams.map((r) => r.environment))].sort();
     const services = [...new Set(streams.map((r) => r.service))].sort();
     const wanted = streams.filter(
       (s) => (input.environment === undefined || s.environment === input.environment) && (input.service_name === undefined || s.service === input.service_name),
     );
-    const derived = streamReleases(ctx, since, wanted);
+    const derived = await streamReleases(ctx, since, wanted);
     const byId = new Map(derived.map((r) => [r.id, r]));
     const served = derived.filter((r) => servedIn(r, from, to, now));
     const matched = served.filter((r) => input.confidence === undefined || r.confidence === input.confidence).sort(newestFirst);
     const page = matched.slice(0, input.limit);
     const streamsDerived = new Map<string, Map<string, ReleaseRecord>>();
-    const previousOf = (r: ReleaseRecord): ReleaseRecord | null => {
+    const previousOf = async (r: ReleaseRecord): Promise<ReleaseRecord | null> => {
       if (!r.previous_release_id) return null;
       const hit = byId.get(r.previous_release_id);
       if (hit) return hit;
       // The previous release may have stopped serving before the window: derive its stream in full.
       const k = `${r.service_name}\u0000${r.environment}`;
       let all = streamsDerived.get(k);
-      if (!all) streamsDerived.set(k, (all = new Map(streamReleases(ctx, -Infinity, [{ service: r.service_name, environment: r.environment }]).map((x) => [x.id, x]))));
+      if (!all) streamsDerived.set(k, (all = new Map((await streamReleases(ctx, -Infinity, [{ service: r.service_name, environment: r.environment }])).map((x) => [x.id, x]))));
       return all.get(r.previous_release_id) ?? null;
     };
+    const data: z.input<typeof releaseItem>[] = [];
+    for (const [i, r] of page.entries()) data.push(itemOut(r, i < COMPARED_ITEMS ? (await compare(ctx, r, await previousOf(r))).comparison : null));
     return {
-      data: page.map((r, i) => itemOut(r, i < COMPARED_ITEMS ? compare(ctx, r, previousOf(r)).comparison : null)),
+      data,
       environments,
       services,
       from: toIso(from)!,
@@ -310,23 +315,23 @@ export const get = defineOperation({
     { status: 404, code: 'not_found', when: 'unknown id, or the release did not serve in about the last 120 days' },
   ],
   example: { release_id: 'rel_Q2hlY2tvdXQgd2ViIDEuMi' },
-  handler(input, ctx) {
+  async handler(input, ctx) {
     const pid = ctx.project!.id;
     const now = ctx.now();
     if (!RELEASE_ID_RE.test(input.release_id)) throw new NotFoundError('Release', 'release_id');
-    const key = keyOfId(ctx, input.release_id);
+    const key = await keyOfId(ctx, input.release_id);
     if (!key) throw new NotFoundError('Release', 'release_id');
-    const releases = streamReleases(ctx, now - GET_HORIZON_MS - LOOKBACK_MS, [{ service: key.service, environment: key.environment }]);
+    const releases = await streamReleases(ctx, now - GET_HORIZON_MS - LOOKBACK_MS, [{ service: key.service, environment: key.environment }]);
     const r = releases.find((x) => x.id === input.release_id);
     if (!r || (r.ended_at !== null && r.ended_at < now - GET_HORIZON_MS)) throw new NotFoundError('Release', 'release_id');
     const prev = r.previous_release_id ? (releases.find((x) => x.id === r.previous_release_id) ?? null) : null;
 
-    const h = compare(ctx, r, prev);
+    const h = await compare(ctx, r, prev);
     const repo = ctx.services.releases;
-    const issues = repo.newIssues(pid, r.service_name, r.environment, h.window.start, h.window.end);
+    const issues = await repo.newIssues(pid, r.service_name, r.environment, h.window.start, h.window.end);
     const bucketMs = seriesBucketMs(h.window);
-    const cur = repo.series(pid, r.service_name, r.environment, h.window.start, h.window.end, bucketMs);
-    const old = h.previous_window ? repo.series(pid, r.service_name, r.environment, h.previous_window.start, h.previous_window.end, bucketMs) : null;
+    const cur = await repo.series(pid, r.service_name, r.environment, h.window.start, h.window.end, bucketMs);
+    const old = h.previous_window ? await repo.series(pid, r.service_name, r.environment, h.previous_window.start, h.previous_window.end, bucketMs) : null;
     const p95 = (sk: Parameters<typeof quantiles>[0]) => roundOrNull(quantiles(sk, [0.95])[0] ?? null, 3);
     const rate = (e: number, n: number) => (n ? round(e / n, 6) : 0);
 

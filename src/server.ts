@@ -6,7 +6,7 @@ import { pino, type Logger } from 'pino';
 import { loadConfig, type AppConfig } from './core/config.js';
 import { createCore, type Core } from './core/invoke.js';
 import type { ChEngine } from './storage/clickhouse/client.js';
-import { expireClickHouseAgentObservations, expireClickHouseAgentScores, expireClickHouseCaptureEvents, expireClickHouseErrorEvents, expireClickHouseLogs, expireClickHouseMetricPoints, expireClickHouseSpans, expiryDayStart } from './storage/clickhouse/retention.js';
+import { expireClickHouseAgentObservations, expireClickHouseAgentScores, expireClickHouseCaptureEvents, expireClickHouseErrorEvents, expireClickHouseLogs, expireClickHouseMetricPoints, expireClickHouseReleaseRollups, expireClickHouseSpans, expiryDayStart } from './storage/clickhouse/retention.js';
 import { createServices, type Services } from './core/services.js';
 import { openDatabase, type Db } from './storage/db.js';
 import { openSyncPg, type SyncPg } from './storage/postgres/sync-client.js';
@@ -198,6 +198,8 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
           { kind: 'capture_events', expire: (cutoffs) => expireClickHouseCaptureEvents(ch.engine, cutoffs) },
           { kind: 'agent_observations', expire: (cutoffs) => expireClickHouseAgentObservations(ch.engine, cutoffs) },
           { kind: 'agent_scores', expire: (cutoffs) => expireClickHouseAgentScores(ch.engine, cutoffs) },
+          // Release health goes with the other rollups (400 days by default), not with the spans; its rows are not counted as metric rollups.
+          { kind: 'metric_rollups', expire: async (cutoffs) => (await expireClickHouseReleaseRollups(ch.engine, cutoffs), 0) },
         ]
       : [],
   });
@@ -330,6 +332,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
         await services.clickhouse.errors.flush().catch((err) => log.error({ err }, 'ClickHouse: error events not flushed at close'));
         await services.clickhouse.captures?.flush().catch((err) => log.error({ err }, 'ClickHouse: capture events not flushed at close'));
         await services.clickhouse.ai.flush().catch((err) => log.error({ err }, 'ClickHouse: agent observations and scores not flushed at close'));
+        await services.clickhouse.releases.flush().catch((err) => log.error({ err }, 'ClickHouse: release rollups not flushed at close'));
         await services.clickhouse.engine.close();
       }
       db.close();

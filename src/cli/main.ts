@@ -143,7 +143,7 @@ async function migrate(argv: string[]): Promise<number> {
   }
   const { openDatabase } = await import('../storage/db.js');
   const { createHttpEngine } = await import('../storage/clickhouse/client.js');
-  const { copyAgentObservationsToClickHouse, copyCaptureEventsToClickHouse, copyErrorEventsToClickHouse, copyLogsToClickHouse, copyMetricPointsToClickHouse, copyMonitorResultsToClickHouse, copySpansToClickHouse, CopyRefusedError } = await import('../storage/clickhouse/migrate.js');
+  const { copyAgentObservationsToClickHouse, copyCaptureEventsToClickHouse, copyReleaseRollupsToClickHouse, copyErrorEventsToClickHouse, copyLogsToClickHouse, copyMetricPointsToClickHouse, copyMonitorResultsToClickHouse, copySpansToClickHouse, CopyRefusedError } = await import('../storage/clickhouse/migrate.js');
   const { runningServer } = await import('../storage/backup.js');
   const pid = runningServer(config.dbFile);
   if (pid !== null) {
@@ -154,7 +154,7 @@ async function migrate(argv: string[]): Promise<number> {
   // Error event ids go beside the groups: PostgreSQL's when control data is there.
   const ids = config.databaseUrl ? (await import('../server.js')).openStores(config, () => {}) : db;
   const engine = createHttpEngine(url);
-  // Spans, log records, metric points, monitor results, error events, capture events, agent observations and scores; each is refused on its own when ClickHouse already holds that kind
+  // Spans, log records, metric points, monitor results, error events, capture events, agent observations and scores, release rollups; each is refused on its own when ClickHouse already holds that kind
   // (a database whose spans were copied by an earlier version still gets its logs copied).
   const refused = (err: unknown) => {
     if (!(err instanceof CopyRefusedError)) throw err;
@@ -169,8 +169,9 @@ async function migrate(argv: string[]): Promise<number> {
     const e = await copyErrorEventsToClickHouse(db, engine, { ids, onProgress: (n) => !values.json && process.stderr.write(`\r${n} error events copied`) }).catch(refused);
     const ce = await copyCaptureEventsToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} capture events copied`) }).catch(refused);
     const ai = await copyAgentObservationsToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} agent observations and scores copied`) }).catch(refused);
+    const rel = await copyReleaseRollupsToClickHouse(db, engine, { onProgress: (n) => !values.json && process.stderr.write(`\r${n} release rollup and activity rows copied`) }).catch(refused);
     // Refused: nothing copied (a database without monitor results, error events, capture events or AI rows copies none, whatever ClickHouse holds).
-    if (!r && !l && !m && !mr?.monitor_results && !mr?.monitors && !e?.error_events && !ce?.capture_events && !ai?.agent_observations && !ai?.agent_scores) return 1;
+    if (!r && !l && !m && !mr?.monitor_results && !mr?.monitors && !e?.error_events && !ce?.capture_events && !ai?.agent_observations && !ai?.agent_scores && !rel?.release_rollups && !rel?.release_activity) return 1;
     if (values.json) {
       const out = { source: config.dbFile, target: url.replace(/\/\/[^@/]*@/, '//'), ...(r ?? {}), ...(l ? { logs: l.logs, log_projects: l.projects, logs_ms: l.ms } : {}),
         ...(m ? { metric_points: m.points, metric_projects: m.projects, metric_points_ms: m.ms } : {}),
@@ -178,6 +179,7 @@ async function migrate(argv: string[]): Promise<number> {
         ...(e ? { error_events: e.error_events, error_event_projects: e.projects, error_events_ms: e.ms } : {}),
         ...(ce ? { capture_events: ce.capture_events, capture_projects: ce.projects, capture_events_ms: ce.ms } : {}),
         ...(ai ? { agent_observations: ai.agent_observations, agent_scores: ai.agent_scores, agent_observations_ms: ai.ms } : {}),
+        ...(rel ? { release_rollups: rel.release_rollups, release_activity: rel.release_activity, release_rollups_ms: rel.ms } : {}),
       };
       process.stdout.write(JSON.stringify(out) + '\n');
     } else {
@@ -188,6 +190,7 @@ async function migrate(argv: string[]): Promise<number> {
       if (e) process.stdout.write(`\ncopied ${e.error_events} error events of ${e.projects} projects from ${config.dbFile} to ClickHouse in ${e.ms} ms\n`);
       if (ce) process.stdout.write(`\ncopied ${ce.capture_events} capture events of ${ce.projects} projects from ${config.dbFile} to ClickHouse in ${ce.ms} ms\n`);
       if (ai) process.stdout.write(`\ncopied ${ai.agent_observations} agent observations and ${ai.agent_scores} scores from ${config.dbFile} to ClickHouse in ${ai.ms} ms\n`);
+      if (rel) process.stdout.write(`\ncopied ${rel.release_rollups} release rollup cells and ${rel.release_activity} activity segments from ${config.dbFile} to ClickHouse in ${rel.ms} ms\n`);
       process.stdout.write('start the server with SIGHTLINE_CLICKHOUSE_URL set\n');
     }
     return 0;

@@ -45,7 +45,7 @@ export interface AgentSignalsDeps {
   atomic: <T>(fn: () => T) => T;
   runner: () => AgentRunner | undefined;
   /** Current releases of a project whose health verdict is `regressed`. */
-  regressedReleases: (projectId: string, orgId: string, now: number) => RegressedRelease[];
+  regressedReleases: (projectId: string, orgId: string, now: number) => Promise<RegressedRelease[]>;
   baseUrl: string;
   now: () => number;
 }
@@ -186,13 +186,13 @@ export function createAgentSignals(d: AgentSignalsDeps) {
   };
 
   /** Publishes `release.regressed` once per release whose current verdict is `regressed`. */
-  const watchReleases = () => {
+  const watchReleases = async () => {
     const now = d.now();
     const found: DomainEvent[] = [];
     for (const p of repo.projects()) {
       let regressed: RegressedRelease[];
       try {
-        regressed = d.regressedReleases(p.id, p.org_id, now);
+        regressed = await d.regressedReleases(p.id, p.org_id, now);
       } catch (err) {
         d.scheduler.onError(err, { kind: RELEASE_JOB, key: p.id } as never); // one project's failure does not stop the others
         continue;

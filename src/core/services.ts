@@ -9,7 +9,8 @@ import { createOperationRollupReader, withOperationRollups, type OperationRollup
 import { withAgentObservations } from '../storage/ai-spans.js';
 import { createAiRepo, sqliteAiService, type AiService } from '../storage/ai-repo.js';
 import { withReleaseRollups } from '../storage/release-rollups.js';
-import { createReleasesRepo, type ReleasesRepo } from '../storage/releases-repo.js';
+import { createReleasesRepo, sqliteReleasesReader, type ReleasesReader } from '../storage/releases-repo.js';
+import { createChReleaseStore, createChReleasesReader, type ChReleaseStore } from '../storage/clickhouse/release-store.js';
 import { asyncLogsReader, createLogsReadRepo, type LogsReader } from '../storage/logs-read-repo.js';
 import { asyncMetricsReader, createMetricsReadRepo, type MetricsReader } from '../storage/metrics-read-repo.js';
 import { asyncTracesReader, createTracesReadRepo, type TracesReader } from '../storage/traces-read-repo.js';
@@ -86,7 +87,7 @@ export interface Services {
   /** Hourly entry-span duration tallies (migration 054; SQLite spans only): observability.summary's slowest operations. */
   operationRollups: OperationRollupReader;
   /** Set when spans, logs, metric points and monitor results go to ClickHouse (SIGHTLINE_CLICKHOUSE_URL): the engine and the span, log and metric stores (flush, close). */
-  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore; errors: ChErrorEventStore; ai: ChAiStore; captures?: ChCaptureStore };
+  clickhouse?: { engine: ChEngine; spans: ChSpanStore; logs: ChLogStore; metrics: ChMetricStore; errors: ChErrorEventStore; ai: ChAiStore; releases: ChReleaseStore; captures?: ChCaptureStore };
   errorsIngest: ErrorsIngestRepo;
   ingestMisc: IngestMiscRepo;
   errorGroups: ErrorGroupsRepo;
@@ -105,8 +106,8 @@ export interface Services {
   atomic: <T>(fn: () => T) => T;
   /** Agent observations, scores, AI rollups and settings (issue 13); observations and scores in ClickHouse when it is set (reads async). */
   ai: AiService;
-  /** Release derivation inputs, rollups and new issues (operations/releases.ts). */
-  releases: ReleasesRepo;
+  /** Release derivation inputs, rollups and new issues (operations/releases.ts); rollups and activity in ClickHouse when it is set (reads async). */
+  releases: ReleasesReader;
   /** Revenue ledger, subscriptions, settings and payment-provider connection. */
   revenue: RevenueRepo;
   /** Product-analytics capture: events, persons, touches, sessions. */
@@ -159,13 +160,14 @@ function migratedOnFirstUse(engine: ChEngine): ChEngine {
 
 export function createServices(db: Db, config: AppConfig, now: () => number = Date.now, opts: { clickhouse?: ChEngine } = {}): Services {
   const chEngine = opts.clickhouse ?? (config.clickhouseUrl ? createHttpEngine(config.clickhouseUrl) : null);
-  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore, metrics: null as unknown as ChMetricStore, errors: null as unknown as ChErrorEventStore, ai: null as unknown as ChAiStore } : null;
+  const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore, metrics: null as unknown as ChMetricStore, errors: null as unknown as ChErrorEventStore, ai: null as unknown as ChAiStore, releases: null as unknown as ChReleaseStore } : null;
   if (ch) {
     ch.spans = createChSpanStore(ch.engine);
     ch.logs = createChLogStore(ch.engine);
     ch.metrics = createChMetricStore(ch.engine);
     ch.errors = createChErrorEventStore(ch.engine);
     ch.ai = createChAiStore(ch.engine);
+    ch.releases = createChReleaseStore(ch.engine);
   }
   // With ClickHouse, error events too (their ids stay beside the groups, in SQLite or PostgreSQL).
   const errorsIngest = createErrorsIngestRepo(db, ch ? { events: ch.errors } : {});
@@ -224,8 +226,9 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     deployments: createDeploymentsRepo(db),
     tokenResolvers: [],
     // With ClickHouse, log records and metric points skip SQLite entirely (rows, full text, catalogue and rollups).
-    telemetry: metricsTo(logsTo(withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans)))), ch?.logs), ch?.metrics),
-    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant, ch.errors.participant, ...ch.ai.participants] : []), ...(captures ? [captures.participant] : [])]),
+    // With ClickHouse, release rollups and activity go there with the spans (every process reads them).
+    telemetry: metricsTo(logsTo(withReleaseRollups(db, withAgentObservations(db, ai, withLogRollups(db, spansTo(withOperationRollups(db, createSqliteTelemetryWriter(db)), ch?.spans))), ch?.releases), ch?.logs), ch?.metrics),
+    writeBatch: createWriteBatcher(db, 512, [errorsIngest.batchParticipant, ai.batchParticipant, ...(ch ? [ch.spans.participant, ch.logs.participant, ch.metrics.participant, ch.errors.participant, ch.releases.participant, ...ch.ai.participants] : []), ...(captures ? [captures.participant] : [])]),
     ...(ch ? { clickhouse: { ...ch, captures } } : {}),
     system: createSystemRepo(db, config.dbFile),
     retention: createRetentionRepo(db),
@@ -237,7 +240,7 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
     ingestMisc,
     errorGroups: createErrorGroupsRepo(db, { events: errorEvents, eventIds: ch ? 'error_event_ids' : 'error_events' }),
     ai,
-    releases: createReleasesRepo(db),
+    releases: ch ? createChReleasesReader(ch.engine, createReleasesRepo(db)) : sqliteReleasesReader(createReleasesRepo(db)),
     revenue,
     analytics: createAnalyticsRepo(db, { errorEvents, captures }),
     revenueCache,
@@ -284,7 +287,7 @@ function metricsTo(writer: TelemetryWriter, metrics: ChMetricStore | undefined):
 }
 
 /** Current releases of a project whose health verdict is `regressed`, read through `releases.list` (its rules, not a copy). */
-function regressedReleases(services: Services, projectId: string, orgId: string, now: number): RegressedRelease[] {
+async function regressedReleases(services: Services, projectId: string, orgId: string, now: number): Promise<RegressedRelease[]> {
   const ctx = {
     principal: { kind: 'api_key' as const, keyId: 'agent-release-watcher', projectId, orgId, scopes: ['*'] },
     project: { id: projectId, orgId, name: '' },
@@ -294,7 +297,7 @@ function regressedReleases(services: Services, projectId: string, orgId: string,
     canStream: false,
     response: { headers: {} },
   };
-  const out = listReleases.handler(listReleases.input.parse({ project_id: projectId, limit: '25', from: new Date(now - 2 * 86_400_000).toISOString() }), ctx) as {
+  const out = (await listReleases.handler(listReleases.input.parse({ project_id: projectId, limit: '25', from: new Date(now - 2 * 86_400_000).toISOString() }), ctx)) as {
     data: { id: string; service_name: string; environment: string; version: string; is_current: boolean; comparison: string | null }[];
   };
   return out.data

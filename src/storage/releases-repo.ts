@@ -20,9 +20,66 @@ export interface NewIssues {
   truncated: boolean;
 }
 
+type StreamKey = { service: string; environment: string };
+type VersionKey = { service: string; environment: string; version: string };
+
+/**
+ * Reads for releases (operations/releases.ts), one interface whatever holds the rollups: deployment
+ * records and telemetry activity to derive releases from, the per-minute / per-hour rollups for
+ * health windows, and new error groups. SQLite's ({@link sqliteReleasesReader}: migration 014) or,
+ * with spans in ClickHouse, ClickHouse's for the telemetry parts (clickhouse/release-store.ts).
+ */
+export interface ReleasesReader {
+  /** Deployment records naming a service and a version (environment '' when none). */
+  deployments(projectId: string, stream?: StreamKey): Promise<readonly DeploymentInput[]>;
+  /** Activity segments that end at or after `sinceMs`. */
+  activity(projectId: string, sinceMs: number, stream?: StreamKey): Promise<ActivityInput[]>;
+  /** Services and environments with a release serving at some time up to `toMs` (see the SQLite repository's `streams`). */
+  streams(projectId: string, sinceMs: number, toMs: number): Promise<StreamKey[]>;
+  /** Every (service, environment, version) named by telemetry or a deployment record. */
+  versionKeys(projectId: string): Promise<VersionKey[]>;
+  /** Requests, errors and the merged latency sketch of a service and environment over the minute buckets starting in [a, b). */
+  totals(projectId: string, service: string, environment: string, a: number, b: number): Promise<Totals>;
+  /** Minute rollups of [a, b) summed into buckets of `bucketMs` starting at `a`. */
+  series(projectId: string, service: string, environment: string, a: number, b: number, bucketMs: number): Promise<SeriesBucket[]>;
+  /** Error groups of the service in the environment first seen in [a, b): the 10 newest, counted to 100. */
+  newIssues(projectId: string, service: string, environment: string, a: number, b: number): Promise<NewIssues>;
+}
+
+/** The SQLite repository behind the {@link ReleasesReader} interface. */
+export function sqliteReleasesReader(repo: ReleasesRepo): ReleasesReader {
+  return {
+    deployments: async (...a) => repo.deployments(...a),
+    activity: async (...a) => repo.activity(...a),
+    streams: async (...a) => repo.streams(...a),
+    versionKeys: async (...a) => repo.versionKeys(...a),
+    totals: async (...a) => repo.totals(...a),
+    series: async (...a) => repo.series(...a),
+    newIssues: async (...a) => repo.newIssues(...a),
+  };
+}
+
+/** Bucket starts of [a, b) in whole minutes: the hourly rollup for whole hours inside, the minute rollup for the edges. */
+export function totalsRanges(a: number, b: number): Array<{ unit: '1m' | '1h'; from: number; to: number }> {
+  const a1 = Math.ceil(a / MIN) * MIN;
+  const h1 = Math.ceil(a1 / HOUR) * HOUR;
+  const h2 = Math.floor(b / HOUR) * HOUR;
+  const out: Array<{ unit: '1m' | '1h'; from: number; to: number }> = h1 < h2
+    ? [{ unit: '1m', from: a1, to: h1 }, { unit: '1h', from: h1, to: h2 }, { unit: '1m', from: h2, to: b }]
+    : [{ unit: '1m', from: a1, to: b }];
+  return out.filter((r) => r.to > r.from);
+}
+
+/** Empty series buckets of `bucketMs` from `a` covering [a, b), and the index of the bucket a minute `t` adds to. */
+export function seriesBuckets(a: number, b: number, bucketMs: number): { out: SeriesBucket[]; at: (t: number) => SeriesBucket } {
+  const n = Math.max(1, Math.ceil((b - a) / bucketMs));
+  const out: SeriesBucket[] = Array.from({ length: n }, (_, i) => ({ t: a + i * bucketMs, requests: 0, errors: 0, sketch: newSketch() }));
+  return { out, at: (t) => out[Math.min(n - 1, Math.floor((t - a) / bucketMs))]! };
+}
+
 /* eslint-disable @typescript-eslint/no-explicit-any */
 /**
- * Reads for releases: deployment records and telemetry activity to derive releases from, the
+ * Reads for releases from SQLite: deployment records and telemetry activity to derive releases from, the
  * per-minute / per-hour rollups (migration 014) for health windows, and new error groups.
  */
 export function createReleasesRepo(db: Db) {
@@ -114,6 +171,14 @@ export function createReleasesRepo(db: Db) {
       for (const r of s.activityStreams.all(Number(projectId), sinceMs, toMs) as any[]) out.set(`${r.service_name}\u0000${r.environment}`, { service: r.service_name, environment: r.environment });
       return [...out.values()];
     },
+    /** Services and environments with a deployment record that serves, started by `toMs` (the part of `streams` not from telemetry). */
+    deploymentStreams(projectId: string, toMs: number): Array<{ service: string; environment: string }> {
+      return (s.deploymentStreams.all(Number(projectId), toMs) as any[]).map((r) => ({ service: r.service, environment: r.environment }));
+    },
+    /** Every (service, environment, version) a deployment record names (the part of `versionKeys` not from telemetry). */
+    deploymentKeys(projectId: string): Array<{ service: string; environment: string; version: string }> {
+      return (s.deploymentKeys.all(Number(projectId)) as any[]).map((r) => ({ service: r.service, environment: r.environment, version: r.version }));
+    },
     /** Every (service, environment, version) named by telemetry or a deployment record. */
     versionKeys(projectId: string): Array<{ service: string; environment: string; version: string }> {
       const out = new Map<string, { service: string; environment: string; version: string }>();
@@ -129,23 +194,15 @@ export function createReleasesRepo(db: Db) {
     totals(projectId: string, service: string, environment: string, a: number, b: number): Totals {
       const pid = Number(projectId);
       const out: Totals = { requests: 0, errors: 0, sketch: newSketch() };
-      const a1 = Math.ceil(a / MIN) * MIN;
-      const h1 = Math.ceil(a1 / HOUR) * HOUR;
-      const h2 = Math.floor(b / HOUR) * HOUR;
-      if (h1 < h2) {
-        addRows(s.rows1m, pid, service, environment, a1, h1, out);
-        addRows(s.rows1h, pid, service, environment, h1, h2, out);
-        addRows(s.rows1m, pid, service, environment, h2, b, out);
-      } else addRows(s.rows1m, pid, service, environment, a1, b, out);
+      for (const r of totalsRanges(a, b)) addRows(r.unit === '1h' ? s.rows1h : s.rows1m, pid, service, environment, r.from, r.to, out);
       return out;
     },
     /** Minute rollups of [a, b) summed into buckets of `bucketMs` starting at `a`. */
     series(projectId: string, service: string, environment: string, a: number, b: number, bucketMs: number): SeriesBucket[] {
-      const n = Math.max(1, Math.ceil((b - a) / bucketMs));
-      const out: SeriesBucket[] = Array.from({ length: n }, (_, i) => ({ t: a + i * bucketMs, requests: 0, errors: 0, sketch: newSketch() }));
+      const { out, at } = seriesBuckets(a, b, bucketMs);
       const a1 = Math.ceil(a / MIN) * MIN;
       for (const r of s.rows1m.all(Number(projectId), service, environment, a1, b) as any[]) {
-        const p = out[Math.min(n - 1, Math.floor((r.t - a) / bucketMs))]!;
+        const p = at(r.t);
         p.requests += r.requests;
         p.errors += r.errors;
         if (r.requests) mergeInto(p.sketch, decodeSketch(r.sketch));

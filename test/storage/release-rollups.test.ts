@@ -57,7 +57,7 @@ const activity = (db: Db) =>
   );
 
 describe('release rollups at ingest', () => {
-  it('adds counts and merges latency sketches across batches; child spans count as spans, not requests', () => {
+  it('adds counts and merges latency sketches across batches; child spans count as spans, not requests', async () => {
     const db = openDatabase(tempFile());
     const s = createServices(db, loadConfig({}, { dbFile: ':memory:' }));
     s.telemetry.insertSpans('1', [span('1.0', T0 + 1000, { ms: 100 }), span('1.0', T0 + 2000, { ms: 200, error: true }), span('1.0', T0 + 3000, { child: true, error: true })], 'otlp', T0);
@@ -69,7 +69,7 @@ describe('release rollups at ingest', () => {
     expect(Math.abs(p99! - 300) / 300).toBeLessThanOrEqual(0.01);
     const hour = db.prepare('SELECT sum(requests) AS r FROM release_rollup_1h').get() as { r: number };
     expect(hour.r).toBe(4);
-    expect(s.releases.totals('1', 'api', 'prod', T0, T0 + MIN)).toMatchObject({ requests: 4, errors: 1 });
+    expect(await s.releases.totals('1', 'api', 'prod', T0, T0 + MIN)).toMatchObject({ requests: 4, errors: 1 });
     db.close();
   });
 

@@ -12,6 +12,8 @@ import { EVENT_ROW_COLUMNS } from '../errors-repo.js';
 import { insertCaptureRows, type ChCaptureRow } from './capture-store.js';
 import { OBS_COLUMNS } from '../ai-repo.js';
 import { FLAG_COLUMNS } from '../../domain/ai/observation.js';
+import { decodeSketch } from '../../domain/releases/sketch.js';
+import { insertReleaseRows, sketchColumns, type ChActivityRow, type ChRollupRow } from './release-store.js';
 
 export interface CopyReport {
   spans: number;
@@ -319,6 +321,59 @@ export async function copyAgentObservationsToClickHouse(db: Db, engine: ChEngine
       after = rows[rows.length - 1]!.id;
       opts.onProgress?.(out.agent_observations + out.agent_scores);
     }
+  }
+  return { ...out, ms: Date.now() - t0 };
+}
+
+export interface ReleaseCopyReport {
+  release_rollups: number;
+  release_activity: number;
+  ms: number;
+}
+
+/**
+ * The release health part of `sightline migrate --to-clickhouse`: copies SQLite's release rollups
+ * (minute and hour cells, sketches as bucket maps) and activity segments (with `approx`) into
+ * ClickHouse (schema.ts migration 10), by primary key, `batch` rows per insert; the reads there merge
+ * them with what the servers add later as SQLite would. Refuses when ClickHouse already holds release
+ * rollups or activity.
+ */
+export async function copyReleaseRollupsToClickHouse(db: Db, engine: ChEngine, opts: { batch?: number; onProgress?: (copied: number) => void } = {}): Promise<ReleaseCopyReport> {
+  const t0 = Date.now();
+  await migrateClickHouse(engine);
+  const [held] = await engine.query<{ n: number }>(
+    'SELECT (SELECT count() FROM release_rollup_1m) + (SELECT count() FROM release_rollup_1h) + (SELECT count() FROM release_activity) AS n',
+  );
+  if (Number(held?.n ?? 0) > 0) throw new CopyRefusedError('ClickHouse already holds release rollups or activity; copying again would duplicate them');
+  const batch = opts.batch ?? 20_000;
+  const out = { release_rollups: 0, release_activity: 0 };
+  const KEY = '(project_id, service_name, environment, t, version) > (?, ?, ?, ?, ?)';
+  for (const unit of ['1m', '1h'] as const) {
+    const page = db.prepare(`SELECT project_id, service_name, environment, t, version, spans, requests, errors, sketch FROM release_rollup_${unit}
+      WHERE ${KEY} ORDER BY project_id, service_name, environment, t, version LIMIT ?`);
+    let after: unknown[] = [-1, '', '', -Infinity, ''];
+    for (;;) {
+      const rows = page.all(...after, batch) as (Omit<ChRollupRow, 'sketchMap.k' | 'sketchMap.n'> & { sketch: string })[];
+      if (!rows.length) break;
+      const m = rows.map(({ sketch, ...r }) => ({ ...r, ...sketchColumns(decodeSketch(sketch)) }));
+      await insertReleaseRows(engine, unit === '1m' ? { m } : { h: m });
+      out.release_rollups += rows.length;
+      const last = rows[rows.length - 1]!;
+      after = [last.project_id, last.service_name, last.environment, last.t, last.version];
+      opts.onProgress?.(out.release_rollups + out.release_activity);
+    }
+  }
+  const page = db.prepare(`SELECT project_id, service_name, environment, version, start_ms, end_ms, approx FROM release_activity
+    WHERE (project_id, service_name, environment, version, start_ms) > (?, ?, ?, ?, ?) ORDER BY project_id, service_name, environment, version, start_ms LIMIT ?`);
+  let after: unknown[] = [-1, '', '', '', -Infinity];
+  for (;;) {
+    const rows = page.all(...after, batch) as ChActivityRow[];
+    if (!rows.length) break;
+    await insertReleaseRows(engine, { a: rows.map((r) => ({ ...r, approx: r.approx ? 1 : 0 })) });
+    out.release_activity += rows.length;
+    const last = rows[rows.length - 1]!;
+    after = [last.project_id, last.service_name, last.environment, last.version, last.start_ms];
+    opts.onProgress?.(out.release_rollups + out.release_activity);
   }
   return { ...out, ms: Date.now() - t0 };
 }

@@ -116,6 +116,19 @@ export async function expireClickHouseAgentScores(engine: ChEngine, cutoffs: { p
   return expireByDay(engine, 'agent_scores', cutoffs, 'started_ms');
 }
 
+/**
+ * Expiry of the release rollups and activity kept in ClickHouse (schema.ts migration 10), with each
+ * project's period for rollups (`metric_rollups`, 400 days by default: release health outlives the
+ * spans, as SQLite's, which keeps it), as {@link expireClickHouseLogs}: cells by their minute or
+ * hour, activity rows by their start. Returns the rows expired.
+ */
+export async function expireClickHouseReleaseRollups(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  let n = await expireByDay(engine, 'release_rollup_1m', cutoffs, 't');
+  n += await expireByDay(engine, 'release_rollup_1h', cutoffs, 't');
+  n += await expireByDay(engine, 'release_activity', cutoffs, 'start_ms');
+  return n;
+}
+
 /** Day partitions every cutoff passed are dropped; a later project cutoff deletes by a mutation. */
 async function expireByDay(engine: ChEngine, table: string, cutoffs: { projectId: string; cutoffMs: number }[], time = 'time_ms'): Promise<number> {
   if (!cutoffs.length) return 0;

@@ -400,6 +400,43 @@ export const CH_MIGRATIONS: ChMigration[] = [
       ) ENGINE = MergeTree PARTITION BY ${DAY('greatest(ts, 0.)')} ORDER BY (project_id, ts)`,
     ],
   },
+  {
+    version: 10,
+    name: 'release rollups and activity',
+    statements: [
+      // Release health (SQLite migration 014; release-store.ts writes, reads and expires them), so
+      // every process reads every process's spans' release health. One row per cell per span batch
+      // (service, environment, version, minute or hour): spans, requests, errors and the latency
+      // sketch's buckets (src/domain/releases/sketch.ts) as a map of bucket index → count, the zero
+      // bucket as the smallest Int32. Summing merges rows of the same cell in the background (the
+      // map by bucket: `sketchMap`); reads sum and sumMap over the window, so they never depend on it.
+      ...['release_rollup_1m', 'release_rollup_1h'].map(
+        (t) => `CREATE TABLE IF NOT EXISTS ${t} (
+        project_id UInt32,
+        service_name String,
+        environment String,
+        t Float64,
+        version String,
+        spans UInt64,
+        requests UInt64,
+        errors UInt64,
+        sketchMap Nested(k Int32, n UInt64)
+      ) ENGINE = SummingMergeTree PARTITION BY ${DAY('greatest(t, 0.)')} ORDER BY (project_id, service_name, environment, t, version)`,
+      ),
+      // Span times per service, environment and version: each batch's clusters (no gap of 15
+      // minutes or more inside), or SQLite's segments copied by `migrate --to-clickhouse` (`approx`:
+      // the start is only known to the hour). Reads merge them into segments as SQLite keeps them.
+      `CREATE TABLE IF NOT EXISTS release_activity (
+        project_id UInt32,
+        service_name String,
+        environment String,
+        version String,
+        start_ms Float64,
+        end_ms Float64,
+        approx UInt8
+      ) ENGINE = MergeTree PARTITION BY ${DAY('greatest(start_ms, 0.)')} ORDER BY (project_id, service_name, environment, version, start_ms)`,
+    ],
+  },
 ];
 
 /** Applies the migrations not yet recorded; safe to run from several processes (statements are idempotent). */
