@@ -187,6 +187,16 @@ export function createErrorGroupsRepo(db: Db, opts: { events?: ErrorEventsReader
   function eventGroupIds(projectId: string, groupId: string): string[] {
     return [groupId, ...(s.mergedFrom.all(Number(projectId), groupId) as GroupRef[]).map((r) => r.id)];
   }
+  /** eventGroupIds of several groups in one read. */
+  function eventGroupIdSets(projectId: string, groupIds: readonly string[]): string[][] {
+    if (groupIds.length <= 1) return groupIds.map((id) => eventGroupIds(projectId, id));
+    const dups = new Map<string, string[]>();
+    const rows = db
+      .prepare(`SELECT merged_into AS c, id FROM error_groups WHERE project_id = ? AND merged_into IN (${inList(groupIds)}) ORDER BY merged_at, id`)
+      .all(Number(projectId), ...groupIds) as { c: string; id: string }[];
+    for (const r of rows) dups.set(r.c, [...(dups.get(r.c) ?? []), r.id]);
+    return groupIds.map((id) => [id, ...(dups.get(id) ?? [])]);
+  }
 
   const inList = (ids: readonly string[]) => ids.map(() => '?').join(', ');
   const replayPage = db.prepare(`SELECT * FROM replays WHERE project_id = ? AND error_ids NOT IN ('', '[]') ORDER BY started_ms DESC, replay_id LIMIT ? OFFSET ?`);
@@ -209,42 +219,58 @@ export function createErrorGroupsRepo(db: Db, opts: { events?: ErrorEventsReader
    * users = distinct keys of the hours + edge keys the hours do not hold.
    */
   const windowStmts = new Map<string, { hours: Statement; overlap: Statement }>();
-  function windowStmt(n: number) {
-    let st = windowStmts.get(String(n));
+  /** Statements over the tallies of several disjoint sets of group ids at once, per set (`CASE` maps a group id to its set). */
+  function windowStmt(sets: readonly (readonly string[])[]) {
+    const key = sets.map((x) => x.length).join(',');
+    let st = windowStmts.get(key);
     if (!st) {
+      const n = sets.reduce((t, x) => t + x.length, 0);
       const ids = Array(n).fill('?').join(', ');
+      const setOf = `CASE group_id ${sets.map((x, i) => x.map(() => `WHEN ? THEN ${i}`).join(' ')).join(' ')} END`;
       st = {
         hours: db.prepare(
-          `SELECT COALESCE(SUM(n), 0) AS events, COUNT(DISTINCT NULLIF(user_key, '')) AS users FROM error_group_hour_users WHERE group_id IN (${ids}) AND hour >= ? AND hour < ?`,
+          `SELECT ${setOf} AS s, COALESCE(SUM(n), 0) AS events, COUNT(DISTINCT NULLIF(user_key, '')) AS users FROM error_group_hour_users
+             WHERE group_id IN (${ids}) AND hour >= ? AND hour < ? GROUP BY 1`,
         ),
+        // The edge keys of each set, as "set index|key" (a key another set's edges hold is not shared by this set).
         overlap: db.prepare(
-          `SELECT COUNT(DISTINCT user_key) AS n FROM error_group_hour_users WHERE group_id IN (${ids}) AND hour >= ? AND hour < ?
-             AND user_key IN (SELECT value FROM json_each(?))`,
+          `SELECT ${setOf} AS s, COUNT(DISTINCT user_key) AS n FROM error_group_hour_users WHERE group_id IN (${ids}) AND hour >= ? AND hour < ?
+             AND (${setOf}) || '|' || user_key IN (SELECT value FROM json_each(?)) GROUP BY 1`,
         ),
       };
-      windowStmts.set(String(n), st);
+      windowStmts.set(key, st);
     }
     return st;
   }
 
   /**
-   * Events and distinct users of groups `ids` with event times in [from, to]: whole hours [hStart, hEnd)
-   * from the tallies, `edges` (the events of [from, hStart) and [hEnd, to] per user key; without whole
-   * hours, all of [from, to]) from the events.
+   * Events and distinct users of each set of group ids (a group with its merged duplicates; the sets
+   * disjoint) with event times in [from, to]: whole hours [hStart, hEnd) from the tallies, `edges` (per
+   * set, the events of [from, hStart) and [hEnd, to] per user key; without whole hours, all of [from,
+   * to]) from the events. Users = distinct keys of the hours + edge keys the hours do not hold.
    */
-  function windowCount(ids: string[], edges: readonly { k: string | null; n: number }[], hStart: number, hEnd: number): { events: number; users: number } {
-    const whole = hEnd > hStart;
-    let n = 0;
-    const keys: string[] = [];
-    for (const e of edges) {
-      n += e.n;
-      if (e.k !== null && e.k !== '') keys.push(e.k);
+  function windowCountsOf(sets: readonly (readonly string[])[], edges: readonly (readonly { k: string | null; n: number }[])[], hStart: number, hEnd: number): { events: number; users: number }[] {
+    const out = sets.map((_, i) => {
+      let n = 0;
+      const keys: string[] = [];
+      for (const e of edges[i]!) {
+        n += e.n;
+        if (e.k !== null && e.k !== '') keys.push(e.k);
+      }
+      return { events: n, users: keys.length, keys };
+    });
+    if (hEnd <= hStart || !sets.length) return out.map(({ events, users }) => ({ events, users }));
+    const st = windowStmt(sets);
+    const flat = sets.flat();
+    for (const h of st.hours.all(...flat, ...flat, hStart, hEnd) as { s: number; events: number; users: number }[]) {
+      out[h.s]!.events += h.events;
+      out[h.s]!.users += h.users;
     }
-    if (!whole) return { events: n, users: keys.length };
-    const st = windowStmt(ids.length);
-    const h = st.hours.get(...ids, hStart, hEnd) as { events: number; users: number };
-    const shared = keys.length ? (st.overlap.get(...ids, hStart, hEnd, JSON.stringify(keys)) as { n: number }).n : 0;
-    return { events: n + h.events, users: h.users + keys.length - shared };
+    const pairs = out.flatMap((o, i) => o.keys.map((k) => `${i}|${k}`));
+    if (pairs.length) {
+      for (const o of st.overlap.all(...flat, ...flat, hStart, hEnd, ...flat, JSON.stringify(pairs)) as { s: number; n: number }[]) out[o.s]!.users -= o.n;
+    }
+    return out.map(({ events, users }) => ({ events, users }));
   }
 
   function listWhere(f: GroupListFilter, skip?: 'service' | 'environment' | 'level'): { sql: string; args: unknown[] } {
@@ -373,11 +399,16 @@ export function createErrorGroupsRepo(db: Db, opts: { events?: ErrorEventsReader
       // Whole hours [hStart, hEnd): every event time in them is inside [from, to] (times may be fractional).
       const hStart = Math.ceil(from / HOUR_MS) * HOUR_MS;
       const hEnd = Math.floor(to / HOUR_MS) * HOUR_MS;
-      const sets = groupIds.map((id) => eventGroupIds(projectId, id));
+      const sets = eventGroupIdSets(projectId, groupIds);
       const ranges = hEnd > hStart ? [{ lo: from, hi: hStart, closed: false }, { lo: hEnd, hi: to, closed: true }] : [{ lo: from, hi: to, closed: true }];
+      // A page of groups: one read of the events' edges, one of the tallies, one of the shared keys
+      // (with control data in PostgreSQL and events in ClickHouse, round trips are the cost).
       const edges = await events.userKeys(pid, sets, ranges);
+      const seen = new Set<string>();
+      const disjoint = sets.every((x) => x.every((id) => !seen.has(id) && seen.add(id)));
+      const counts = disjoint ? windowCountsOf(sets, edges, hStart, hEnd) : sets.map((x, i) => windowCountsOf([x], [edges[i]!], hStart, hEnd)[0]!);
       const out = new Map<string, { events: number; users: number }>();
-      groupIds.forEach((id, i) => out.set(id, windowCount(sets[i]!, edges[i]!, hStart, hEnd)));
+      groupIds.forEach((id, i) => out.set(id, counts[i]!));
       return out;
     },
 

@@ -108,6 +108,17 @@ async function checkAll() {
     const latest = await groups.latestEvent('1', id);
     expect(latest ? { timestamp_ms: latest.timestamp_ms, received_ms: latest.received_ms } : undefined).toEqual(newest);
   }
+  // A page of groups at once (errors.list): the same counts per group, one read of each kind for
+  // the page — with the groups that are not merged (disjoint sets), and with every group, merged
+  // duplicates beside their canonical group included (overlapping sets).
+  const all = FPS.map(gid).filter((id): id is string => !!id);
+  const canonical = all.filter((id) => db.prepare('SELECT merged_into FROM error_groups WHERE id = ?').pluck().get(id) === null);
+  for (const page of [canonical, all]) {
+    for (const [from, to] of windows()) {
+      const counts = await groups.windowCounts('1', page, from, to);
+      expect(page.map((id) => ({ id, from, to, ...counts.get(id) }))).toEqual(page.map((id) => ({ id, from, to, ...(reference(id, from, to) as object) })));
+    }
+  }
   // The tallies are what rebuilding them from the stored events gives (rows at 0 are gone).
   const rows = () => db.prepare('SELECT group_id, hour, user_key, n FROM error_group_hour_users ORDER BY 1, 2, 3').all();
   const kept = rows();
