@@ -2,6 +2,7 @@ import type { Db } from './db.js';
 import type { TelemetryWriter } from './telemetry-store.js';
 import type { SpanRecord } from '../domain/telemetry-types.js';
 import { environmentOf, serviceVersionOf } from './sqlite-telemetry-store.js';
+import { wellFormed } from './clickhouse/span-rows.js';
 import { addValue, encodeSketch, mergeEncoded, mergeInto, newSketch, type Sketch } from '../domain/releases/sketch.js';
 import { SILENCE_MS } from '../domain/releases/serving.js';
 
@@ -42,11 +43,13 @@ export function releaseBatch(spans: SpanRecord[]): ReleaseBatch {
   for (const sp of spans) {
     if (!sp.service_name) continue;
     let g = groups.get(sp.resource);
-    if (!g) groups.set(sp.resource, (g = { svc: sp.service_name, env: environmentOf(sp.resource), ver: serviceVersionOf(sp.resource), minutes: new Map(), ts: [] }));
+    // Lone surrogates (OTLP/JSON can carry them) as three U+FFFD, what SQLite reads back for them: the
+    // stored names then match what a read binds (and ClickHouse 18.16 refuses them in an insert).
+    if (!g) groups.set(sp.resource, (g = { svc: wellFormed(sp.service_name), env: wellFormed(environmentOf(sp.resource)), ver: wellFormed(serviceVersionOf(sp.resource)), minutes: new Map(), ts: [] }));
     if (g.svc !== sp.service_name) {
       // The same resource with another service name (Sentry tags): its own group.
       const key = { resource: sp.resource, svc: sp.service_name };
-      groups.set(key, (g = { svc: sp.service_name, env: g.env, ver: g.ver, minutes: new Map(), ts: [] }));
+      groups.set(key, (g = { svc: wellFormed(sp.service_name), env: g.env, ver: g.ver, minutes: new Map(), ts: [] }));
     }
     const t = Math.floor(sp.start_ms / 60_000) * 60_000;
     let c = g.minutes.get(t);

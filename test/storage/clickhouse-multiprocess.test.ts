@@ -308,10 +308,15 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
       const next = await waitForHit(killedAt, 45_000);
       expect(next, 'a check after the leader died').toBeDefined();
       expect(await leaderPid()).toBe(survivor.child.pid);
-      const results = await fetch(`${survivor.url}/v1/projects/${keys.project}/monitors/${monitorId}/results`, { headers: { 'x-service-key': keys.admin } });
-      const body = (await results.json()) as { data: { status: string }[] };
-      expect(results.status).toBe(200);
-      expect(body.data.filter((r) => r.status === 'up').length).toBeGreaterThanOrEqual(2);
+      // The target saw the request; the survivor records the result once the check completes.
+      const upResults = async () => {
+        const results = await fetch(`${survivor.url}/v1/projects/${keys.project}/monitors/${monitorId}/results`, { headers: { 'x-service-key': keys.admin } });
+        expect(results.status).toBe(200);
+        return ((await results.json()) as { data: { status: string }[] }).data.filter((r) => r.status === 'up').length;
+      };
+      let up = await upResults();
+      for (const until = Date.now() + 10_000; up < 2 && Date.now() < until; up = await upResults()) await new Promise((r) => setTimeout(r, 200));
+      expect(up).toBeGreaterThanOrEqual(2);
     } finally {
       await new Promise((r) => target.close(r));
     }

@@ -85,7 +85,7 @@ function otlpJson(): string {
   return JSON.stringify({
     resourceSpans: [
       {
-        resource: { attributes: [{ key: 'service.name', value: str('svc \u2028 "q" \ud800') }, { key: 'deployment.environment.name', value: str('env\u0001') }] },
+        resource: { attributes: [{ key: 'service.name', value: str('svc \u2028 "q" \ud800') }, { key: 'deployment.environment.name', value: str('env\u0001') }, { key: 'service.version', value: str('1.0 \udc00') }] },
         scopeSpans: [{ scope: { name: 'scope \\ 𝄞', version: 'v\u0000' }, spans }],
       },
     ],
@@ -130,6 +130,14 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('awkward strings through O
     const wellFormed = (s: string) => s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd\ufffd\ufffd');
     expect(fromCh.map((s) => s.name).sort()).toEqual(AWKWARD.map(wellFormed).sort());
     expect(stored.map((s) => s.name).sort()).toEqual(AWKWARD.map(wellFormed).sort());
+    // The release rollups of those spans (service, environment and version awkward too) read the same.
+    const releases = async (t: TestServer) => {
+      const { from: _from, to: _to, ...body } = (await api(t, 'GET', `/v1/projects/${t.projectId}/releases`, { key: t.keys.admin })).body; // (the default window ends now)
+      return body;
+    };
+    const [chReleases, sqReleases] = [await releases(ch), await releases(sq)];
+    expect(chReleases.data.map((r: { version: string }) => r.version)).toEqual(['1.0 \ufffd\ufffd\ufffd']);
+    expect(chReleases).toEqual(sqReleases);
   });
 });
 
@@ -140,7 +148,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('what the main thread stil
   });
   afterAll(() => t.close());
 
-  it('counts every span in the release rollups (in SQLite) and maps AI spans to observations (in ClickHouse)', async () => {
+  it('counts every span in the release rollups and maps AI spans to observations (both in ClickHouse)', async () => {
     const now = Date.now();
     const span = (i: number, attributes: { key: string; value: { stringValue: string } }[]) => ({
       traceId: 'ef'.repeat(16),
@@ -161,8 +169,11 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('what the main thread stil
       const r = await fetch(`${t.url}/ingest/v1/traces`, { method: 'POST', body, headers: { 'x-service-key': t.keys.ingest, 'content-type': 'application/json' } });
       expect(r.status).toBe(200);
     }
-    const rollup = t.s.db.prepare("SELECT sum(spans) AS spans, sum(requests) AS requests, sum(errors) AS errors FROM release_rollup_1m WHERE service_name = 'rollup-svc' AND version = '9.9.9'").get();
-    expect(rollup).toEqual({ spans: 4, requests: 4, errors: 1 });
+    const rollup = await t.s.services.clickhouse!.engine.query<{ spans: number; requests: number; errors: number }>(
+      "SELECT sum(spans) AS spans, sum(requests) AS requests, sum(errors) AS errors FROM release_rollup_1m WHERE service_name = 'rollup-svc' AND version = '9.9.9'",
+    );
+    expect(rollup.map((r) => ({ spans: Number(r.spans), requests: Number(r.requests), errors: Number(r.errors) }))).toEqual([{ spans: 4, requests: 4, errors: 1 }]);
+    expect(t.s.db.prepare('SELECT count(*) AS n FROM release_rollup_1m').get()).toEqual({ n: 0 });
     const obs = await t.s.services.clickhouse!.engine.query('SELECT span_id, model FROM agent_observations');
     expect(obs).toEqual([{ span_id: (4).toString(16).padStart(16, '0'), model: 'm-1' }]);
     expect(t.s.db.prepare('SELECT count(*) AS n FROM agent_observations').get()).toEqual({ n: 0 });
