@@ -53,6 +53,8 @@ const SCALE_OUT_FILES = [
   'test/operations/deployments.test.ts',
   'test/http/api-keys.test.ts',
   'test/http/rate-limit-shared.test.ts',
+  // Nothing the processes share is left in a process's SQLite file.
+  'test/storage/scale-out-sqlite.test.ts',
   'test/oauth/**/*.test.ts',
   'test/status/**/*.test.ts',
   'test/automations/**/*.test.ts',
