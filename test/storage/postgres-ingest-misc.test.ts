@@ -17,7 +17,7 @@ import { openSyncPg } from '../../src/storage/postgres/sync-client.js';
 import { copyControlToPostgres } from '../../src/storage/postgres/migrate.js';
 import { INGEST_MISC_TABLES } from '../../src/storage/postgres/control-tables.js';
 import { langfuseKeyPair } from '../../src/ingest/langfuse.js';
-import { createPgDatabase, pgQuery, postgresMissing, type PgDatabase } from '../support/postgres.js';
+import { createPgDatabase, pgAsBeforeMove, pgQuery, postgresMissing, type PgDatabase } from '../support/postgres.js';
 
 const missing = await postgresMissing();
 if (missing) console.log(`[postgres-ingest-misc] skipped: ${missing}`);
@@ -180,19 +180,8 @@ describe.skipIf(!!missing)('release health, replays, check-ins, outcomes, trace 
     expect((await pgQuery(copied.url, 'SELECT payload FROM replay_recordings'))[0]!.payload).toEqual(RECORDING);
 
     // PostgreSQL as a Sightline before migration 6 left it: control data copied, these tables still in SQLite.
-    const pgdb: PgDatabase = await createPgDatabase();
+    const pgdb: PgDatabase = await pgAsBeforeMove(dbFile, INGEST_MISC_TABLES);
     cleanup.push(() => pgdb.drop());
-    {
-      const sqlite = openDatabase(dbFile);
-      const pg = openSyncPg(pgdb.url);
-      try {
-        copyControlToPostgres(sqlite, pg);
-        for (const table of INGEST_MISC_TABLES) pg.query(`DELETE FROM ${table}`);
-      } finally {
-        pg.close();
-        sqlite.close();
-      }
-    }
     const first = await startServer(dbFile, pgdb.url);
     try {
       expect(await counts(pgdb.url)).toEqual(expected);

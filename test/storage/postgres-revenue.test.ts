@@ -20,10 +20,8 @@ import { PostHog } from 'posthog-node';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { createSightline, type Sightline } from '../../src/server.js';
 import { openDatabase } from '../../src/storage/db.js';
-import { openSyncPg } from '../../src/storage/postgres/sync-client.js';
-import { copyControlToPostgres } from '../../src/storage/postgres/migrate.js';
 import { REVENUE_ANALYTICS_TABLES } from '../../src/storage/postgres/control-tables.js';
-import { createPgDatabase, pgQuery, postgresMissing, type PgDatabase } from '../support/postgres.js';
+import { createPgDatabase, pgAsBeforeMove, pgQuery, postgresMissing, type PgDatabase } from '../support/postgres.js';
 
 const missing = await postgresMissing();
 if (missing) console.log(`[postgres-revenue] skipped: ${missing}`);
@@ -155,17 +153,8 @@ describe.skipIf(!!missing)('revenue and product analytics in PostgreSQL (migrati
     await t.s.close();
 
     // PostgreSQL as a Sightline before migration 5 left it: control data copied, revenue and analytics still in SQLite.
-    const pgdb: PgDatabase = await createPgDatabase();
+    const pgdb: PgDatabase = await pgAsBeforeMove(dbFile, REVENUE_ANALYTICS_TABLES);
     cleanup.push(() => pgdb.drop());
-    const sqlite = openDatabase(dbFile);
-    const pg = openSyncPg(pgdb.url);
-    try {
-      copyControlToPostgres(sqlite, pg);
-      for (const table of REVENUE_ANALYTICS_TABLES) pg.query(`DELETE FROM ${table}`);
-    } finally {
-      pg.close();
-      sqlite.close();
-    }
 
     const first = await startServer(dbFile, pgdb.url);
     try {

@@ -6,6 +6,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { openSyncPg } from '../../src/storage/postgres/sync-client.js';
 import { migratePostgres, PG_MIGRATIONS } from '../../src/storage/postgres/schema.js';
+import { copyControlToPostgres } from '../../src/storage/postgres/migrate.js';
+import { openDatabase } from '../../src/storage/db.js';
 
 export const TEST_POSTGRES_URL = process.env.SIGHTLINE_TEST_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -92,4 +94,23 @@ export async function pgQuery(url: string, sql: string, params: unknown[] = []):
   } finally {
     await c.end();
   }
+}
+
+/**
+ * A PostgreSQL database as a Sightline before a PostgreSQL migration that moved `tables` left it: the
+ * SQLite file's control data copied (`migrate --to-postgres`), those tables still empty there — for
+ * the tests that a server adopts its SQLite rows of moved tables once.
+ */
+export async function pgAsBeforeMove(dbFile: string, tables: readonly string[]): Promise<PgDatabase> {
+  const db = await createPgDatabase();
+  const sqlite = openDatabase(dbFile);
+  const pgc = openSyncPg(db.url);
+  try {
+    copyControlToPostgres(sqlite, pgc);
+    for (const table of tables) pgc.query(`DELETE FROM ${table}`);
+  } finally {
+    pgc.close();
+    sqlite.close();
+  }
+  return db;
 }
