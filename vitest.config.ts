@@ -55,6 +55,13 @@ const SCALE_OUT_FILES = [
   'test/http/rate-limit-shared.test.ts',
   // Nothing the processes share is left in a process's SQLite file.
   'test/storage/scale-out-sqlite.test.ts',
+  // The faces over the scale-out stores: the examples with the real SDKs, MCP Code Mode, an agent's
+  // tasks end to end, and the log and summary queries.
+  'test/examples.test.ts',
+  'test/mcp/execute.test.ts',
+  'test/e2e/agent-tasks.test.ts',
+  'test/queries/logs.test.ts',
+  'test/queries/summary.test.ts',
   'test/oauth/**/*.test.ts',
   'test/status/**/*.test.ts',
   'test/automations/**/*.test.ts',
