@@ -190,7 +190,13 @@ export function createChErrorEventsReader(engine: ChEngine, db: Db): ErrorEvents
 
   return {
     async latestEvent(pid, groupIds) {
-      return full(await one(`SELECT ${EVENT_COLS}, payload FROM error_events WHERE ${ofGroups(pid, groupIds)} ORDER BY timestamp_ms DESC, received_ms DESC LIMIT 1`));
+      // The latest time first (one column of the groups' rows), then the rows at that time: sorting the
+      // groups' rows with every column read took ~80 ms for a group of a few thousand events.
+      const where = ofGroups(pid, groupIds);
+      return full(
+        await one(`SELECT ${EVENT_COLS}, payload FROM error_events WHERE ${where} AND timestamp_ms = (SELECT max(timestamp_ms) FROM error_events WHERE ${where})
+          ORDER BY received_ms DESC LIMIT 1`),
+      );
     },
     async event(pid, eventId) {
       // The id index names the event's group and time: one primary-key range.
