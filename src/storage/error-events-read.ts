@@ -344,7 +344,9 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
       if (latest === null) return undefined;
       return full(
         db
-          .prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events WHERE project_id = ? AND group_id IN (${inList(ids)}) AND timestamp_ms = ? ORDER BY received_ms DESC LIMIT 1`)
+          // INDEXED BY: without it the planner walked the project's events by received time (the
+          // ORDER BY's index) — ~1.4 s for errors.get with 300k events in the project; with it, one seek.
+          .prepare(`SELECT ${EVENT_COLUMNS}, payload FROM error_events INDEXED BY error_events_group WHERE project_id = ? AND group_id IN (${inList(ids)}) AND timestamp_ms = ? ORDER BY received_ms DESC LIMIT 1`)
           .get(pid, ...ids, latest),
       );
     },
