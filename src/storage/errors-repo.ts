@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
 import { batchTallies } from './write-batcher.js';
-import { multiRow } from './multi-row.js';
+import { inList, multiRow } from './multi-row.js';
 import type { ErrorEventRecord } from '../domain/telemetry-types.js';
 import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
@@ -67,22 +67,11 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
   const sink = opts.events;
   const eventIds = sink ? 'error_event_ids' : 'error_events';
   const s = {
-    byFingerprint: db.prepare('SELECT id, short_id, title, level, service_name, environment, status, merged_into FROM error_groups WHERE project_id = ? AND fingerprint = ?'),
     byId: db.prepare('SELECT id, short_id, title, level, service_name, environment, status, merged_into FROM error_groups WHERE project_id = ? AND id = ?'),
     nextSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) + 1 AS n FROM error_groups WHERE project_id = ?'),
-    insertGroup: db.prepare(`INSERT INTO error_groups (id, project_id, seq, short_id, fingerprint, grouping_method, type, title, culprit, level,
-      service_name, environment, first_seen, last_seen, event_count, updated_at)
-      VALUES (@id, @project_id, @seq, @short_id, @fingerprint, @grouping_method, @type, @title, @culprit, @level, @service_name, @environment, @ts, @ts, 0, @now)`),
     insertEvent: db.prepare(`INSERT OR IGNORE INTO error_events (${EVENT_ROW_COLUMNS.join(', ')}) VALUES (${EVENT_ROW_COLUMNS.map(() => '?').join(', ')})`),
     // A resolved group that gets an event is unresolved at once (a second event of the same batch must not reopen it again).
     reopen: db.prepare(`UPDATE error_groups SET status = 'unresolved', updated_at = ? WHERE id = ? AND status = 'resolved'`),
-    // One UPDATE per group per batch with the batch's tally (SET expressions all see the row before the update).
-    bump: db.prepare(`UPDATE error_groups SET event_count = event_count + @n, last_seen = MAX(last_seen, @max_ts), first_seen = MIN(first_seen, @min_ts),
-      first_release = CASE WHEN @rel_first <> '' AND (first_release = '' OR @rel_first_ts < first_seen) THEN @rel_first ELSE first_release END,
-      last_release = CASE WHEN @rel_last <> '' AND (last_release = '' OR @rel_last_ts >= last_seen) THEN @rel_last ELSE last_release END,
-      user_count = user_count + @new_users,
-      level = CASE WHEN @rank > (CASE level WHEN 'debug' THEN 0 WHEN 'info' THEN 1 WHEN 'warning' THEN 2 WHEN 'error' THEN 3 WHEN 'fatal' THEN 4 ELSE 3 END) THEN @level ELSE level END,
-      updated_at = @now WHERE id = @id`),
     // Rollups kept beside the group in the same transaction (migration 034): reads never scan events.
     exists: db.prepare('SELECT 1 FROM error_groups WHERE project_id = ? AND id = ?'),
     groupOfEvent: db.prepare(`SELECT group_id FROM ${eventIds} WHERE project_id = ? AND event_id = ?`),
@@ -111,6 +100,35 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
   const insertIds = multiRow(db, 'INSERT OR IGNORE INTO error_event_ids (project_id, event_id, group_id, timestamp_ms)', 4, 'RETURNING event_id');
   // Per (group, hour, user key) event counts behind the window counts (migration 046).
   const hours = multiRow(db, 'INSERT INTO error_group_hour_users (group_id, hour, user_key, n)', 4, 'ON CONFLICT (group_id, hour, user_key) DO UPDATE SET n = n + excluded.n');
+  // The heads of a call's fingerprints not yet known to the batch, read at once (100 a statement).
+  const headsOf = inList(db, (marks) => `SELECT fingerprint, id, short_id, title, level, service_name, environment, status, merged_into FROM error_groups
+    WHERE project_id = ? AND fingerprint IN (${marks})`);
+  // A call's new groups, inserted once every event of the call has its group (before any event row).
+  const insertGroups = multiRow(
+    db,
+    `INSERT INTO error_groups (id, project_id, seq, short_id, fingerprint, grouping_method, type, title, culprit, level,
+      service_name, environment, first_seen, last_seen, event_count, updated_at)`,
+    16,
+  );
+  /*
+   * The batch's tally per group, 100 groups a statement: an UPDATE from a VALUES list (SQLite 3.33+;
+   * both name its columns column1, column2…), whose SET expressions all see the row before the update.
+   * The casts: PostgreSQL types a bare parameter in such a list as text. Columns: 1 id, 2 n, 3 max ts,
+   * 4 min ts, 5 first release, 6 its ts, 7 last release, 8 its ts, 9 new users, 10 level rank, 11 level, 12 now.
+   */
+  const [int, real] = ['CAST(? AS INTEGER)', 'CAST(? AS REAL)'];
+  const bumps = multiRow(
+    db,
+    `UPDATE error_groups SET event_count = event_count + v.column2, last_seen = MAX(last_seen, v.column3), first_seen = MIN(first_seen, v.column4),
+      first_release = CASE WHEN v.column5 <> '' AND (first_release = '' OR v.column6 < first_seen) THEN v.column5 ELSE first_release END,
+      last_release = CASE WHEN v.column7 <> '' AND (last_release = '' OR v.column8 >= last_seen) THEN v.column7 ELSE last_release END,
+      user_count = user_count + v.column9,
+      level = CASE WHEN v.column10 > (CASE level WHEN 'debug' THEN 0 WHEN 'info' THEN 1 WHEN 'warning' THEN 2 WHEN 'error' THEN 3 WHEN 'fatal' THEN 4 ELSE 3 END)
+        THEN v.column11 ELSE level END,
+      updated_at = v.column12 FROM (`,
+    ['?', int, real, real, '?', real, '?', real, int, int, '?', int],
+    ') AS v WHERE error_groups.id = v.column1',
+  );
 
   const write = (t: Tally) => {
     writeLatency(t.lat);
@@ -121,12 +139,10 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
         for (const r of st.all(...args) as { group_id: string }[]) newUsers.set(r.group_id, (newUsers.get(r.group_id) ?? 0) + 1);
       },
     );
-    for (const g of t.groups.values()) {
-      s.bump.run({
-        id: g.id, n: g.n, min_ts: g.minTs, max_ts: g.maxTs, rel_first: g.relFirst, rel_first_ts: g.relFirstTs, rel_last: g.relLast, rel_last_ts: g.relLastTs,
-        new_users: newUsers.get(g.id) ?? 0, rank: g.rank, level: g.level, now: g.now,
-      });
-    }
+    bumps(
+      [...t.groups.values()].map((g) => [g.id, g.n, g.maxTs, g.minTs, g.relFirst, g.relFirstTs, g.relLast, g.relLastTs, newUsers.get(g.id) ?? 0, g.rank, g.level, g.now]),
+      (st, args) => st.run(...args),
+    );
     dims([...t.dims.values()].map((d) => [d.group, d.kind, d.value, d.n, d.min, d.max]), (st, args) => st.run(...args));
     hours([...t.hours.values()].map((h) => [h.group, h.hour, h.key, h.n]), (st, args) => st.run(...args));
   };
@@ -135,16 +151,36 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
    * The group of a fingerprint, read once per write batch: a job finds it in its own tally, else in
    * the batch's (copied into its own, so a job rolled back leaves the batch's copy as it was), else
    * in the table. With error groups in PostgreSQL this saves a round trip per event; a change another
-   * process makes to a group meanwhile (a merge, a status) is seen by the next batch.
+   * process makes to a group meanwhile (a merge, a status) is seen by the next batch. The table is
+   * read for all of a call's fingerprints at once (`readHeads`, before `head`), not one by one.
    */
+  const readHeads = (pid: number, items: KeyedErrorEvent[], t: Tally, batch: Tally | null) => {
+    const want = new Set<string>();
+    for (const { key } of items) {
+      const k = `${pid}\u0000${key.fingerprint}`;
+      if (!t.heads.has(k) && !batch?.heads.has(k)) want.add(key.fingerprint);
+    }
+    headsOf([...want], (st, args) => {
+      for (const { fingerprint, ...g } of st.all(pid, ...args) as (GroupHead & { fingerprint: string })[]) t.heads.set(`${pid}\u0000${fingerprint}`, g);
+    });
+  };
   const head = (pid: number, fingerprint: string, t: Tally, batch: Tally | null): GroupHead | undefined => {
     const k = `${pid}\u0000${fingerprint}`;
     let g = t.heads.get(k);
     if (g) return g;
     const b = batch?.heads.get(k);
-    g = b ? { ...b } : (s.byFingerprint.get(pid, fingerprint) as GroupHead | undefined);
-    if (g) t.heads.set(k, g);
+    if (b) t.heads.set(k, (g = { ...b }));
     return g;
+  };
+  /*
+   * A project's next group seq, read once per write batch (then counted in the tallies, as the heads
+   * are): the batch holds the write lock, and with error groups in PostgreSQL the advisory lock, so
+   * no other writer adds a group meanwhile.
+   */
+  const nextSeq = (pid: number, t: Tally, batch: Tally | null): number => {
+    const n = t.seqs.get(pid) ?? batch?.seqs.get(pid) ?? (s.nextSeq.get(pid) as { n: number }).n;
+    t.seqs.set(pid, n + 1);
+    return n;
   };
 
   const ingestRows = (projectId: string, projectSlug: string, items: KeyedErrorEvent[], now: number, t: Tally, batch: Tally | null): ErrorsIngestOutcome => {
@@ -154,16 +190,21 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
     const created: GroupChange[] = [];
     const reopened: GroupChange[] = [];
     // First every event's group (found or created) and row, then which events are new, then their counts.
+    readHeads(pid, items, t, batch);
+    const newGroups: unknown[][] = [];
     const placed = items.map(({ event: e, key, json }) => {
       let g = head(pid, key.fingerprint, t, batch);
       if (!g) {
-        const seq = (s.nextSeq.get(pid) as { n: number }).n;
+        const seq = nextSeq(pid, t, batch);
         const row = {
           id: randomUUID(), project_id: pid, seq, short_id: shortId(projectSlug, seq), fingerprint: key.fingerprint,
           grouping_method: key.method, type: key.type, title: key.title, culprit: key.culprit, level: e.level,
           service_name: e.service_name, environment: e.environment, ts: e.timestamp_ms, now,
         };
-        s.insertGroup.run(row);
+        newGroups.push([
+          row.id, row.project_id, row.seq, row.short_id, row.fingerprint, row.grouping_method, row.type, row.title, row.culprit, row.level,
+          row.service_name, row.environment, row.ts, row.ts, 0, row.now,
+        ]);
         g = { id: row.id, short_id: row.short_id, title: row.title, level: row.level, service_name: row.service_name, environment: row.environment, status: 'unresolved', merged_into: null };
         t.heads.set(`${pid}\u0000${key.fingerprint}`, g);
         created.push(groupChange(g));
@@ -179,6 +220,7 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
       };
       return { e, g, own, effective, row };
     });
+    insertGroups(newGroups, (st, args) => st.run(...args));
     // With the events in ClickHouse, the ids go in multi-row statements (one round trip per 100 with
     // the groups in PostgreSQL); the first of equal ids in the call is the one stored.
     let fresh: Set<string> | null = null;
@@ -281,6 +323,8 @@ interface Tally {
   lat: LatencyTally;
   /** Groups read or created, by project and fingerprint (not written: what the next job of the batch finds). */
   heads: Map<string, GroupHead>;
+  /** The next group seq by project, once read (a job's own, then the batch's). */
+  seqs: Map<number, number>;
   add(group: string, e: ErrorEventRecord, now: number): void;
   merge(o: Tally): void;
 }
@@ -296,6 +340,7 @@ function newTally(): Tally {
   const hours = new Map<string, HourTally>();
   const lat = new LatencyTally();
   const heads = new Map<string, GroupHead>();
+  const seqs = new Map<number, number>();
   const hourUser = (group: string, hour: number, key: string, n: number) => {
     const k = `${group}\u0000${hour}\u0000${key}`;
     const h = hours.get(k);
@@ -333,6 +378,7 @@ function newTally(): Tally {
     hours,
     lat,
     heads,
+    seqs,
     add(group: string, e: ErrorEventRecord, now: number) {
       const ts = e.timestamp_ms;
       const rank = LEVEL_RANK[e.level] ?? 3;
@@ -351,6 +397,7 @@ function newTally(): Tally {
     },
     merge(o: Tally) {
       for (const [k, h] of o.heads) heads.set(k, h);
+      for (const [k, n] of o.seqs) seqs.set(k, n);
       for (const g of o.groups.values()) mergeGroup(g);
       for (const d of o.dims.values()) dim(d.group, d.kind, d.value, d.n, d.min, d.max);
       for (const [k, u] of o.users) if (!users.has(k)) users.set(k, u);

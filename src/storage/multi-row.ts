@@ -25,10 +25,12 @@ function chunked<T>(db: Db, sql: (n: number) => string) {
 /**
  * `${head} VALUES (?, …), (?, …) ${tail}`: rows of `cols` values each; `each` runs a statement with its
  * rows' values flattened. Rows in one statement must not conflict with each other (PostgreSQL refuses
- * an upsert that touches one row twice): callers merge them first.
+ * an upsert that touches one row twice): callers merge them first. `cols` may instead list each
+ * value's SQL (e.g. `CAST(? AS REAL)`): PostgreSQL types a bare parameter in a VALUES list that is
+ * not an INSERT's as text.
  */
-export function multiRow(db: Db, head: string, cols: number, tail = '') {
-  const row = `(${Array(cols).fill('?').join(', ')})`;
+export function multiRow(db: Db, head: string, cols: number | readonly string[], tail = '') {
+  const row = `(${(typeof cols === 'number' ? Array<string>(cols).fill('?') : cols).join(', ')})`;
   const run = chunked<unknown[]>(db, (n) => `${head} VALUES ${Array(n).fill(row).join(', ')} ${tail}`);
   return (rows: readonly unknown[][], each: (st: Statement, args: unknown[]) => void) => run(rows, (st, part) => each(st, part.flat()));
 }
