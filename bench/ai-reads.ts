@@ -272,7 +272,7 @@ async function main() {
     const engine = chSide.s.services.clickhouse!.engine;
     const versions = await engine.query<{ rows: number; ids: number }>('SELECT count() AS rows, uniqExact(observation_id) AS ids FROM agent_observations');
     const scoreVersions = await engine.query<{ rows: number; ids: number }>('SELECT count() AS rows, uniqExact(score_id) AS ids FROM agent_scores');
-    console.log(`ClickHouse rows (versions) / ids: observations ${versions[0]!.rows} / ${versions[0]!.ids}, scores ${scoreVersions[0]!.rows} / ${scoreVersions[0]!.ids} (before any merge)`);
+    console.log(`ClickHouse rows (versions, less any merged already) / ids: observations ${versions[0]!.rows} / ${versions[0]!.ids}, scores ${scoreVersions[0]!.rows} / ${scoreVersions[0]!.ids} (before any merge)`);
 
     const P = (x: Side) => `/v1/projects/${x.project}`;
     const iso = (ms: number) => encodeURIComponent(new Date(ms).toISOString());
