@@ -236,17 +236,21 @@ async function main() {
   let pgName = '';
   const sides: Side[] = [];
   let stopping = false;
-  const cleanup = async () => {
-    for (const x of sides.splice(0)) await x.close().catch((e) => console.error(`closing ${x.name}: ${e}`));
-    if (admin) {
-      if (pgName) await admin.query(`DROP DATABASE IF EXISTS ${pgName} WITH (FORCE)`).catch((e) => console.error(`dropping ${pgName}: ${e}`));
-      await admin.end().catch(() => {});
-      admin = null;
-    }
-    // The private clickhouse-server outlives this process unless stopped here.
-    if (ch) await ch.stop().catch((e) => console.error(`stopping clickhouse-server: ${e}`));
-    ch = null;
-  };
+  /** The clickhouse-server started and the PostgreSQL database created (settled either way): what cleanup must undo exists by then. */
+  let ready: Promise<unknown> = Promise.resolve();
+  // One cleanup, shared by the signal handler and the finally below (a signal makes the seeding fail too).
+  let cleaning: Promise<void> | null = null;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await ready.catch(() => {});
+      for (const x of sides.splice(0)) await x.close().catch((e) => console.error(`closing ${x.name}: ${e}`));
+      if (admin) {
+        if (pgName) await admin.query(`DROP DATABASE IF EXISTS ${pgName} WITH (FORCE)`).catch((e) => console.error(`dropping ${pgName}: ${e}`));
+        await admin.end().catch(() => {});
+      }
+      // The private clickhouse-server outlives this process unless stopped here.
+      if (ch) await ch.stop().catch((e) => console.error(`stopping clickhouse-server: ${e}`));
+    })());
   const onSignal = (sig: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
@@ -254,18 +258,28 @@ async function main() {
     void cleanup().finally(() => process.exit(130));
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(sig, onSignal);
+  const notStopping = () => {
+    if (stopping) throw new Error('stopped by a signal');
+  };
   let mismatches = 0;
   try {
-    ch = await startClickHouseServer();
-    admin = new pg.Client({ connectionString: PG_BASE });
-    await admin.connect();
-    pgName = `sl_bench_ai_reads_${process.pid}`;
-    await admin.query(`CREATE DATABASE ${pgName}`);
     const pgUrl = new URL(PG_BASE);
-    pgUrl.pathname = `/${pgName}`;
+    ready = (async () => {
+      ch = await startClickHouseServer();
+      admin = new pg.Client({ connectionString: PG_BASE });
+      await admin.connect();
+      pgName = `sl_bench_ai_reads_${process.pid}`;
+      await admin.query(`CREATE DATABASE ${pgName}`);
+      pgUrl.pathname = `/${pgName}`;
+    })();
+    await ready;
+    notStopping();
+    ch = ch!;
 
     console.log(`clickhouse-server ${ch.version}; seeding ${N} observations (${Math.round(SCORED * 100)} % of generations scored, ${Math.round(RESENT * 100)} % of generations sent twice) over 30 days on each backend (load ${load()})`);
+    notStopping();
     await side('SQLite', {}, sides);
+    notStopping(); // a side created after cleanup closed the others would be left behind
     await side('ClickHouse + PostgreSQL', { clickhouseUrl: `${ch.url}/bench_ai_reads`, databaseUrl: pgUrl.toString() }, sides);
     for (const x of sides) console.log(`  ${x.name}: seeded in ${x.seedSeconds.toFixed(0)} s (${Math.round(N / x.seedSeconds)} observations/s)     `);
     const [lite, chSide] = sides as [Side, Side];
