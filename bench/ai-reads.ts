@@ -23,19 +23,13 @@
  *
  * `--prof` prints each ClickHouse query of one call per read with its time.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { createSightline, type Sightline } from '../src/server.js';
-import { bootstrapOrganization } from '../src/core/bootstrap.js';
 import { writeDrafts } from '../src/ingest/ai-write.js';
 import { emptyDraft, type ObservationDraft, type ScoreDraft } from '../src/domain/ai/observation.js';
 import type { ChEngine } from '../src/storage/clickhouse/client.js';
 import { startClickHouseServer, type ClickHouseServer } from '../test/support/clickhouse.js';
-import { rng, timeGetP95 } from './lib.js';
+import { openBenchSide, rng, timeGetP95, type BenchSide } from './lib.js';
 
 const flag = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -87,10 +81,14 @@ function chunk(t0: number, t1: number, r: () => number, sessionBase: Map<number,
   for (let t = t0; t < t1 && t * PER_TRACE < N; t++) {
     const busy = t % BUSY_EVERY === 0;
     const s = Math.floor(t / TRACES_PER_SESSION);
-    // Within [now − 30 days + 2 h, now − 10 min], so every 30-day window read later covers all of them.
+    // Within [now − 30 days + 2 h, now − 10 min], so every 30-day window read later covers all of them,
+    // in trace order with a little jitter, as they arrive live: an insert then lands in one or two day
+    // partitions (random times over 30 days made ~30 parts per insert — thousands of small parts that
+    // slowed every ClickHouse read, even at a few thousand observations, far from live conditions).
     const span = 30 * DAY - 2 * HOUR - 10 * MIN - TRACES_PER_SESSION * MIN;
-    if (!busy && !sessionBase.has(s)) (sessionBase.clear(), sessionBase.set(s, NOW - 10 * MIN - TRACES_PER_SESSION * MIN - Math.floor(r() * span)));
-    const start = busy ? NOW - 10 * MIN - TRACES_PER_SESSION * MIN - Math.floor(r() * span) : sessionBase.get(s)! + (t % TRACES_PER_SESSION) * MIN;
+    const at = (i: number) => NOW - 10 * MIN - TRACES_PER_SESSION * MIN - span + Math.floor((span * i) / TRACES) + Math.floor(r() * 10 * MIN);
+    if (!busy && !sessionBase.has(s)) (sessionBase.clear(), sessionBase.set(s, Math.min(at(t), NOW - 10 * MIN - TRACES_PER_SESSION * MIN)));
+    const start = busy ? Math.min(at(t), NOW - 10 * MIN - TRACES_PER_SESSION * MIN) : sessionBase.get(s)! + (t % TRACES_PER_SESSION) * MIN;
     const session_id = busy ? BUSY : `session-${s}`;
     const user_id = `user-${s % 2000}`;
     const [model, provider] = MODELS[Math.floor(r() * MODELS.length)]!;
@@ -141,37 +139,11 @@ function chunk(t0: number, t1: number, r: () => number, sessionBase: Map<number,
   return out;
 }
 
-interface Side {
-  name: string;
-  s: Sightline;
-  url: string;
-  key: string;
-  project: string;
-  seedSeconds: number;
-  close(): Promise<void>;
-}
+type Side = BenchSide;
 
 async function side(name: string, config: { clickhouseUrl?: string; databaseUrl?: string }, opened: Side[]): Promise<Side> {
-  const dir = mkdtempSync(join(tmpdir(), 'sl-bench-ai-reads-'));
-  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', logLevel: 'warn', databaseUrl: config.databaseUrl ?? null, clickhouseUrl: config.clickhouseUrl ?? null });
-  const server = http.createServer(s.app.callback());
-  const x: Side = {
-    name,
-    s,
-    url: '',
-    key: '',
-    project: '',
-    seedSeconds: 0,
-    async close() {
-      if (server.listening) await new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections()));
-      await s.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-  opened.push(x); // closed by main's finally even if seeding fails
-  const boot = bootstrapOrganization(s.services, { now: Date.now() });
-  x.key = boot.admin_key;
-  x.project = boot.project_id;
+  const x = await openBenchSide(name, config, opened); // closed by main's finally even if seeding fails
+  const s = x.s;
   const r = rng(11); // the same observations on both sides
   const sessionBase = new Map<number, number>();
   let pending: Chunk | null = null;
@@ -200,8 +172,7 @@ async function side(name: string, config: { clickhouseUrl?: string; databaseUrl?
     await s.services.writeBatch(() => writeDrafts(s.services, x.project, p.updates, p.updateScores, Date.now()));
   }
   x.seedSeconds = (performance.now() - t0) / 1000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  x.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await x.listen();
   return x;
 }
 

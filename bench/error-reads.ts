@@ -12,20 +12,14 @@
  *
  *   npx tsx bench/error-reads.ts [--events 300000] [--groups 2000] [--runs 20] [--pg postgres://postgres@127.0.0.1:5432/postgres]
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import { createSightline, type Sightline } from '../src/server.js';
-import { bootstrapOrganization } from '../src/core/bootstrap.js';
 import { processJob } from '../src/ingest/process.js';
 import { ingestKeyedErrorEvents, SpikeGuard } from '../src/ingest/pipeline.js';
 import { ingestLimitsFromEnv } from '../src/ingest/limits.js';
 import { startClickHouseServer } from '../test/support/clickhouse.js';
-import { rng, timeGetP95 } from './lib.js';
+import { openBenchSide, rng, timeGetP95, type BenchSide } from './lib.js';
 
 const flag = (name: string, dflt: string) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -73,49 +67,27 @@ function envelope(i: number, r: () => number): Buffer {
   return Buffer.from(`${JSON.stringify({ event_id: id, sent_at: new Date(at).toISOString() })}\n{"type":"event"}\n${JSON.stringify(event)}\n`);
 }
 
-interface Side {
-  name: string;
-  s: Sightline;
-  url: string;
-  key: string;
-  project: string;
-  seedSeconds: number;
-  close(): Promise<void>;
-}
+type Side = BenchSide;
 
-async function side(name: string, config: { clickhouseUrl?: string; databaseUrl?: string }): Promise<Side> {
-  const dir = mkdtempSync(join(tmpdir(), 'sl-bench-error-reads-'));
-  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', logLevel: 'warn', databaseUrl: config.databaseUrl ?? null, clickhouseUrl: config.clickhouseUrl ?? null });
-  const boot = bootstrapOrganization(s.services, { now: Date.now() });
-  s.db.prepare('UPDATE projects SET spike_threshold_per_minute = NULL WHERE id = ?').run(Number(boot.project_id));
-  const project = s.services.identity.projectById(boot.project_id)!;
+async function side(name: string, config: { clickhouseUrl?: string; databaseUrl?: string }, opened: Side[]): Promise<Side> {
+  const x = await openBenchSide(name, config, opened); // closed by main's finally even if seeding fails
+  const s = x.s;
+  s.db.prepare('UPDATE projects SET spike_threshold_per_minute = NULL WHERE id = ?').run(Number(x.project));
+  const project = s.services.identity.projectById(x.project)!;
   const limits = ingestLimitsFromEnv();
   const spike = new SpikeGuard();
   const r = rng(7); // the same events on both sides
   const t0 = performance.now();
   for (let i = 0; i < N; i += 1024) {
-    const keyed = Array.from({ length: Math.min(1024, N - i) }, (_, j) => processJob({ kind: 'envelope', body: envelope(i + j, r), receivedMs: Date.now(), limits }).slices.flatMap((x) => x.errors ?? []));
+    const keyed = Array.from({ length: Math.min(1024, N - i) }, (_, j) => processJob({ kind: 'envelope', body: envelope(i + j, r), receivedMs: Date.now(), limits }).slices.flatMap((e) => e.errors ?? []));
     const jobs: Promise<unknown>[] = [];
     for (let j = 0; j < keyed.length; j += 256) jobs.push(s.services.writeBatch(() => ingestKeyedErrorEvents(s.services, spike, project, keyed.slice(j, j + 256).flat(), Date.now())));
     await Promise.all(jobs);
-    if (i % 50_000 === 0) process.stdout.write(`  ${name}: ${i} events seeded\r`);
+    if (i % (1024 * 50) === 0) process.stdout.write(`  ${name}: ${i} events seeded\r`);
   }
-  const seedSeconds = (performance.now() - t0) / 1000;
-  const server = http.createServer(s.app.callback());
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    name,
-    s,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    key: boot.admin_key,
-    project: boot.project_id,
-    seedSeconds,
-    async close() {
-      await new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections()));
-      await s.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  x.seedSeconds = (performance.now() - t0) / 1000;
+  await x.listen();
+  return x;
 }
 
 async function main() {
@@ -129,8 +101,8 @@ async function main() {
   const sides: Side[] = [];
   try {
     console.log(`seeding ${N} events in ${G} groups on each backend (load ${load()})`);
-    sides.push(await side('SQLite', {}));
-    sides.push(await side('ClickHouse + PostgreSQL', { clickhouseUrl: `${ch.url}/bench_error_reads`, databaseUrl: pgUrl.toString() }));
+    await side('SQLite', {}, sides);
+    await side('ClickHouse + PostgreSQL', { clickhouseUrl: `${ch.url}/bench_error_reads`, databaseUrl: pgUrl.toString() }, sides);
     for (const x of sides) console.log(`  ${x.name}: seeded in ${x.seedSeconds.toFixed(0)} s (${Math.round(N / x.seedSeconds)} events/s)     `);
 
     const P = (x: Side) => `/v1/projects/${x.project}`;

@@ -165,3 +165,52 @@ export async function timeGetP95(base: string, key: string, path: () => string, 
   t.sort((a, b) => a - b);
   return { p95: t[Math.min(t.length - 1, Math.ceil(t.length * 0.95) - 1)]!, status };
 }
+
+/**
+ * A Sightline in this process for the read benches that compare backends (error-reads.ts,
+ * ai-reads.ts): a fresh SQLite file, the given ClickHouse / PostgreSQL URLs, the first organization
+ * bootstrapped (admin key, project); `listen()` serves it over HTTP once seeded; `close()` stops it and
+ * removes its file. Pushed on `opened` first, so a caller's `finally` closes it even if seeding fails.
+ */
+export interface BenchSide {
+  name: string;
+  s: import('../src/server.js').Sightline;
+  url: string;
+  key: string;
+  project: string;
+  seedSeconds: number;
+  listen(): Promise<void>;
+  close(): Promise<void>;
+}
+export async function openBenchSide(name: string, config: { clickhouseUrl?: string; databaseUrl?: string }, opened: BenchSide[]): Promise<BenchSide> {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { createSightline } = await import('../src/server.js');
+  const { bootstrapOrganization } = await import('../src/core/bootstrap.js');
+  const dir = mkdtempSync(join(tmpdir(), `sl-bench-${name.replace(/\W+/g, '-').toLowerCase()}-`));
+  const s = createSightline({ dbFile: join(dir, 'bench.db'), port: 0, host: '127.0.0.1', logLevel: 'warn', databaseUrl: config.databaseUrl ?? null, clickhouseUrl: config.clickhouseUrl ?? null });
+  const server = http.createServer(s.app.callback());
+  const x: BenchSide = {
+    name,
+    s,
+    url: '',
+    key: '',
+    project: '',
+    seedSeconds: 0,
+    async listen() {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      x.url = `http://127.0.0.1:${(server.address() as import('node:net').AddressInfo).port}`;
+    },
+    async close() {
+      if (server.listening) await new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections()));
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  opened.push(x);
+  const boot = bootstrapOrganization(s.services, { now: Date.now() });
+  x.key = boot.admin_key;
+  x.project = boot.project_id;
+  return x;
+}
