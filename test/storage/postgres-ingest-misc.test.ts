@@ -6,12 +6,10 @@
  * --to-postgres` copies them; a server already on PostgreSQL adopts them from its SQLite file at its
  * first start with migration 6, once. Runs on the local PostgreSQL; skips, saying why, without one.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { startSecondServer } from '../support/second-server.js';
-import { createSightline, type Sightline } from '../../src/server.js';
+import { startSecondServer, startServerOn } from '../support/second-server.js';
+import type { Sightline } from '../../src/server.js';
 import { openDatabase } from '../../src/storage/db.js';
 import { openSyncPg } from '../../src/storage/postgres/sync-client.js';
 import { copyControlToPostgres } from '../../src/storage/postgres/migrate.js';
@@ -67,20 +65,7 @@ function snapshot(s: Sightline, projectId: string) {
   };
 }
 
-/** A server over `dbFile` and `databaseUrl` (another process, as far as the test can tell). */
-async function startServer(dbFile: string, databaseUrl: string): Promise<{ s: Sightline; url: string; stop(): Promise<void> }> {
-  const s = createSightline({ logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, dbFile, databaseUrl, port: 0, host: '127.0.0.1' });
-  const server = http.createServer(s.app.callback());
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    s,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async stop() {
-      await new Promise<void>((r) => (server.close(() => r()), server.closeAllConnections()));
-      await s.close();
-    },
-  };
-}
+const startServer = startServerOn;
 
 describe.skipIf(!!missing)('release health, replays, check-ins, outcomes, trace info and fixer dispatches in PostgreSQL (migration 6)', () => {
   const cleanup: Array<() => Promise<void>> = [];

@@ -9,19 +9,17 @@
  * ledger in PostgreSQL alone. Runs on the local PostgreSQL; skips,
  * saying why, without one.
  */
-import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import Stripe from 'stripe';
 import { PostHog } from 'posthog-node';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
-import { createSightline, type Sightline } from '../../src/server.js';
 import { openDatabase } from '../../src/storage/db.js';
 import { REVENUE_ANALYTICS_TABLES } from '../../src/storage/postgres/control-tables.js';
 import { createPgDatabase, pgAsBeforeMove, pgQuery, postgresMissing, type PgDatabase } from '../support/postgres.js';
+import { startServerOn } from '../support/second-server.js';
 
 const missing = await postgresMissing();
 if (missing) console.log(`[postgres-revenue] skipped: ${missing}`);
@@ -38,20 +36,7 @@ const stripeEvent = (id: string, charge: string, amount: number) =>
 const deliver = (url: string, projectId: string, payload: string) =>
   fetch(`${url}/ingest/payments/stripe/${projectId}`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': Stripe.webhooks.generateTestHeaderString({ payload, secret: SECRET }) }, body: payload });
 
-/** A server over `dbFile` and `databaseUrl` (another process, as far as the test can tell). */
-async function startServer(dbFile: string, databaseUrl: string): Promise<{ s: Sightline; url: string; stop(): Promise<void> }> {
-  const s = createSightline({ logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, revenue: REVENUE, dbFile, databaseUrl, port: 0, host: '127.0.0.1' });
-  const server = http.createServer(s.app.callback());
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    s,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async stop() {
-      await new Promise<void>((r) => (server.close(() => r()), server.closeAllConnections()));
-      await s.close();
-    },
-  };
-}
+const startServer = (dbFile: string, databaseUrl: string) => startServerOn(dbFile, databaseUrl, { revenue: REVENUE });
 
 /** Pageviews with UTMs and an identify through the real posthog-node client. */
 async function capture(url: string, ingestKey: string): Promise<void> {

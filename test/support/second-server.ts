@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChEngine } from '../../src/storage/clickhouse/client.js';
 import { createSightline, type Sightline } from '../../src/server.js';
+import type { AppConfig } from '../../src/core/config.js';
 import type { TestServer } from '../helpers/server.js';
 import { chMode } from './clickhouse-store-fixture.js';
 
@@ -46,6 +47,24 @@ export async function startSecondServer(t: TestServer, o: { now?: () => number; 
       });
       await s.close();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A Sightline over `dbFile` and the PostgreSQL database `databaseUrl`, serving HTTP (another process,
+ * as far as a test can tell: the adoption and copy tests start one on a file another server wrote).
+ */
+export async function startServerOn(dbFile: string, databaseUrl: string, config: Partial<AppConfig> = {}): Promise<{ s: Sightline; url: string; stop(): Promise<void> }> {
+  const s = createSightline({ logLevel: 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 }, ...config, dbFile, databaseUrl, port: 0, host: '127.0.0.1' });
+  const server = http.createServer(s.app.callback());
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    s,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async stop() {
+      await new Promise<void>((r) => (server.close(() => r()), server.closeAllConnections()));
+      await s.close();
     },
   };
 }
