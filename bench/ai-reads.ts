@@ -19,9 +19,11 @@
  * call makes, and the load average.
  *
  *   npx tsx bench/ai-reads.ts [--observations 300000] [--scored 0.2] [--resent 0.1] [--runs 20]
- *                             [--pg postgres://postgres@127.0.0.1:5432/postgres] [--prof]
+ *                             [--pg postgres://postgres@127.0.0.1:5432/postgres] [--prof] [--hold]
  *
- * `--prof` prints each ClickHouse query of one call per read with its time.
+ * `--prof` prints each ClickHouse query of one call per read with its time. `--hold` keeps the seeded
+ * clickhouse-server running after the figures (its HTTP address printed) until Ctrl-C, for trying
+ * queries by hand (`curl '<address>/?database=bench_ai_reads' --data-binary 'SELECT …'`).
  */
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -41,6 +43,7 @@ const RESENT = Number(flag('resent', '0.1'));
 const RUNS = Number(flag('runs', '20'));
 const PG_BASE = flag('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
 const PROF = process.argv.includes('--prof');
+const HOLD = process.argv.includes('--hold');
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
@@ -312,6 +315,10 @@ async function main() {
     console.log('| read | SQLite | ClickHouse + PostgreSQL | ratio | CH queries | load |\n|---|---:|---:|---:|---:|---:|');
     for (const r of rows) console.log(`| ${r.join(' | ')} |`);
     if (mismatches) console.log(`\n!!!!!!!! ${mismatches} read(s) differ between the backends (above) !!!!!!!!`);
+    if (HOLD) {
+      console.log(`\nholding: clickhouse-server at ${ch.url} (database bench_ai_reads, project_id ${chSide.project}); Ctrl-C stops it`);
+      await new Promise(() => {}); // until a signal: onSignal cleans up
+    }
   } finally {
     await cleanup();
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.off(sig, onSignal);

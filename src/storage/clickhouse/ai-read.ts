@@ -6,6 +6,7 @@ import {
 } from '../ai-repo.js';
 import { lit, type ChEngine } from './client.js';
 import type { ChAiStore, ChObservationRow } from './ai-store.js';
+import { VERSIONED, type VersionedTable } from './schema.js';
 
 const DAY = 86_400_000;
 const OBS_VALUES = [...OBS_COLUMNS.filter((c) => c !== 'observation_id'), ...FLAG_COLUMNS];
@@ -16,19 +17,36 @@ const SCORE_VALUES = [
 const OBS_FILTERS = ['trace_id', 'session_id', 'user_id', 'agent_id', 'workflow_id', 'observation_type', 'status', 'model', 'provider', 'tool_name', 'release', 'environment'] as const;
 const TEXT_COLUMNS = ['message', 'observation_name', 'tool_name', 'input_json', 'output_json', 'attributes', 'tags'];
 
+const [OBS_T, SCORE_T] = VERSIONED;
+
 /**
- * The current rows of a table whose rows are versions (schema.ts migration 8): of every id with a
- * version matching `pre`, the version with the largest `version`, under the table's column names.
- * `pre` only narrows which ids are read (it must hold for a current row the caller keeps): the
- * caller filters the current rows again, so a version replaced by one outside `pre` is not counted.
+ * The current rows of a versioned table (schema.ts VERSIONED) where `cond` holds: its rows less the
+ * versions a later one replaced (marked by ai-store.ts markSuperseded), under the table's column
+ * names — no aggregation per id. `range`, a condition on the marks' columns (`started_ms`, the id)
+ * that `cond` implies (the read's window, the ids read), narrows the marks read: a mark lies at its
+ * version's start.
  */
-function current(table: string, idCol: string, values: readonly string[], pid: number, pre: string, withVersion = false): string {
-  return `SELECT v_${idCol} AS ${idCol}, ${values.map((c) => `v_${c} AS ${c}`).join(', ')}${withVersion ? ', v_version AS version' : ''} FROM (
-    SELECT ${idCol} AS v_${idCol}, ${values.map((c) => `argMax(${c}, version) AS v_${c}`).join(', ')}${withVersion ? ', max(version) AS v_version' : ''}
-    FROM ${table} WHERE project_id = ${lit(pid)} AND ${idCol} IN (SELECT ${idCol} FROM ${table} WHERE project_id = ${lit(pid)} AND (${pre})) GROUP BY ${idCol})`;
+function current(t: VersionedTable, values: readonly string[], pid: number, cond: string, range?: string, withVersion = false): string {
+  // The marks are checked on the rows `cond` selected, outside the inner query: as a condition of the
+  // inner query, ClickHouse evaluates them with `cond` before reading (PREWHERE), over every row —
+  // twice as slow on 18.16 (bench/ai-reads.ts).
+  const cols = `${t.id}, ${values.join(', ')}`;
+  return `SELECT ${cols}${withVersion ? ', version' : ''} FROM (SELECT ${cols}, version FROM ${t.table} WHERE project_id = ${lit(pid)} AND (${cond}))
+    WHERE (${t.id}, version) NOT IN (SELECT ${t.id}, version FROM ${t.superseded} WHERE project_id = ${lit(pid)}${range ? ` AND ${range}` : ''})`;
 }
-const obsNow = (pid: number, pre: string, withVersion = false) => current('agent_observations', 'observation_id', OBS_VALUES, pid, pre, withVersion);
-const scoresNow = (pid: number, pre: string) => current('agent_scores', 'score_id', SCORE_VALUES, pid, pre);
+const obsNow = (pid: number, cond: string, range?: string, withVersion = false) => current(OBS_T, OBS_VALUES, pid, cond, range, withVersion);
+const scoresNow = (pid: number, cond: string, range?: string) => current(SCORE_T, SCORE_VALUES, pid, cond, range);
+
+/**
+ * The current rows of these ids, found through the keys table (schema.ts migration 11: every
+ * version's start, by id) and read by the primary key of their own table. Newest first, so that of
+ * two versions left current (a process killed between its insert and its marks) the newest is taken.
+ */
+function byIds(t: VersionedTable, values: readonly string[], pid: number, ids: string[], withVersion = false): string {
+  const list = ids.map(lit).join(', ');
+  return `${current(t, values, pid, `${t.id} IN (${list}) AND started_ms IN (SELECT started_ms FROM ${t.keys} WHERE project_id = ${lit(pid)} AND ${t.id} IN (${list}))`,
+    `${t.id} IN (${list})`, withVersion)} ORDER BY version DESC`;
+}
 
 const win = (fromMs: number, toMs: number) => `started_ms >= ${lit(fromMs)} AND started_ms < ${lit(toMs)}`;
 /** ASCII lower case, as SQLite's LIKE folds (and ClickHouse's lower()). */
@@ -56,8 +74,9 @@ const num = <T extends object>(r: T): T => {
 
 /**
  * Agent observations and scores read from ClickHouse (issue 20): the answers of ai-repo.ts's reads,
- * computed from the current rows (each id's newest version) — no rollups, so a replaced observation
- * or score counts once, as its latest write. Differences: sessions' and users' first and last
+ * computed from the current rows (each id's newest version: the rows not marked superseded, schema.ts
+ * migration 11) — no rollups, so a replaced observation or score counts once, as its latest write.
+ * Differences: sessions' and users' first and last
  * activity are those of their current observations (SQLite keeps the earliest and latest start ever
  * written, an outer bound, when a replacement moves an observation); aggregates cover the retained
  * rows only (SQLite's hourly rollups and session/user totals outlive the observations).
@@ -67,8 +86,8 @@ export function createChAiReader(engine: ChEngine) {
 
   async function list(projectId: string, f: ObservationFilters, limit: number, offset: number) {
     const pid = Number(projectId);
-    const cond = `${win(f.fromMs, f.toMs)}${obsWhere(f)}`;
-    const base = `FROM (${obsNow(pid, cond)}) WHERE ${cond}`;
+    const w = win(f.fromMs, f.toMs);
+    const base = `FROM (${obsNow(pid, `${w}${obsWhere(f)}`, w)})`;
     const [[c], rows] = await Promise.all([
       q<{ n: number }>(`SELECT count() AS n ${base}`),
       q<StoredObservation>(`SELECT * ${base} ORDER BY started_ms DESC, observation_id DESC LIMIT ${lit(offset)}, ${lit(limit)}`),
@@ -77,7 +96,7 @@ export function createChAiReader(engine: ChEngine) {
   }
 
   async function get(projectId: string, id: string): Promise<StoredObservation | null> {
-    const [r] = await q<StoredObservation>(obsNow(Number(projectId), `observation_id = ${lit(id)}`));
+    const [r] = await q<StoredObservation>(`${byIds(OBS_T, OBS_VALUES, Number(projectId), [id])} LIMIT 1`);
     return r ?? null;
   }
 
@@ -85,24 +104,35 @@ export function createChAiReader(engine: ChEngine) {
   async function currentRows(projectId: string, ids: string[], traceIds: string[]): Promise<ChObservationRow[]> {
     const pid = Number(projectId);
     const inList = (col: string, xs: string[]) => (xs.length ? `${col} IN (${xs.map(lit).join(', ')})` : '0');
-    const rows = await q<ChObservationRow>(obsNow(pid, `${inList('observation_id', ids)} OR ${inList('trace_id', traceIds)}`, true));
-    return rows.map((r) => ({ ...r, project_id: pid, version: Number(r.version) }));
+    // By id through the keys, by trace over the project's rows; an id in both answers counts once, its newest current version.
+    const [a, b] = await Promise.all([
+      ids.length ? q<ChObservationRow>(byIds(OBS_T, OBS_VALUES, pid, ids, true)) : [],
+      traceIds.length ? q<ChObservationRow>(obsNow(pid, inList('trace_id', traceIds), undefined, true)) : [],
+    ]);
+    const out = new Map<string, ChObservationRow>();
+    for (const r of [...a, ...b]) {
+      const row = { ...r, project_id: pid, version: Number(r.version) };
+      const o = out.get(row.observation_id);
+      if (!o || o.version < row.version) out.set(row.observation_id, row);
+    }
+    return [...out.values()];
   }
 
   const dims = (f: Partial<Record<RollupDim, string>>) => obsWhere(f as Partial<ObservationFilters>);
 
   async function qualitySums(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>): Promise<FlagSums> {
-    const cond = `${win(fromMs, toMs)}${dims(f)}`;
-    const [r] = await q<FlagSums>(`SELECT count() AS n, ${FLAG_COLUMNS.map((c) => `sum(${c}) AS ${c}_s`).join(', ')} FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond}`);
+    const w = win(fromMs, toMs);
+    const [r] = await q<FlagSums>(`SELECT count() AS n, ${FLAG_COLUMNS.map((c) => `sum(${c}) AS ${c}_s`).join(', ')} FROM (${obsNow(Number(projectId), `${w}${dims(f)}`, w)})`);
     const out = { n: Number((r as { n: number }).n) } as Record<string, number>;
     for (const c of FLAG_COLUMNS) out[c] = Number((r as unknown as Record<string, number>)[`${c}_s`]);
     return out as unknown as FlagSums;
   }
 
   async function missingExamples(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>, captured: FlagColumn, eligible: FlagColumn | 'n', limit: number) {
-    const cond = `${win(fromMs, toMs)}${dims(f)} AND ${eligible === 'n' ? '1' : `${eligible} = 1`} AND ${captured} = 0`;
+    const w = win(fromMs, toMs);
+    const cond = `${w}${dims(f)} AND ${eligible === 'n' ? '1' : `${eligible} = 1`} AND ${captured} = 0`;
     const rows = await q<{ observation_id: string }>(
-      `SELECT observation_id FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond} ORDER BY started_ms DESC, observation_id DESC LIMIT ${lit(limit)}`,
+      `SELECT observation_id FROM (${obsNow(Number(projectId), cond, w)}) ORDER BY started_ms DESC, observation_id DESC LIMIT ${lit(limit)}`,
     );
     return rows.map((r) => r.observation_id);
   }
@@ -112,16 +142,17 @@ export function createChAiReader(engine: ChEngine) {
     const w = win(fromMs, toMs);
     const d = dims(f);
     // With observation filters, only scores of current observations that match them (as SQLite's join).
-    const ofObs = d ? ` AND observation_id IN (SELECT observation_id FROM (${obsNow(pid, `1${d}`)}) WHERE 1${d})` : '';
+    const ofObs = d ? ` AND observation_id IN (SELECT observation_id FROM (${obsNow(pid, `1${d}`)}))` : '';
     const [r] = await q<{ count: number; scored_observations: number }>(
-      `SELECT count() AS count, uniqExactIf(observation_id, observation_id != '') AS scored_observations FROM (${scoresNow(pid, w)}) WHERE ${w} AND deleted = 0${ofObs}`,
+      `SELECT count() AS count, uniqExactIf(observation_id, observation_id != '') AS scored_observations FROM (${scoresNow(pid, w, w)}) WHERE deleted = 0${ofObs}`,
     );
     return { count: Number(r?.count ?? 0), scored_observations: Number(r?.scored_observations ?? 0) };
   }
 
   async function exportRows(projectId: string, f: ExportFilters, limit: number, offset: number): Promise<{ rows: StoredObservation[]; hasMore: boolean }> {
     const pid = Number(projectId);
-    const cond = `${win(f.fromMs, f.toMs)}${obsWhere({ ...f, observation_type: 'generation' })}${f.require_output ? ' AND had_output = 1' : ''}`;
+    const w = win(f.fromMs, f.toMs);
+    const cond = `${w}${obsWhere({ ...f, observation_type: 'generation' })}${f.require_output ? ' AND had_output = 1' : ''}`;
     const sc: string[] = [];
     if (f.score_name !== undefined) sc.push(`name = ${lit(f.score_name)}`);
     if (f.score_source !== undefined) sc.push(`source = ${lit(f.score_source)}`);
@@ -131,12 +162,12 @@ export function createChAiReader(engine: ChEngine) {
     let scoreSql = '';
     if (sc.length) {
       // A generation with a current score matching them: on the observation, or without one on its trace.
-      const s = `SELECT observation_id, trace_id FROM (${scoresNow(pid, sc.join(' AND '))}) WHERE deleted = 0 AND ${sc.join(' AND ')}`;
+      const s = `SELECT observation_id, trace_id FROM (${scoresNow(pid, sc.join(' AND '))}) WHERE deleted = 0`;
       scoreSql = ` AND (observation_id IN (SELECT observation_id FROM (${s}) WHERE observation_id != '')
         OR (trace_id != '' AND trace_id IN (SELECT trace_id FROM (${s}) WHERE observation_id = '')))`;
     }
     const rows = await q<StoredObservation>(
-      `SELECT * FROM (${obsNow(pid, cond)}) WHERE ${cond}${scoreSql} ORDER BY started_ms ASC, observation_id ASC LIMIT ${lit(offset)}, ${lit(limit + 1)}`,
+      `SELECT * FROM (${obsNow(pid, cond, w)}) WHERE 1${scoreSql} ORDER BY started_ms ASC, observation_id ASC LIMIT ${lit(offset)}, ${lit(limit + 1)}`,
     );
     return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
   }
@@ -146,18 +177,18 @@ export function createChAiReader(engine: ChEngine) {
     const ids = obs.map((o) => o.observation_id);
     const traces = [...new Set(obs.map((o) => o.trace_id).filter(Boolean))];
     const cond = `(observation_id IN (${ids.map(lit).join(', ')})${traces.length ? ` OR (observation_id = '' AND trace_id IN (${traces.map(lit).join(', ')}))` : ''})`;
-    return q<StoredScore>(`SELECT * FROM (${scoresNow(Number(projectId), cond)}) WHERE deleted = 0 AND ${cond} ORDER BY started_ms, score_id`);
+    return q<StoredScore>(`SELECT * FROM (${scoresNow(Number(projectId), cond)}) WHERE deleted = 0 ORDER BY started_ms, score_id`);
   }
 
   function scoreWhere(f: ScoreFilters): string {
-    let s = win(f.fromMs, f.toMs);
+    let s = win(f.fromMs, f.toMs); // scoresNow's range: every caller passes it
     for (const k of ['trace_id', 'observation_id', 'session_id', 'user_id', 'name', 'source', 'data_type'] as const) if (f[k] !== undefined) s += ` AND ${k} = ${lit(f[k])}`;
     return s;
   }
 
   async function listScores(projectId: string, f: ScoreFilters, limit: number, offset: number) {
     const cond = scoreWhere(f);
-    const base = `FROM (${scoresNow(Number(projectId), cond)}) WHERE ${cond} AND deleted = 0`;
+    const base = `FROM (${scoresNow(Number(projectId), cond, win(f.fromMs, f.toMs))}) WHERE deleted = 0`;
     const [[c], rows] = await Promise.all([
       q<{ n: number }>(`SELECT count() AS n ${base}`),
       q<StoredScore>(`SELECT * ${base} ORDER BY started_ms DESC, score_id DESC LIMIT ${lit(offset)}, ${lit(limit)}`),
@@ -169,7 +200,7 @@ export function createChAiReader(engine: ChEngine) {
     const cond = scoreWhere(f);
     const rows = await q<{ name: string; data_type: string; sv: string; count: number; a: number; mn: number; mx: number }>(
       `SELECT name, data_type, if(data_type = 'categorical', string_value, '') AS sv, count() AS count, avg(value) AS a, min(value) AS mn, max(value) AS mx
-       FROM (${scoresNow(Number(projectId), cond)}) WHERE ${cond} AND deleted = 0 GROUP BY name, data_type, sv ORDER BY name, data_type, sv`,
+       FROM (${scoresNow(Number(projectId), cond, win(f.fromMs, f.toMs))}) WHERE deleted = 0 GROUP BY name, data_type, sv ORDER BY name, data_type, sv`,
     );
     return rows.map((r) => {
       const cat = r.data_type === 'categorical';
@@ -180,48 +211,93 @@ export function createChAiReader(engine: ChEngine) {
     });
   }
 
+  /**
+   * Usage over the window by model and provider, in one query shared by the calls made together
+   * (ai.stats asks for the summary, the top models and the top providers at once): the sums are
+   * additive, so each is a sum over these groups. Dropped once answered.
+   */
+  const grouped = new Map<string, Promise<(UsageAggregate & { model: string; provider: string })[]>>();
+  function usageGroups(projectId: string, fromMs: number, toMs: number) {
+    const k = `${projectId}\u0000${fromMs}\u0000${toMs}`;
+    let p = grouped.get(k);
+    if (!p) {
+      const w = win(fromMs, toMs);
+      p = q<UsageAggregate & { model: string; provider: string }>(
+        `SELECT model, provider, ${USAGE} FROM (${obsNow(Number(projectId), w, w)}) GROUP BY model, provider`,
+      ).then((rows) => rows.map((r) => ({ ...num({ ...r, model: 0, provider: 0 }), model: r.model, provider: r.provider })));
+      grouped.set(k, p);
+      const drop = () => grouped.delete(k);
+      p.then(drop, drop);
+    }
+    return p;
+  }
+  const USAGE_SUMS = ['n', 'generations', 'errors', 'tool_calls', 'cost', 'prompt', 'completion', 'tokens', 'gen_duration'] as const;
+  const addUsage = (into: UsageAggregate, r: UsageAggregate) => {
+    for (const c of USAGE_SUMS) into[c] += Number(r[c]);
+  };
+  const zeroUsage = (): UsageAggregate => ({ n: 0, generations: 0, errors: 0, tool_calls: 0, cost: 0, prompt: 0, completion: 0, tokens: 0, gen_duration: 0 });
+
   async function usage(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>> = {}): Promise<UsageAggregate> {
-    const cond = `${win(fromMs, toMs)}${dims(f)}`;
-    const [r] = await q<UsageAggregate>(`SELECT ${USAGE} FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond}`);
+    const d = dims(f);
+    if (!d) {
+      const out = zeroUsage();
+      for (const g of await usageGroups(projectId, fromMs, toMs)) addUsage(out, g);
+      return out;
+    }
+    const w = win(fromMs, toMs);
+    const [r] = await q<UsageAggregate>(`SELECT ${USAGE} FROM (${obsNow(Number(projectId), `${w}${d}`, w)})`);
     return num(r!);
   }
 
+  /** As `ORDER BY generations DESC, key` in ClickHouse: keys in byte order (UTF-8). */
+  const byGenerationsThenKey = (a: GroupAggregate, b: GroupAggregate) => b.generations - a.generations || Buffer.compare(Buffer.from(a.key), Buffer.from(b.key));
+
   async function usageBy(projectId: string, fromMs: number, toMs: number, dim: 'model' | 'provider', limit: number): Promise<GroupAggregate[]> {
-    const cond = `${win(fromMs, toMs)} AND ${dim} != ''`;
-    const rows = await q<GroupAggregate>(
-      `SELECT ${dim} AS key, ${USAGE} FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond} GROUP BY key HAVING generations > 0 ORDER BY generations DESC, key LIMIT ${lit(limit)}`,
-    );
-    return rows.map(num);
+    const by = new Map<string, GroupAggregate>();
+    for (const g of await usageGroups(projectId, fromMs, toMs)) {
+      const key = g[dim];
+      if (key === '') continue;
+      let a = by.get(key);
+      if (!a) by.set(key, (a = { key, ...zeroUsage() }));
+      addUsage(a, g);
+    }
+    return [...by.values()].filter((a) => a.generations > 0).sort(byGenerationsThenKey).slice(0, limit);
   }
 
   async function usageByDay(projectId: string, fromMs: number, toMs: number): Promise<(UsageAggregate & { day: number })[]> {
-    const cond = win(fromMs, toMs);
+    const w = win(fromMs, toMs);
     const rows = await q<UsageAggregate & { day: number }>(
-      `SELECT intDiv(toUInt64(started_ms), ${DAY}) * ${DAY} AS day, ${USAGE} FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond} GROUP BY day ORDER BY day`,
+      `SELECT intDiv(toUInt64(started_ms), ${DAY}) * ${DAY} AS day, ${USAGE} FROM (${obsNow(Number(projectId), w, w)}) GROUP BY day ORDER BY day`,
     );
     return rows.map(num);
   }
 
-  /** Sessions (users) active in the window — first activity before `to`, last at or after `from` — with their totals over every retained observation. */
+  /**
+   * Sessions (users) active in the window — first activity before `to`, last at or after `from` — with their totals over every retained observation:
+   * their count and the top `limit` by cost in one query (the parties sorted inside ClickHouse as tuples, in the order of `ORDER BY cost DESC, n DESC, key`).
+   */
   async function parties(projectId: string, kind: 'session' | 'user', fromMs: number, toMs: number, limit: number): Promise<{ count: number; top: PartyAggregate[] }> {
     const col = kind === 'session' ? 'session_id' : 'user_id';
-    const all = `SELECT ${col} AS key, ${PARTY} FROM (${obsNow(Number(projectId), `${col} != ''`)}) WHERE ${col} != '' GROUP BY key`;
-    const active = `FROM (${all}) WHERE last_ms >= ${lit(fromMs)} AND first_ms < ${lit(toMs)}`;
-    const [[c], top] = await Promise.all([
-      q<{ n: number }>(`SELECT count() AS n ${active}`),
-      q<PartyAggregate>(`SELECT * ${active} ORDER BY cost DESC, n DESC, key LIMIT ${lit(limit)}`),
-    ]);
-    return { count: Number(c?.n ?? 0), top: top.map(num) };
+    const all = `SELECT ${col} AS key, ${PARTY} FROM (${obsNow(Number(projectId), `${col} != ''`)}) GROUP BY key`;
+    type Top = [negCost: number, negN: number, key: string, generations: number, errors: number, tokens: number, first: number, last: number];
+    const [r] = await q<{ parties: number; top: Top[] }>(
+      `SELECT count() AS parties, arraySlice(arraySort(groupArray((-cost, -toInt64(n), key, generations, errors, tokens, first_ms, last_ms))), 1, ${lit(limit)}) AS top
+       FROM (${all}) WHERE last_ms >= ${lit(fromMs)} AND first_ms < ${lit(toMs)}`,
+    );
+    const top = (r?.top ?? []).map(([cost, n, key, generations, errors, tokens, first_ms, last_ms]) =>
+      num({ key, n: -Number(n), generations, errors, cost: -Number(cost), tokens, first_ms, last_ms }),
+    );
+    return { count: Number(r?.parties ?? 0), top };
   }
 
   async function sessionRows(projectId: string, sessionId: string, limit: number): Promise<StoredObservation[]> {
     const cond = `session_id = ${lit(sessionId)}`;
-    return q<StoredObservation>(`SELECT * FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond} ORDER BY started_ms, observation_id LIMIT ${lit(limit)}`);
+    return q<StoredObservation>(`SELECT * FROM (${obsNow(Number(projectId), cond)}) ORDER BY started_ms, observation_id LIMIT ${lit(limit)}`);
   }
 
   async function userBreakdown(projectId: string, userId: string, fromMs: number, toMs: number) {
-    const cond = `user_id = ${lit(userId)} AND ${win(fromMs, toMs)}`;
-    const src = `FROM (${obsNow(Number(projectId), cond)}) WHERE ${cond}`;
+    const w = win(fromMs, toMs);
+    const src = `FROM (${obsNow(Number(projectId), `user_id = ${lit(userId)} AND ${w}`, w)}) WHERE 1`;
     const [[t], sessions, models] = await Promise.all([
       q<UsageAggregate & { first_ms: number | null; last_ms: number | null }>(`SELECT ${USAGE}, min(started_ms) AS first_ms, max(started_ms) AS last_ms ${src}`),
       q<PartyAggregate>(`SELECT session_id AS key, ${PARTY} ${src} AND session_id != '' GROUP BY key ORDER BY last_ms DESC, key LIMIT 50`),

@@ -1,8 +1,9 @@
 import { FLAG_COLUMNS, type ObservationRow, type ScoreDraft } from '../../domain/ai/observation.js';
 import type { AiIngestView, StoredObservation, StoredScore } from '../ai-repo.js';
-import type { ChEngine } from './client.js';
+import { lit, type ChEngine } from './client.js';
 import { createBatchBuffer, rowArrays } from './batch-buffer.js';
 import { nextLogId } from './log-store.js';
+import { VERSIONED, type VersionedTable } from './schema.js';
 
 /** An observation as its ClickHouse row (schema.ts, migration 8, table `agent_observations`). */
 export type ChObservationRow = StoredObservation & { project_id: number; version: number };
@@ -25,6 +26,67 @@ export function scoreRowOf(projectId: number, s: ScoreDraft, receivedMs: number,
   };
 }
 
+/** Ids per lookup query (ClickHouse's default max_query_size is 256 KiB). */
+const IDS_PER_LOOKUP = 2_000;
+
+type VersionRow = { project_id: number; started_ms: number; version: number };
+
+/**
+ * The rows of one insert less the versions a later row of the same insert replaces (a Langfuse
+ * create and its update in one batch): only the newest is stored.
+ */
+export function newestOnly<R extends VersionRow>(rows: R[], idOf: (r: R) => string): R[] {
+  const newest = new Map<string, R>();
+  for (const r of rows) {
+    const k = `${r.project_id}\u0000${idOf(r)}`;
+    const o = newest.get(k);
+    if (!o || o.version < r.version) newest.set(k, r);
+  }
+  return newest.size === rows.length ? rows : rows.filter((r) => newest.get(`${r.project_id}\u0000${idOf(r)}`) === r);
+}
+
+/**
+ * After rows of a versioned table (schema.ts VERSIONED) are inserted: every stored version of their
+ * ids but the newest, not marked yet, is marked superseded. The lookup runs after the insert, so of
+ * two processes inserting versions of one id at once, the later lookup sees both (an insert is
+ * visible once acknowledged, and the keys view fills in the same insert). A process killed between
+ * the two leaves its batch unacknowledged: the sender's retry inserts and marks again.
+ */
+export async function markSuperseded<R extends VersionRow>(engine: ChEngine, t: VersionedTable, rows: R[]): Promise<number> {
+  const byProject = new Map<number, Set<string>>();
+  for (const r of rows) {
+    let ids = byProject.get(r.project_id);
+    if (!ids) byProject.set(r.project_id, (ids = new Set()));
+    ids.add((r as unknown as Record<string, string>)[t.id]!);
+  }
+  const marks: Record<string, unknown>[] = [];
+  for (const [pid, idSet] of byProject) {
+    const all = [...idSet];
+    for (let i = 0; i < all.length; i += IDS_PER_LOOKUP) {
+      const list = all.slice(i, i + IDS_PER_LOOKUP).map(lit).join(', ');
+      const found = await engine.query<{ id: string; started_ms: number; version: number }>(
+        `SELECT ${t.id} AS id, started_ms, version FROM ${t.keys} WHERE project_id = ${lit(pid)} AND ${t.id} IN (${list})
+         AND (${t.id}, version) NOT IN (SELECT ${t.id}, version FROM ${t.superseded} WHERE project_id = ${lit(pid)} AND ${t.id} IN (${list}))`,
+      );
+      const versions = new Map<string, Map<number, number>>(); // id → version → start (versions are below 2^53: log-store.ts nextLogId)
+      for (const f of found) {
+        let v = versions.get(f.id);
+        if (!v) versions.set(f.id, (v = new Map()));
+        v.set(Number(f.version), f.started_ms);
+      }
+      for (const [id, v] of versions) {
+        if (v.size < 2) continue;
+        const newest = Math.max(...v.keys());
+        for (const [k, started] of v) if (k !== newest) marks.push({ project_id: pid, started_ms: started, [t.id]: id, version: k });
+      }
+    }
+  }
+  if (marks.length) await engine.insert(t.superseded, marks);
+  return marks.length;
+}
+
+const [OBSERVATIONS, SCORES] = VERSIONED;
+
 /** Inserted rows kept for {@link AiIngestView} besides those still waiting for their insert (a read may have started before it landed). */
 const INSERTED_KEPT = 1_000;
 
@@ -46,7 +108,9 @@ export function createChAiStore(engine: ChEngine) {
   const keyOf = (r: ChObservationRow) => `${r.project_id}\u0000${r.observation_id}`;
   const observations = createBatchBuffer<ChObservationRow[]>({
     ...rowArrays(async (rows) => {
-      await engine.insert('agent_observations', rows);
+      const stored = newestOnly(rows, (r) => r.observation_id);
+      await engine.insert('agent_observations', stored);
+      await markSuperseded(engine, OBSERVATIONS, stored);
       for (const r of rows) {
         const k = keyOf(r);
         if (waiting.get(k) === r) waiting.delete(k);
@@ -59,7 +123,13 @@ export function createChAiStore(engine: ChEngine) {
       for (const r of rows) if (waiting.get(keyOf(r)) === r) waiting.delete(keyOf(r));
     },
   });
-  const scores = createBatchBuffer(rowArrays<ChScoreRow>((rows) => engine.insert('agent_scores', rows)));
+  const scores = createBatchBuffer(
+    rowArrays<ChScoreRow>(async (rows) => {
+      const stored = newestOnly(rows, (r) => r.score_id);
+      await engine.insert('agent_scores', stored);
+      await markSuperseded(engine, SCORES, stored);
+    }),
+  );
 
   function writeObservations(projectId: string, rows: ObservationRow[]): number {
     const pid = Number(projectId);

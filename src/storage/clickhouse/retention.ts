@@ -1,4 +1,5 @@
 import { lit, type ChEngine } from './client.js';
+import { VERSIONED, type VersionedTable } from './schema.js';
 
 const DAY_MS = 86_400_000;
 
@@ -109,11 +110,19 @@ export function expireClickHouseCaptureEvents(engine: ChEngine, cutoffs: { proje
  * (SQLite keeps hourly rollups and session/user totals longer): AI reads cover the retained rows.
  */
 export async function expireClickHouseAgentObservations(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
-  return expireByDay(engine, 'agent_observations', cutoffs, 'started_ms');
+  return expireVersioned(engine, VERSIONED[0], cutoffs);
 }
 
 export async function expireClickHouseAgentScores(engine: ChEngine, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
-  return expireByDay(engine, 'agent_scores', cutoffs, 'started_ms');
+  return expireVersioned(engine, VERSIONED[1], cutoffs);
+}
+
+/** A versioned table's rows, and their keys and superseded marks (schema.ts migration 11: each at its version's start), by start time. */
+async function expireVersioned(engine: ChEngine, t: VersionedTable, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
+  const n = await expireByDay(engine, t.table, cutoffs, 'started_ms');
+  await expireByDay(engine, t.keys, cutoffs, 'started_ms');
+  await expireByDay(engine, t.superseded, cutoffs, 'started_ms');
+  return n;
 }
 
 /**

@@ -19,6 +19,18 @@ const ENTRY_MINUTE_COLS = `project_id, service_name, operation, toUInt32(intDiv(
   maxState(if(status_code = 2, start_ms, 0.)) AS last_error_ms`;
 const ENTRY_MINUTE_KEY = 'project_id, service_name, operation, minute, environment';
 
+/**
+ * The tables whose rows are versions of an id (migration 8: a later write of the same id replaces the
+ * earlier), with the tables migration 11 adds for each: `keys` (every version's start and version,
+ * by id) and `superseded` (the versions a later one replaced). src/storage/clickhouse/ai-store.ts
+ * writes the marks, ai-read.ts reads the rows not marked.
+ */
+export const VERSIONED = [
+  { table: 'agent_observations', id: 'observation_id', keys: 'agent_observation_keys', superseded: 'agent_observations_superseded' },
+  { table: 'agent_scores', id: 'score_id', keys: 'agent_score_keys', superseded: 'agent_scores_superseded' },
+] as const;
+export type VersionedTable = (typeof VERSIONED)[number];
+
 const DAY = (col: string) => `toYYYYMMDD(toDateTime(toUInt32(intDiv(toUInt64(${col}), 1000))))`;
 
 export const CH_MIGRATIONS: ChMigration[] = [
@@ -302,8 +314,8 @@ export const CH_MIGRATIONS: ChMigration[] = [
       // AI agent observations (SQLite's `agent_observations`, ai-repo.ts; written by ai-store.ts, read
       // by ai-read.ts). A later write with the same observation id replaces the earlier: every write is
       // a new row with a larger `version`, and the reads take each id's row of the largest version
-      // (argMax), so a replaced observation counts once wherever its versions lie; merges drop old
-      // versions of the same (project, start, id). No rollups: aggregates are computed from the
+      // (since migration 11: the rows not marked superseded), so a replaced observation counts once
+      // wherever its versions lie; merges drop old versions of the same (project, start, id). No rollups: aggregates are computed from the
       // current rows. Day partitions by start time (retention.ts expireClickHouseAgentObservations).
       `CREATE TABLE IF NOT EXISTS agent_observations (
         project_id UInt32,
@@ -436,6 +448,37 @@ export const CH_MIGRATIONS: ChMigration[] = [
         approx UInt8
       ) ENGINE = MergeTree PARTITION BY ${DAY('greatest(start_ms, 0.)')} ORDER BY (project_id, service_name, environment, version, start_ms)`,
     ],
+  },
+  {
+    version: 11,
+    name: 'agent observation and score versions: keys and superseded marks',
+    statements: VERSIONED.flatMap((t) => [
+      // Every stored version of an id: where it lies (its start, a key column of the table) and its
+      // version, ordered by id, filled by a materialized view on each insert — a read by id finds
+      // its rows through the primary key instead of reading every id of the project.
+      `CREATE TABLE IF NOT EXISTS ${t.keys} (
+        project_id UInt32,
+        ${t.id} String,
+        started_ms Float64,
+        version UInt64
+      ) ENGINE = MergeTree PARTITION BY ${DAY('started_ms')} ORDER BY (project_id, ${t.id}) SETTINGS index_granularity = 1024`,
+      // The versions a later version of the same id replaced, at their own start (their row's day
+      // partition): written by ai-store.ts after each insert, from the keys. Every read takes the
+      // rows not listed here — the current rows — with no per-id aggregation over the table.
+      `CREATE TABLE IF NOT EXISTS ${t.superseded} (
+        project_id UInt32,
+        started_ms Float64,
+        ${t.id} String,
+        version UInt64
+      ) ENGINE = ReplacingMergeTree PARTITION BY ${DAY('started_ms')} ORDER BY (project_id, started_ms, ${t.id}, version)`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${t.keys}_mv TO ${t.keys} AS SELECT project_id, ${t.id}, started_ms, version FROM ${t.table}`,
+      // Rows stored before this migration: their keys, and the versions already replaced (a version
+      // inserted meanwhile may be listed twice: reads and marks treat the lists as sets).
+      `INSERT INTO ${t.keys} SELECT project_id, ${t.id}, started_ms, version FROM ${t.table}`,
+      `INSERT INTO ${t.superseded} SELECT project_id, started_ms, ${t.id}, version FROM ${t.table}
+        WHERE (project_id, ${t.id}) IN (SELECT project_id, ${t.id} FROM ${t.table} GROUP BY project_id, ${t.id} HAVING count() > 1)
+        AND (project_id, ${t.id}, version) NOT IN (SELECT project_id, ${t.id}, max(version) FROM ${t.table} GROUP BY project_id, ${t.id} HAVING count() > 1)`,
+    ]),
   },
 ];
 

@@ -1,0 +1,112 @@
+/**
+ * Issue 20: versions of agent observations and scores in ClickHouse (schema.ts migration 11). Every
+ * write of an id is a new row; reads take the rows not marked superseded (ai-store.ts markSuperseded,
+ * run after each insert from the keys table) instead of aggregating every id of the project. Runs in
+ * the ClickHouse test projects (chdb, and 18.16 in scale-out).
+ * - two processes (two stores, no memory of each other's rows) replacing one observation and one
+ *   score at once: each counts once, as its newest version;
+ * - a replacement that moves an observation to another day: found at its new start only;
+ * - versions stored before migration 11 are marked by it.
+ */
+import { describe, expect, it } from 'vitest';
+import { createChAiStore, observationRowOf, scoreRowOf } from '../../src/storage/clickhouse/ai-store.js';
+import { createChAiReader } from '../../src/storage/clickhouse/ai-read.js';
+import { CH_MIGRATIONS, migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
+import { nextLogId } from '../../src/storage/clickhouse/log-store.js';
+import { createWriteBatcher } from '../../src/storage/write-batcher.js';
+import { finalizeObservation, type ObservationDraft, type ScoreDraft } from '../../src/domain/ai/observation.js';
+import { chMode, newChEngine, useChStore } from '../support/clickhouse-store-fixture.js';
+import { dropDatabase } from '../support/clickhouse.js';
+
+const DAY = 86_400_000;
+const AT = Date.parse('2026-05-01T10:00:00Z');
+
+const draft = (id: string, startedMs: number, extra: Partial<ObservationDraft> = {}): ObservationDraft => ({
+  observation_id: id, parent_observation_id: '', trace_id: 'tr-1', span_id: '', session_id: 'sess-1', user_id: 'user-1', distinct_id: '', visitor_id: '',
+  agent_id: '', workflow_id: '', step_id: '', observation_type: 'generation', observation_name: id, operation: 'chat', status_message: '', level: 'info',
+  status: 'ok', source: 'sightline', model: 'm', provider: 'p', tool_name: '', started_ms: startedMs, ended_ms: startedMs + 100, prompt_tokens: 10,
+  completion_tokens: 5, total_tokens: 15, cost_usd: 0.5, environment: '', release: '', input: null, output: { value: 'out' }, tags: [], attributes: {},
+  privacy_mode: false, ...extra,
+});
+const row = (id: string, startedMs: number, extra: Partial<ObservationDraft> = {}) => finalizeObservation(draft(id, startedMs, extra), { receivedMs: startedMs, projectPrivacy: false });
+const score = (id: string, startedMs: number, value: number, deleted = false): ScoreDraft => ({
+  score_id: id, trace_id: 'tr-1', observation_id: 'o', span_id: '', session_id: '', user_id: '', name: 'q', value, string_value: '', data_type: 'numeric',
+  source: 'api', comment: '', author: '', model: '', environment: '', release: '', started_ms: startedMs, deleted, metadata: {},
+});
+
+describe.skipIf(!chMode)('versions of agent observations and scores in ClickHouse', () => {
+  const fx = useChStore();
+  const win = (from: number, to: number) => ({ fromMs: from, toMs: to });
+
+  it('counts an observation and a score two processes replace at once once, as their newest versions', async () => {
+    const read = createChAiReader(fx.engine);
+    // Two processes: each store knows only the rows it wrote.
+    const [a, b] = [createChAiStore(fx.engine), createChAiStore(fx.engine)];
+    const [batchA, batchB] = [createWriteBatcher(fx.db, 512, a.participants), createWriteBatcher(fx.db, 512, b.participants)];
+    await batchA(() => a.writeObservations('3', [row('x', AT, { cost_usd: 1 }), row('y', AT)]) + a.writeScores('3', [score('s', AT, 0.1)], AT));
+    // Both replace `x` and `s` in the same moment; b's versions are the newer (written last).
+    await Promise.all([
+      batchA(() => a.writeObservations('3', [row('x', AT, { cost_usd: 2 })]) + a.writeScores('3', [score('s', AT + 5, 0.2)], AT)),
+      batchB(() => b.writeObservations('3', [row('x', AT + 60_000, { cost_usd: 4, status: 'error' })]) + b.writeScores('3', [score('s', AT + 9, 0.3)], AT)),
+    ]);
+    const w = win(AT - DAY, AT + DAY);
+    const list = await read.list('3', w, 10, 0);
+    expect(list.total).toBe(2);
+    expect(list.rows.map((r) => [r.observation_id, r.cost_usd, r.started_ms])).toEqual([['x', 4, AT + 60_000], ['y', 0.5, AT]]);
+    expect(await read.usage('3', AT - DAY, AT + DAY)).toMatchObject({ n: 2, errors: 1, cost: 4.5 });
+    expect(await read.parties('3', 'session', AT - DAY, AT + DAY, 10)).toMatchObject({ count: 1, top: [{ key: 'sess-1', n: 2, cost: 4.5 }] });
+    expect((await read.get('3', 'x'))?.cost_usd).toBe(4);
+    const scores = await read.listScores('3', w, 10, 0);
+    expect(scores.total).toBe(1);
+    expect(scores.rows.map((s) => [s.score_id, s.value, s.started_ms])).toEqual([['s', 0.3, AT + 9]]);
+    expect(await read.scoreSummary('3', w)).toMatchObject([{ name: 'q', count: 1, avg_value: 0.3 }]);
+    // A deletion (the newest version, a tombstone) from the first process: no score left.
+    await batchA(() => a.writeScores('3', [score('s', AT + 9, 0.3, true)], AT));
+    expect((await read.listScores('3', w, 10, 0)).total).toBe(0);
+  });
+
+  it('finds an observation replaced with a start on another day at its new start only', async () => {
+    const read = createChAiReader(fx.engine);
+    const first = createChAiStore(fx.engine);
+    await createWriteBatcher(fx.db, 512, first.participants)(() => first.writeObservations('4', [row('m', AT, { session_id: 's-moved' })]));
+    // Another process moves it three days later (it has no memory of the first write).
+    const later = createChAiStore(fx.engine);
+    await createWriteBatcher(fx.db, 512, later.participants)(() => later.writeObservations('4', [row('m', AT + 3 * DAY, { session_id: 's-moved', total_tokens: 40 })]));
+    expect((await read.list('4', win(AT - DAY, AT + DAY), 10, 0)).total).toBe(0);
+    expect(await read.usage('4', AT - DAY, AT + DAY)).toMatchObject({ n: 0 });
+    expect((await read.list('4', win(AT + 2 * DAY, AT + 4 * DAY), 10, 0)).rows.map((r) => r.total_tokens)).toEqual([40]);
+    expect((await read.usageByDay('4', AT - DAY, AT + 5 * DAY)).map((d) => [d.day, d.n])).toEqual([[Math.floor((AT + 3 * DAY) / DAY) * DAY, 1]]);
+    expect((await read.sessionRows('4', 's-moved', 10)).map((r) => r.started_ms)).toEqual([AT + 3 * DAY]);
+    expect(await read.parties('4', 'session', AT - 10 * DAY, AT + 10 * DAY, 10)).toMatchObject({ count: 1, top: [{ key: 's-moved', n: 1, tokens: 40 }] });
+    expect((await read.get('4', 'm'))?.started_ms).toBe(AT + 3 * DAY);
+    expect((await read.currentRows('4', ['m'], ['tr-1'])).map((r) => r.total_tokens)).toEqual([40]);
+  });
+
+  it('marks the versions stored before migration 11', async () => {
+    const engine = newChEngine();
+    try {
+      // The schema as it was before migration 11, with two versions of `old` on different days and of `sc`.
+      await engine.command('CREATE TABLE IF NOT EXISTS sightline_migrations (version UInt32, name String, applied_ms Float64) ENGINE = MergeTree PARTITION BY tuple() ORDER BY version');
+      for (const m of CH_MIGRATIONS.filter((x) => x.version < 11)) {
+        for (const s of m.statements) await engine.command(s);
+        await engine.insert('sightline_migrations', [{ version: m.version, name: m.name, applied_ms: Date.now() }]);
+      }
+      const [v1, v2, v3, v4] = [nextLogId(), nextLogId(), nextLogId(), nextLogId()];
+      await engine.insert('agent_observations', [
+        observationRowOf(5, row('old', AT, { cost_usd: 1 }), v1),
+        observationRowOf(5, row('old', AT + 2 * DAY, { cost_usd: 3 }), v2),
+        observationRowOf(5, row('kept', AT), v1),
+      ]);
+      await engine.insert('agent_scores', [scoreRowOf(5, score('sc', AT, 0.5), AT, v3), scoreRowOf(5, score('sc', AT, 0.75), AT, v4)]);
+      expect(await migrateClickHouse(engine)).toBe(CH_MIGRATIONS.filter((x) => x.version >= 11).length);
+      const read = createChAiReader(engine);
+      expect(await read.usage('5', AT - DAY, AT + 3 * DAY)).toMatchObject({ n: 2, cost: 3.5 });
+      expect((await read.list('5', win(AT - DAY, AT + DAY), 10, 0)).rows.map((r) => r.observation_id)).toEqual(['kept']);
+      expect((await read.get('5', 'old'))?.cost_usd).toBe(3);
+      expect((await read.listScores('5', win(AT - DAY, AT + DAY), 10, 0)).rows.map((s) => s.value)).toEqual([0.75]);
+    } finally {
+      if (chMode === 'server') await dropDatabase(process.env.SIGHTLINE_TEST_CLICKHOUSE_URL!, (engine as unknown as { database: string }).database);
+      await engine.close();
+    }
+  });
+});
