@@ -30,12 +30,17 @@ function current(t: VersionedTable, values: readonly string[], pid: number, cond
   // The marks are checked on the rows `cond` selected, outside the inner query: as a condition of the
   // inner query, ClickHouse evaluates them with `cond` before reading (PREWHERE), over every row —
   // twice as slow on 18.16 (bench/ai-reads.ts).
-  const cols = `${t.id}, ${values.join(', ')}`;
+  const cols = [t.id, ...values].join(', ');
   return `SELECT ${cols}${withVersion ? ', version' : ''} FROM (SELECT ${cols}, version FROM ${t.table} WHERE project_id = ${lit(pid)} AND (${cond}))
     WHERE (${t.id}, version) NOT IN (SELECT ${t.id}, version FROM ${t.superseded} WHERE project_id = ${lit(pid)}${range ? ` AND ${range}` : ''})`;
 }
 const obsNow = (pid: number, cond: string, range?: string, withVersion = false) => current(OBS_T, OBS_VALUES, pid, cond, range, withVersion);
-const scoresNow = (pid: number, cond: string, range?: string) => current(SCORE_T, SCORE_VALUES, pid, cond, range);
+const scoresNow = (pid: number, cond: string, range?: string, values: readonly string[] = SCORE_VALUES) => current(SCORE_T, values, pid, cond, range);
+/**
+ * Only these columns of the current observations, for an aggregate: 18.16 reads every column the
+ * inner queries name (all of them: 170–385 ms for the quality sums at 100k, these 16 flags: 124–150).
+ */
+const obsCols = (values: readonly string[], pid: number, cond: string, range?: string) => current(OBS_T, values, pid, cond, range);
 
 /**
  * The current rows of these ids, found through the keys table (schema.ts migration 11: every
@@ -63,6 +68,9 @@ function obsWhere(f: Partial<ObservationFilters>): string {
 const USAGE = `count() AS n, sum(f_gen) AS generations, sum(f_error) AS errors, countIf(observation_type = 'tool_call') AS tool_calls,
   sum(ifNull(cost_usd, 0)) AS cost, sum(ifNull(prompt_tokens, 0)) AS prompt, sum(ifNull(completion_tokens, 0)) AS completion,
   sum(ifNull(total_tokens, 0)) AS tokens, sumIf(duration_ms, observation_type = 'generation') AS gen_duration`;
+/** The columns USAGE and PARTY read. */
+const USAGE_COLS = ['f_gen', 'f_error', 'observation_type', 'cost_usd', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'duration_ms'];
+const PARTY_COLS = ['f_gen', 'f_error', 'cost_usd', 'total_tokens', 'started_ms'];
 const PARTY = `count() AS n, sum(f_gen) AS generations, sum(f_error) AS errors, sum(ifNull(cost_usd, 0)) AS cost, sum(ifNull(total_tokens, 0)) AS tokens,
   min(started_ms) AS first_ms, max(started_ms) AS last_ms`;
 
@@ -122,7 +130,7 @@ export function createChAiReader(engine: ChEngine) {
 
   async function qualitySums(projectId: string, fromMs: number, toMs: number, f: Partial<Record<RollupDim, string>>): Promise<FlagSums> {
     const w = win(fromMs, toMs);
-    const [r] = await q<FlagSums>(`SELECT count() AS n, ${FLAG_COLUMNS.map((c) => `sum(${c}) AS ${c}_s`).join(', ')} FROM (${obsNow(Number(projectId), `${w}${dims(f)}`, w)})`);
+    const [r] = await q<FlagSums>(`SELECT count() AS n, ${FLAG_COLUMNS.map((c) => `sum(${c}) AS ${c}_s`).join(', ')} FROM (${obsCols(FLAG_COLUMNS, Number(projectId), `${w}${dims(f)}`, w)})`);
     const out = { n: Number((r as { n: number }).n) } as Record<string, number>;
     for (const c of FLAG_COLUMNS) out[c] = Number((r as unknown as Record<string, number>)[`${c}_s`]);
     return out as unknown as FlagSums;
@@ -132,7 +140,7 @@ export function createChAiReader(engine: ChEngine) {
     const w = win(fromMs, toMs);
     const cond = `${w}${dims(f)} AND ${eligible === 'n' ? '1' : `${eligible} = 1`} AND ${captured} = 0`;
     const rows = await q<{ observation_id: string }>(
-      `SELECT observation_id FROM (${obsNow(Number(projectId), cond, w)}) ORDER BY started_ms DESC, observation_id DESC LIMIT ${lit(limit)}`,
+      `SELECT observation_id FROM (${obsCols(['started_ms'], Number(projectId), cond, w)}) ORDER BY started_ms DESC, observation_id DESC LIMIT ${lit(limit)}`,
     );
     return rows.map((r) => r.observation_id);
   }
@@ -142,9 +150,9 @@ export function createChAiReader(engine: ChEngine) {
     const w = win(fromMs, toMs);
     const d = dims(f);
     // With observation filters, only scores of current observations that match them (as SQLite's join).
-    const ofObs = d ? ` AND observation_id IN (SELECT observation_id FROM (${obsNow(pid, `1${d}`)}))` : '';
+    const ofObs = d ? ` AND observation_id IN (SELECT observation_id FROM (${obsCols([], pid, `1${d}`)}))` : '';
     const [r] = await q<{ count: number; scored_observations: number }>(
-      `SELECT count() AS count, uniqExactIf(observation_id, observation_id != '') AS scored_observations FROM (${scoresNow(pid, w, w)}) WHERE deleted = 0${ofObs}`,
+      `SELECT count() AS count, uniqExactIf(observation_id, observation_id != '') AS scored_observations FROM (${scoresNow(pid, w, w, ['observation_id', 'deleted'])}) WHERE deleted = 0${ofObs}`,
     );
     return { count: Number(r?.count ?? 0), scored_observations: Number(r?.scored_observations ?? 0) };
   }
@@ -200,7 +208,7 @@ export function createChAiReader(engine: ChEngine) {
     const cond = scoreWhere(f);
     const rows = await q<{ name: string; data_type: string; sv: string; count: number; a: number; mn: number; mx: number }>(
       `SELECT name, data_type, if(data_type = 'categorical', string_value, '') AS sv, count() AS count, avg(value) AS a, min(value) AS mn, max(value) AS mx
-       FROM (${scoresNow(Number(projectId), cond, win(f.fromMs, f.toMs))}) WHERE deleted = 0 GROUP BY name, data_type, sv ORDER BY name, data_type, sv`,
+       FROM (${scoresNow(Number(projectId), cond, win(f.fromMs, f.toMs), ['name', 'data_type', 'string_value', 'value', 'deleted'])}) WHERE deleted = 0 GROUP BY name, data_type, sv ORDER BY name, data_type, sv`,
     );
     return rows.map((r) => {
       const cat = r.data_type === 'categorical';
@@ -223,7 +231,7 @@ export function createChAiReader(engine: ChEngine) {
     if (!p) {
       const w = win(fromMs, toMs);
       p = q<UsageAggregate & { model: string; provider: string }>(
-        `SELECT model, provider, ${USAGE} FROM (${obsNow(Number(projectId), w, w)}) GROUP BY model, provider`,
+        `SELECT model, provider, ${USAGE} FROM (${obsCols([...USAGE_COLS, 'model', 'provider'], Number(projectId), w, w)}) GROUP BY model, provider`,
       ).then((rows) => rows.map((r) => ({ ...num({ ...r, model: 0, provider: 0 }), model: r.model, provider: r.provider })));
       grouped.set(k, p);
       const drop = () => grouped.delete(k);
@@ -245,7 +253,7 @@ export function createChAiReader(engine: ChEngine) {
       return out;
     }
     const w = win(fromMs, toMs);
-    const [r] = await q<UsageAggregate>(`SELECT ${USAGE} FROM (${obsNow(Number(projectId), `${w}${d}`, w)})`);
+    const [r] = await q<UsageAggregate>(`SELECT ${USAGE} FROM (${obsCols(USAGE_COLS, Number(projectId), `${w}${d}`, w)})`);
     return num(r!);
   }
 
@@ -267,7 +275,7 @@ export function createChAiReader(engine: ChEngine) {
   async function usageByDay(projectId: string, fromMs: number, toMs: number): Promise<(UsageAggregate & { day: number })[]> {
     const w = win(fromMs, toMs);
     const rows = await q<UsageAggregate & { day: number }>(
-      `SELECT intDiv(toUInt64(started_ms), ${DAY}) * ${DAY} AS day, ${USAGE} FROM (${obsNow(Number(projectId), w, w)}) GROUP BY day ORDER BY day`,
+      `SELECT intDiv(toUInt64(started_ms), ${DAY}) * ${DAY} AS day, ${USAGE} FROM (${obsCols([...USAGE_COLS, 'started_ms'], Number(projectId), w, w)}) GROUP BY day ORDER BY day`,
     );
     return rows.map(num);
   }
@@ -278,7 +286,7 @@ export function createChAiReader(engine: ChEngine) {
    */
   async function parties(projectId: string, kind: 'session' | 'user', fromMs: number, toMs: number, limit: number): Promise<{ count: number; top: PartyAggregate[] }> {
     const col = kind === 'session' ? 'session_id' : 'user_id';
-    const all = `SELECT ${col} AS key, ${PARTY} FROM (${obsNow(Number(projectId), `${col} != ''`)}) GROUP BY key`;
+    const all = `SELECT ${col} AS key, ${PARTY} FROM (${obsCols([...PARTY_COLS, col], Number(projectId), `${col} != ''`)}) GROUP BY key`;
     type Top = [negCost: number, negN: number, key: string, generations: number, errors: number, tokens: number, first: number, last: number];
     const [r] = await q<{ parties: number; top: Top[] }>(
       `SELECT count() AS parties, arraySlice(arraySort(groupArray((-cost, -toInt64(n), key, generations, errors, tokens, first_ms, last_ms))), 1, ${lit(limit)}) AS top
@@ -297,7 +305,7 @@ export function createChAiReader(engine: ChEngine) {
 
   async function userBreakdown(projectId: string, userId: string, fromMs: number, toMs: number) {
     const w = win(fromMs, toMs);
-    const src = `FROM (${obsNow(Number(projectId), `user_id = ${lit(userId)} AND ${w}`, w)}) WHERE 1`;
+    const src = `FROM (${obsCols([...USAGE_COLS, 'started_ms', 'session_id', 'model'], Number(projectId), `user_id = ${lit(userId)} AND ${w}`, w)}) WHERE 1`;
     const [[t], sessions, models] = await Promise.all([
       q<UsageAggregate & { first_ms: number | null; last_ms: number | null }>(`SELECT ${USAGE}, min(started_ms) AS first_ms, max(started_ms) AS last_ms ${src}`),
       q<PartyAggregate>(`SELECT session_id AS key, ${PARTY} ${src} AND session_id != '' GROUP BY key ORDER BY last_ms DESC, key LIMIT 50`),

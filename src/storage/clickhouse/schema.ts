@@ -455,13 +455,14 @@ export const CH_MIGRATIONS: ChMigration[] = [
     statements: VERSIONED.flatMap((t) => [
       // Every stored version of an id: where it lies (its start, a key column of the table) and its
       // version, ordered by id, filled by a materialized view on each insert — a read by id finds
-      // its rows through the primary key instead of reading every id of the project.
+      // its rows through the primary key instead of reading every id of the project. Small granules:
+      // each id looked up reads one granule per day partition (a batch's ids are random).
       `CREATE TABLE IF NOT EXISTS ${t.keys} (
         project_id UInt32,
         ${t.id} String,
         started_ms Float64,
         version UInt64
-      ) ENGINE = MergeTree PARTITION BY ${DAY('started_ms')} ORDER BY (project_id, ${t.id}) SETTINGS index_granularity = 1024`,
+      ) ENGINE = MergeTree PARTITION BY ${DAY('started_ms')} ORDER BY (project_id, ${t.id}) SETTINGS index_granularity = 256`,
       // The versions a later version of the same id replaced, at their own start (their row's day
       // partition): written by ai-store.ts after each insert, from the keys. Every read takes the
       // rows not listed here — the current rows — with no per-id aggregation over the table.
