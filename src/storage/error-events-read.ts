@@ -4,6 +4,7 @@ import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
 import { createLatencyReader, LATENCY_MAX_AGE_MS, type LatencyStats } from './error-latency.js';
+import { errorEventFtsExpr, ftsCandidatesSql } from './error-event-fts.js';
 
 /**
  * Reads of stored error events (issue 20): one interface, answered from SQLite's `error_events`
@@ -383,23 +384,36 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
     },
     async search(pid, o) {
       const c = compileEventTerms(o.terms);
-      const where = ['project_id = ?', ...c.sql];
-      const args: unknown[] = [pid, ...c.args];
+      // Free text of 3+ characters (migration 057): the events the trigram index names in the window,
+      // when they are few, each checked by the same predicate. Many (a common word): the window is
+      // read as below, newest first, where matches are then dense enough to stop at the count's cap.
+      const fts = searchCandidates(db, pid, o);
+      const where = ['project_id = ?'];
+      const args: unknown[] = [pid];
+      if (fts) {
+        where.push(`event_id IN (${fts.sql})`);
+        args.push(...fts.args);
+      }
+      where.push(...c.sql);
+      args.push(...c.args);
+      // With candidates, the window's ends (already applied to them) are no range of the time index,
+      // which the planner took over the candidates' primary keys: it read every event of the window.
+      const time = fts ? '+timestamp_ms' : 'timestamp_ms';
       if (o.fromMs !== undefined) {
-        where.push('timestamp_ms >= ?');
+        where.push(`${time} >= ?`);
         args.push(o.fromMs);
       }
       if (o.toMs !== undefined) {
-        where.push('timestamp_ms <= ?');
+        where.push(`${time} <= ?`);
         args.push(o.toMs);
       }
       const w = where.join(' AND ');
       const n = (db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM error_events WHERE ${w} LIMIT ?)`).get(...args, o.cap + 1) as { n: number }).n;
-      // Few matches (all counted): they are read by the index that found them and sorted (`+timestamp_ms`
-      // keeps the planner from walking the time index for the order, which reads every event of the
-      // window when a selective term such as user.id matches few or none). Many: the time index,
-      // newest first, stops at the page.
-      const order = n <= o.cap ? '+timestamp_ms DESC, event_id' : 'timestamp_ms DESC, event_id';
+      // Few matches (all counted), or candidates from the index: they are read by the index that found
+      // them and sorted (`+timestamp_ms` keeps the planner from walking the time index for the order,
+      // which reads every event of the window when a selective term such as user.id matches few or
+      // none). Many: the time index, newest first, stops at the page.
+      const order = n <= o.cap || fts ? '+timestamp_ms DESC, event_id' : 'timestamp_ms DESC, event_id';
       const rows = db
         .prepare(`SELECT ${EVENT_COLUMNS} FROM error_events WHERE ${w} ORDER BY ${order} LIMIT ? OFFSET ?`)
         .all(...args, o.limit, o.offset)
@@ -427,6 +441,30 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
       return !!s.releaseSeen.get(pid, release);
     },
   };
+}
+
+/** events.search reads the trigram index's candidates when they number fewer than this in the window. */
+export const FTS_CANDIDATES_MAX = 20_000;
+
+/**
+ * The trigram index's candidates for a search (an `event_id IN (…)` subquery and its arguments), or
+ * null when it has no term the index narrows, or finds FTS_CANDIDATES_MAX or more events in the
+ * window (reading them all would cost more than the window's newest-first walk).
+ */
+export function searchCandidates(
+  db: Db,
+  pid: number,
+  o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number },
+  max = FTS_CANDIDATES_MAX,
+): { sql: string; args: unknown[] } | null {
+  const expr = errorEventFtsExpr(o.terms);
+  if (!expr) return null;
+  const sql = ftsCandidatesSql(o.fromMs !== undefined, o.toMs !== undefined);
+  const args: unknown[] = [expr, pid];
+  if (o.fromMs !== undefined) args.push(o.fromMs);
+  if (o.toMs !== undefined) args.push(o.toMs);
+  const n = db.prepare(`SELECT COUNT(*) FROM (${sql} LIMIT ?)`).pluck().get(...args, max) as number;
+  return n < max ? { sql, args } : null;
 }
 
 /**
