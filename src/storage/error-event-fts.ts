@@ -44,8 +44,12 @@ function piecesExpr(texts: readonly string[]): string | null {
 }
 
 /**
- * Candidates of an expression: the event ids in a project (bound: expression, project id, then
- * the window's ends when given) — the index's rows, then their ids and times, never an event row.
+ * Candidates of an expression: the index rowids of events in a project (bound: expression, project
+ * id, then the window's ends when given, then a limit) — the index's rows, then their ids' rows,
+ * never an event row.
  */
 export const ftsCandidatesSql = (from: boolean, to: boolean) =>
-  `SELECT i.event_id FROM error_events_fts f JOIN error_event_fts_ids i ON i.id = f.rowid WHERE f.error_events_fts MATCH ? AND i.project_id = ?${from ? ' AND i.timestamp_ms >= ?' : ''}${to ? ' AND i.timestamp_ms <= ?' : ''}`;
+  `SELECT f.rowid FROM error_events_fts f JOIN error_event_fts_ids i ON i.id = f.rowid WHERE f.error_events_fts MATCH ? AND i.project_id = ?${from ? ' AND i.timestamp_ms >= ?' : ''}${to ? ' AND i.timestamp_ms <= ?' : ''} LIMIT ?`;
+
+/** The event ids of candidates given as a JSON array of index rowids (integers: nothing but numbers goes through JavaScript). */
+export const CANDIDATE_EVENTS_SQL = 'SELECT event_id FROM error_event_fts_ids WHERE id IN (SELECT value FROM json_each(?))';

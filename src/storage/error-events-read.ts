@@ -4,7 +4,7 @@ import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
 import { createLatencyReader, LATENCY_MAX_AGE_MS, type LatencyStats } from './error-latency.js';
-import { errorEventFtsExpr, ftsCandidatesSql } from './error-event-fts.js';
+import { CANDIDATE_EVENTS_SQL, errorEventFtsExpr, ftsCandidatesSql } from './error-event-fts.js';
 
 /**
  * Reads of stored error events (issue 20): one interface, answered from SQLite's `error_events`
@@ -447,9 +447,10 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
 export const FTS_CANDIDATES_MAX = 20_000;
 
 /**
- * The trigram index's candidates for a search (an `event_id IN (…)` subquery and its arguments), or
- * null when it has no term the index narrows, or finds FTS_CANDIDATES_MAX or more events in the
- * window (reading them all would cost more than the window's newest-first walk).
+ * The trigram index's candidates for a search (an `event_id IN (…)` subquery and its argument: the
+ * candidates read once, not by each of the count and the page), or null when it has no term the
+ * index narrows, or finds `max` or more events in the window (reading them all would cost more than
+ * the window's newest-first walk).
  */
 export function searchCandidates(
   db: Db,
@@ -459,12 +460,11 @@ export function searchCandidates(
 ): { sql: string; args: unknown[] } | null {
   const expr = errorEventFtsExpr(o.terms);
   if (!expr) return null;
-  const sql = ftsCandidatesSql(o.fromMs !== undefined, o.toMs !== undefined);
   const args: unknown[] = [expr, pid];
   if (o.fromMs !== undefined) args.push(o.fromMs);
   if (o.toMs !== undefined) args.push(o.toMs);
-  const n = db.prepare(`SELECT COUNT(*) FROM (${sql} LIMIT ?)`).pluck().get(...args, max) as number;
-  return n < max ? { sql, args } : null;
+  const ids = db.prepare(ftsCandidatesSql(o.fromMs !== undefined, o.toMs !== undefined)).pluck().all(...args, max) as number[];
+  return ids.length < max ? { sql: CANDIDATE_EVENTS_SQL, args: [JSON.stringify(ids)] } : null;
 }
 
 /**
