@@ -76,7 +76,7 @@ const QUERIES = [
   'istanbul', 'ab', 'x', 'é', '-connection', '-café timeout', '-"order 1234"', 'message:café', 'title:CAFÉ', 'message:con*ion', 'message:*é*', 'title:c*f*',
   'message:[café,reset]', 'message:[ab,reset]', '-message:connection', '"100%"', '100%', '"1000"', 'a_b', 'a%b', '"say \\"hi\\""', "it's", '"back\\\\slash"', 'naïve',
   'nai\u0308ve', '😀emo', 'order 12345', '"order 1234"', 'connection level:error', 'connection -level:error', 'connection -type:TimeoutError', 'type:CaféError café',
-  'connectionerror', 'ror', 'σerror', 'ΣERROR', '\u212Aelvin', 'kelvin', 'KELVIN', 'ǅemal', 'Ǆemal', 'ﬁle', 'FILE', 'ünïcödé', 'ÜNÏCÖDÉ', 'zzz', '"  "', 'timeout café reset',
+  'connectionerror', 'ror', 'σerror', 'ΣERROR', '\u212Aelvin', 'kelvin', 'KELVIN', 'ǅemal', 'Ǆemal', 'ﬁle', 'FILE', 'ünïcödé', 'ÜNÏCÖDÉ', 'zzz', '"  "', 'timeout café reset', 'con*ion', 'message:*', 'title:"a_b"', 'message:100%*', '"ion\\\\"',
 ];
 const WINDOWS: [number | undefined, number | undefined][] = [[undefined, undefined], [T0 + 5 * HOUR, T0 + 30 * HOUR], [T0 + 20 * HOUR, undefined], [undefined, T0 + 2 * HOUR], [T0 + 7 * HOUR + 1, T0 + 7 * HOUR + 1]];
 const PAGES = [{ limit: 50, offset: 0, cap: 1000 }, { limit: 5, offset: 3, cap: 7 }, { limit: 3, offset: 0, cap: 2 }];
