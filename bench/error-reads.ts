@@ -124,6 +124,7 @@ async function main() {
       // A word no event holds, and one every event holds (SQLite: the window newest first, not the text index).
       ['events.search, free text none, 7 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('deadlock')}&from=${iso(NOW - 7 * DAY)}`],
       ['events.search, free text all, 7 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('undefined')}&from=${iso(NOW - 7 * DAY)}`],
+      ['events.search, free text all, 1 h', (x) => `${P(x)}/events/search?query=${encodeURIComponent('undefined')}&from=${iso(NOW - 3_600_000)}`],
       ['events.search, free text + field, 7 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('order level:warning environment:staging')}&from=${iso(NOW - 7 * DAY)}`],
       ['events.search, one user, 30 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('user.id:user-42')}`],
       ['events.latency, 24 h', (x) => `${P(x)}/events/latency`],

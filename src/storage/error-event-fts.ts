@@ -44,12 +44,17 @@ function piecesExpr(texts: readonly string[]): string | null {
 }
 
 /**
- * Candidates of an expression: the index rowids of events in a project (bound: expression, project
- * id, then the window's ends when given, then a limit) — the index's rows, then their ids' rows,
- * never an event row.
+ * Candidates of an expression: the index rowids of events in a project (bound: expression, the
+ * index rows to read at most, project id, then the window's ends when given, then a limit) — the
+ * index's rows, newest first, then their ids' rows by rowid (CROSS JOIN: the planner otherwise
+ * walked every id of the project), never an event row.
  */
 export const ftsCandidatesSql = (from: boolean, to: boolean) =>
-  `SELECT f.rowid FROM error_events_fts f JOIN error_event_fts_ids i ON i.id = f.rowid WHERE f.error_events_fts MATCH ? AND i.project_id = ?${from ? ' AND i.timestamp_ms >= ?' : ''}${to ? ' AND i.timestamp_ms <= ?' : ''} LIMIT ?`;
+  `SELECT c.r FROM (SELECT rowid AS r FROM error_events_fts WHERE error_events_fts MATCH ? ORDER BY rowid DESC LIMIT ?) c CROSS JOIN error_event_fts_ids i ON i.id = c.r
+    WHERE i.project_id = ?${from ? ' AND i.timestamp_ms >= ?' : ''}${to ? ' AND i.timestamp_ms <= ?' : ''} LIMIT ?`;
+
+/** How many of an expression's index rows there are, up to a limit (bound: expression, limit). */
+export const FTS_ROWS_SQL = 'SELECT COUNT(*) FROM (SELECT 1 FROM error_events_fts WHERE error_events_fts MATCH ? LIMIT ?)';
 
 /** The event ids of candidates given as a JSON array of index rowids (integers: nothing but numbers goes through JavaScript). */
 export const CANDIDATE_EVENTS_SQL = 'SELECT event_id FROM error_event_fts_ids WHERE id IN (SELECT value FROM json_each(?))';

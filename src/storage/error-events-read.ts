@@ -4,7 +4,7 @@ import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
 import { createLatencyReader, LATENCY_MAX_AGE_MS, type LatencyStats } from './error-latency.js';
-import { CANDIDATE_EVENTS_SQL, errorEventFtsExpr, ftsCandidatesSql } from './error-event-fts.js';
+import { CANDIDATE_EVENTS_SQL, errorEventFtsExpr, ftsCandidatesSql, FTS_ROWS_SQL } from './error-event-fts.js';
 
 /**
  * Reads of stored error events (issue 20): one interface, answered from SQLite's `error_events`
@@ -443,28 +443,35 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
   };
 }
 
-/** events.search reads the trigram index's candidates when they number fewer than this in the window. */
+/** events.search reads the trigram index's candidates when they number fewer than this in the window… */
 export const FTS_CANDIDATES_MAX = 20_000;
+/** …and the index holds fewer than this many rows for the expression (all projects and times). */
+export const FTS_ROWS_MAX = 100_000;
 
 /**
  * The trigram index's candidates for a search (an `event_id IN (…)` subquery and its argument: the
  * candidates read once, not by each of the count and the page), or null when it has no term the
- * index narrows, or finds `max` or more events in the window (reading them all would cost more than
- * the window's newest-first walk).
+ * index narrows, or names `max` or more events in the window, or `maxRows` or more index rows in all
+ * (a word common in other windows or projects: the window's own events are then fewer to read than
+ * the index's rows to check). The window is then read as without the index.
  */
 export function searchCandidates(
   db: Db,
   pid: number,
   o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number },
   max = FTS_CANDIDATES_MAX,
+  maxRows = FTS_ROWS_MAX,
 ): { sql: string; args: unknown[] } | null {
   const expr = errorEventFtsExpr(o.terms);
   if (!expr) return null;
-  const args: unknown[] = [expr, pid];
+  const args: unknown[] = [expr, maxRows, pid];
   if (o.fromMs !== undefined) args.push(o.fromMs);
   if (o.toMs !== undefined) args.push(o.toMs);
   const ids = db.prepare(ftsCandidatesSql(o.fromMs !== undefined, o.toMs !== undefined)).pluck().all(...args, max) as number[];
-  return ids.length < max ? { sql: CANDIDATE_EVENTS_SQL, args: [JSON.stringify(ids)] } : null;
+  if (ids.length >= max) return null;
+  // Fewer than max: all of them, unless the index rows read stopped at maxRows.
+  if ((db.prepare(FTS_ROWS_SQL).pluck().get(expr, maxRows) as number) >= maxRows) return null;
+  return { sql: CANDIDATE_EVENTS_SQL, args: [JSON.stringify(ids)] };
 }
 
 /**

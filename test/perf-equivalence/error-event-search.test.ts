@@ -115,7 +115,9 @@ async function compareAll(db: Db, label: string) {
           if (searchCandidates(db, pid, o)) {
             viaIndex++;
             // The candidates from the index; the count and the page: event rows by primary key, for those candidates.
-            expect(planOf(db, seen.find((s) => s.includes('MATCH'))!), at).toMatch(/SCAN f VIRTUAL TABLE INDEX/);
+            const cands = planOf(db, seen.find((s) => s.includes('MATCH ? ORDER BY'))!);
+            expect(cands, at).toMatch(/SCAN error_events_fts VIRTUAL TABLE INDEX/);
+            expect(cands, at).toMatch(/SEARCH i USING INTEGER PRIMARY KEY \(rowid=\?\)/);
             for (const sql of seen.filter((s) => s.includes('FROM error_events WHERE'))) {
               const plan = planOf(db, sql);
               expect(sql, at).toContain('error_event_fts_ids');
@@ -154,6 +156,13 @@ describe('events.search through the trigram index (migration 057)', () => {
     const terms = parseEventQuery('connection', T0).terms;
     expect(searchCandidates(db, 1, { terms }, 5)).toBeNull();
     expect(searchCandidates(db, 1, { terms })).not.toBeNull();
+    // Few in a narrow window, but common in all: the index's rows to read stop at the limit.
+    const narrow = { terms, fromMs: T0 + 7 * HOUR, toMs: T0 + 7 * HOUR + 60_000 };
+    const inAll = db.prepare(`SELECT count(*) FROM error_events_fts WHERE error_events_fts MATCH '"con" AND "nec"'`).pluck().get() as number;
+    expect(inAll).toBeGreaterThan(100);
+    expect(searchCandidates(db, 1, narrow, 5, inAll + 1)).not.toBeNull();
+    expect(searchCandidates(db, 1, narrow, 5, inAll)).toBeNull();
+    expect(searchCandidates(db, 1, narrow, 5, 100)).toBeNull();
   });
 
   it('forgets expired events, and still answers as the scan does', async () => {
