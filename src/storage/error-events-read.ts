@@ -443,31 +443,45 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
   };
 }
 
-/** events.search reads the trigram index's candidates when they number fewer than this in the window… */
+/** events.search reads the trigram index's candidates when they number fewer than this in the window. */
 export const FTS_CANDIDATES_MAX = 20_000;
-/** …and the index holds fewer than this many rows for the expression (all projects and times). */
-export const FTS_ROWS_MAX = 100_000;
+/**
+ * It reads at most this many index rows (all projects and times) per event of the window, counted up
+ * to WINDOW_COUNT_MAX: an index row costs about 0.8 µs to check, an event of the window 13–15 µs to
+ * read (bench/error-reads.ts), so a word common outside a narrow window reads the window instead.
+ */
+export const FTS_ROWS_PER_EVENT = 10;
+export const WINDOW_COUNT_MAX = 10_000;
+/** With a window of WINDOW_COUNT_MAX or more events, the index rows read at most. */
+export const FTS_ROWS_MAX = 200_000;
 
 /**
  * The trigram index's candidates for a search (an `event_id IN (…)` subquery and its argument: the
  * candidates read once, not by each of the count and the page), or null when it has no term the
- * index narrows, or names `max` or more events in the window, or `maxRows` or more index rows in all
- * (a word common in other windows or projects: the window's own events are then fewer to read than
- * the index's rows to check). The window is then read as without the index.
+ * index narrows, or names `max` or more events in the window, or more index rows in all than its
+ * budget (`maxRows`, by default from the window's size): the window is then read as without the index.
  */
 export function searchCandidates(
   db: Db,
   pid: number,
   o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number },
   max = FTS_CANDIDATES_MAX,
-  maxRows = FTS_ROWS_MAX,
+  maxRows?: number,
 ): { sql: string; args: unknown[] } | null {
   const expr = errorEventFtsExpr(o.terms);
   if (!expr) return null;
-  const args: unknown[] = [expr, maxRows, pid];
-  if (o.fromMs !== undefined) args.push(o.fromMs);
-  if (o.toMs !== undefined) args.push(o.toMs);
-  const ids = db.prepare(ftsCandidatesSql(o.fromMs !== undefined, o.toMs !== undefined)).pluck().all(...args, max) as number[];
+  const window: unknown[] = [pid];
+  if (o.fromMs !== undefined) window.push(o.fromMs);
+  if (o.toMs !== undefined) window.push(o.toMs);
+  if (maxRows === undefined) {
+    const w = db
+      .prepare(`SELECT COUNT(*) FROM (SELECT 1 FROM error_events WHERE project_id = ?${o.fromMs !== undefined ? ' AND timestamp_ms >= ?' : ''}${o.toMs !== undefined ? ' AND timestamp_ms <= ?' : ''} LIMIT ?)`)
+      .pluck()
+      .get(...window, WINDOW_COUNT_MAX) as number;
+    if (w === 0) return null;
+    maxRows = w >= WINDOW_COUNT_MAX ? FTS_ROWS_MAX : Math.max(1000, w * FTS_ROWS_PER_EVENT);
+  }
+  const ids = db.prepare(ftsCandidatesSql(o.fromMs !== undefined, o.toMs !== undefined)).pluck().all(expr, maxRows, ...window, max) as number[];
   if (ids.length >= max) return null;
   // Fewer than max: all of them, unless the index rows read stopped at maxRows.
   if ((db.prepare(FTS_ROWS_SQL).pluck().get(expr, maxRows) as number) >= maxRows) return null;

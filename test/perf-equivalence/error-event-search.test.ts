@@ -118,7 +118,9 @@ async function compareAll(db: Db, label: string) {
             const cands = planOf(db, seen.find((s) => s.includes('MATCH ? ORDER BY'))!);
             expect(cands, at).toMatch(/SCAN error_events_fts VIRTUAL TABLE INDEX/);
             expect(cands, at).toMatch(/SEARCH i USING INTEGER PRIMARY KEY \(rowid=\?\)/);
-            for (const sql of seen.filter((s) => s.includes('FROM error_events WHERE'))) {
+            const reads = seen.filter((s) => s.includes('FROM error_events WHERE') && s.includes('json_each'));
+            expect(reads.length, at).toBe(2);
+            for (const sql of reads) {
               const plan = planOf(db, sql);
               expect(sql, at).toContain('error_event_fts_ids');
               expect(plan, at).toMatch(/SEARCH error_events USING PRIMARY KEY \(project_id=\? AND event_id=\?\)/);
