@@ -444,7 +444,7 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
 }
 
 /** events.search reads the trigram index's candidates when they number fewer than this in the window. */
-export const FTS_CANDIDATES_MAX = 20_000;
+export const FTS_CANDIDATES_MAX = 10_000;
 /**
  * It reads at most this many index rows (all projects and times) per event of the window, counted up
  * to WINDOW_COUNT_MAX: an index row costs about 0.8 µs to check, an event of the window 13–15 µs to
