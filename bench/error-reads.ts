@@ -10,7 +10,9 @@
  * (window 7 days: latest event, tag counts, window counts), events.search (a field query over 7 days;
  * and a free-text one), events.latency (24 h). Prints p95 per read and backend, and the ratio.
  *
- *   npx tsx bench/error-reads.ts [--events 300000] [--groups 2000] [--runs 20] [--pg postgres://postgres@127.0.0.1:5432/postgres]
+ *   npx tsx bench/error-reads.ts [--events 300000] [--groups 2000] [--runs 20] [--pg postgres://postgres@127.0.0.1:5432/postgres] [--sqlite-only]
+ *
+ * --sqlite-only: SQLite alone (no clickhouse-server, no PostgreSQL): its seeding rate and reads.
  */
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -31,6 +33,7 @@ const RUNS = Number(flag('runs', '20'));
 const PG_BASE = flag('pg', 'postgres://postgres@127.0.0.1:5432/postgres');
 const DAY = 86_400_000;
 const NOW = Date.now();
+const SQLITE_ONLY = process.argv.includes('--sqlite-only');
 const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0]!;
 
 const FNS = ['chargeCard', 'loadCart', 'renderPage', 'saveOrder', 'sendMail', 'syncStock'];
@@ -92,17 +95,17 @@ async function side(name: string, config: { clickhouseUrl?: string; databaseUrl?
 
 async function main() {
   const pgName = `sl_bench_error_reads_${process.pid}`;
-  const admin = new pg.Client({ connectionString: PG_BASE });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${pgName}`);
-  const ch = await startClickHouseServer();
+  const admin = SQLITE_ONLY ? null : new pg.Client({ connectionString: PG_BASE });
+  await admin?.connect();
+  await admin?.query(`CREATE DATABASE ${pgName}`);
+  const ch = SQLITE_ONLY ? null : await startClickHouseServer();
   const pgUrl = new URL(PG_BASE);
   pgUrl.pathname = `/${pgName}`;
   const sides: Side[] = [];
   try {
     console.log(`seeding ${N} events in ${G} groups on each backend (load ${load()})`);
     await side('SQLite', {}, sides);
-    await side('ClickHouse + PostgreSQL', { clickhouseUrl: `${ch.url}/bench_error_reads`, databaseUrl: pgUrl.toString() }, sides);
+    if (ch) await side('ClickHouse + PostgreSQL', { clickhouseUrl: `${ch.url}/bench_error_reads`, databaseUrl: pgUrl.toString() }, sides);
     for (const x of sides) console.log(`  ${x.name}: seeded in ${x.seedSeconds.toFixed(0)} s (${Math.round(N / x.seedSeconds)} events/s)     `);
 
     const P = (x: Side) => `/v1/projects/${x.project}`;
@@ -118,6 +121,11 @@ async function main() {
       ['errors.get, biggest group, lifetime', (x, g) => `${P(x)}/errors/${g}`],
       ['events.search, field query, 7 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('level:error environment:staging tags.http.status_code:>=502')}&from=${iso(NOW - 7 * DAY)}`],
       ['events.search, free text, 7 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('"order 12345"')}&from=${iso(NOW - 7 * DAY)}`],
+      // A word no event holds, and one every event holds (SQLite: the window newest first, not the text index).
+      ['events.search, free text none, 7 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('deadlock')}&from=${iso(NOW - 7 * DAY)}`],
+      ['events.search, free text all, 7 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('undefined')}&from=${iso(NOW - 7 * DAY)}`],
+      ['events.search, free text all, 1 h', (x) => `${P(x)}/events/search?query=${encodeURIComponent('undefined')}&from=${iso(NOW - 3_600_000)}`],
+      ['events.search, free text + field, 7 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('order level:warning environment:staging')}&from=${iso(NOW - 7 * DAY)}`],
       ['events.search, one user, 30 days', (x) => `${P(x)}/events/search?query=${encodeURIComponent('user.id:user-42')}`],
       ['events.latency, 24 h', (x) => `${P(x)}/events/latency`],
     ];
@@ -132,16 +140,16 @@ async function main() {
         if (r.status !== 200) throw new Error(`${label} on ${x.name}: ${r.status}`);
         p95.push(r.p95);
       }
-      rows.push([label, ...p95.map((v) => v.toFixed(1)), (p95[1]! / p95[0]!).toFixed(2), load()]);
+      rows.push([label, ...p95.map((v) => v.toFixed(1)), ...(ch ? [(p95[1]! / p95[0]!).toFixed(2)] : []), load()]);
     }
     console.log(`\n${N} error events, ${G} groups, p95 of ${RUNS} sequential calls after a warm-up (ms):\n`);
-    console.log('| read | SQLite | ClickHouse + PostgreSQL | ratio | load |\n|---|---:|---:|---:|---:|');
+    console.log(ch ? '| read | SQLite | ClickHouse + PostgreSQL | ratio | load |\n|---|---:|---:|---:|---:|' : '| read | SQLite | load |\n|---|---:|---:|');
     for (const r of rows) console.log(`| ${r.join(' | ')} |`);
   } finally {
     for (const x of sides) await x.close();
-    await admin.query(`DROP DATABASE IF EXISTS ${pgName} WITH (FORCE)`);
-    await admin.end();
-    await ch.stop();
+    await admin?.query(`DROP DATABASE IF EXISTS ${pgName} WITH (FORCE)`);
+    await admin?.end();
+    await ch?.stop();
   }
 }
 

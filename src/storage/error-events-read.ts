@@ -4,6 +4,7 @@ import type { EventQueryTerm } from '../domain/errors/event-query.js';
 import { nearestRankIndex } from '../domain/errors/latency.js';
 import { userFieldSql, userKeySql } from '../domain/errors/users.js';
 import { createLatencyReader, LATENCY_MAX_AGE_MS, type LatencyStats } from './error-latency.js';
+import { CANDIDATE_EVENTS_SQL, errorEventFtsExpr, ftsCandidatesSql, FTS_ROWS_SQL } from './error-event-fts.js';
 
 /**
  * Reads of stored error events (issue 20): one interface, answered from SQLite's `error_events`
@@ -383,23 +384,36 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
     },
     async search(pid, o) {
       const c = compileEventTerms(o.terms);
-      const where = ['project_id = ?', ...c.sql];
-      const args: unknown[] = [pid, ...c.args];
+      // Free text of 3+ characters (migration 057): the events the trigram index names in the window,
+      // when they are few, each checked by the same predicate. Many (a common word): the window is
+      // read as below, newest first, where matches are then dense enough to stop at the count's cap.
+      const fts = searchCandidates(db, pid, o);
+      const where = ['project_id = ?'];
+      const args: unknown[] = [pid];
+      if (fts) {
+        where.push(`event_id IN (${fts.sql})`);
+        args.push(...fts.args);
+      }
+      where.push(...c.sql);
+      args.push(...c.args);
+      // With candidates, the window's ends (already applied to them) are no range of the time index,
+      // which the planner took over the candidates' primary keys: it read every event of the window.
+      const time = fts ? '+timestamp_ms' : 'timestamp_ms';
       if (o.fromMs !== undefined) {
-        where.push('timestamp_ms >= ?');
+        where.push(`${time} >= ?`);
         args.push(o.fromMs);
       }
       if (o.toMs !== undefined) {
-        where.push('timestamp_ms <= ?');
+        where.push(`${time} <= ?`);
         args.push(o.toMs);
       }
       const w = where.join(' AND ');
       const n = (db.prepare(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM error_events WHERE ${w} LIMIT ?)`).get(...args, o.cap + 1) as { n: number }).n;
-      // Few matches (all counted): they are read by the index that found them and sorted (`+timestamp_ms`
-      // keeps the planner from walking the time index for the order, which reads every event of the
-      // window when a selective term such as user.id matches few or none). Many: the time index,
-      // newest first, stops at the page.
-      const order = n <= o.cap ? '+timestamp_ms DESC, event_id' : 'timestamp_ms DESC, event_id';
+      // Few matches (all counted), or candidates from the index: they are read by the index that found
+      // them and sorted (`+timestamp_ms` keeps the planner from walking the time index for the order,
+      // which reads every event of the window when a selective term such as user.id matches few or
+      // none). Many: the time index, newest first, stops at the page.
+      const order = n <= o.cap || fts ? '+timestamp_ms DESC, event_id' : 'timestamp_ms DESC, event_id';
       const rows = db
         .prepare(`SELECT ${EVENT_COLUMNS} FROM error_events WHERE ${w} ORDER BY ${order} LIMIT ? OFFSET ?`)
         .all(...args, o.limit, o.offset)
@@ -427,6 +441,51 @@ export function createSqliteErrorEventsReader(db: Db): ErrorEventsReader {
       return !!s.releaseSeen.get(pid, release);
     },
   };
+}
+
+/** events.search reads the trigram index's candidates when they number fewer than this in the window. */
+export const FTS_CANDIDATES_MAX = 10_000;
+/**
+ * It reads at most this many index rows (all projects and times) per event of the window, counted up
+ * to WINDOW_COUNT_MAX: an index row costs about 0.8 µs to check, an event of the window 13–15 µs to
+ * read (bench/error-reads.ts), so a word common outside a narrow window reads the window instead.
+ */
+export const FTS_ROWS_PER_EVENT = 10;
+export const WINDOW_COUNT_MAX = 10_000;
+/** With a window of WINDOW_COUNT_MAX or more events, the index rows read at most. */
+export const FTS_ROWS_MAX = 200_000;
+
+/**
+ * The trigram index's candidates for a search (an `event_id IN (…)` subquery and its argument: the
+ * candidates read once, not by each of the count and the page), or null when it has no term the
+ * index narrows, or names `max` or more events in the window, or more index rows in all than its
+ * budget (`maxRows`, by default from the window's size): the window is then read as without the index.
+ */
+export function searchCandidates(
+  db: Db,
+  pid: number,
+  o: { terms: readonly EventQueryTerm[]; fromMs?: number; toMs?: number },
+  max = FTS_CANDIDATES_MAX,
+  maxRows?: number,
+): { sql: string; args: unknown[] } | null {
+  const expr = errorEventFtsExpr(o.terms);
+  if (!expr) return null;
+  const window: unknown[] = [pid];
+  if (o.fromMs !== undefined) window.push(o.fromMs);
+  if (o.toMs !== undefined) window.push(o.toMs);
+  if (maxRows === undefined) {
+    const w = db
+      .prepare(`SELECT COUNT(*) FROM (SELECT 1 FROM error_events WHERE project_id = ?${o.fromMs !== undefined ? ' AND timestamp_ms >= ?' : ''}${o.toMs !== undefined ? ' AND timestamp_ms <= ?' : ''} LIMIT ?)`)
+      .pluck()
+      .get(...window, WINDOW_COUNT_MAX) as number;
+    if (w === 0) return null;
+    maxRows = w >= WINDOW_COUNT_MAX ? FTS_ROWS_MAX : Math.max(1000, w * FTS_ROWS_PER_EVENT);
+  }
+  const ids = db.prepare(ftsCandidatesSql(o.fromMs !== undefined, o.toMs !== undefined)).pluck().all(expr, maxRows, ...window, max) as number[];
+  if (ids.length >= max) return null;
+  // Fewer than max: all of them, unless the index rows read stopped at maxRows.
+  if ((db.prepare(FTS_ROWS_SQL).pluck().get(expr, maxRows) as number) >= maxRows) return null;
+  return { sql: CANDIDATE_EVENTS_SQL, args: [JSON.stringify(ids)] };
 }
 
 /**

@@ -17,7 +17,7 @@ import { langfuseKeyPair } from '../../src/ingest/langfuse.js';
 const scaleOut = !!process.env.SIGHTLINE_TEST_POSTGRES && process.env.SIGHTLINE_TEST_CLICKHOUSE === 'server';
 
 /** Rows every migrated SQLite file holds, whatever was sent: migrations applied, FTS5's own configuration, rollup levels. */
-const SCHEMA_ROWS = new Set(['schema_migrations', 'metric_rollup_levels', 'logs_fts_config', 'logs_fts_data', 'logs_fts2_config', 'logs_fts2_data']);
+const SCHEMA_ROWS = new Set(['schema_migrations', 'metric_rollup_levels', 'logs_fts_config', 'logs_fts_data', 'logs_fts2_config', 'logs_fts2_data', 'error_events_fts_config', 'error_events_fts_data']);
 
 describe.skipIf(!scaleOut)('a process SQLite file in scale-out mode', () => {
   let t: TestServer;

@@ -43,6 +43,7 @@ import { m053AgentObsPartyIndexes } from './053-agent-obs-party-indexes.js';
 import { m054SpanOpHours } from './054-span-op-hours.js';
 import { m055ErrorLatencyTallies } from './055-error-latency-tallies.js';
 import { m056ErrorEventIds } from './056-error-event-ids.js';
+import { m057ErrorEventTextIndex } from './057-error-event-text-index.js';
 
 export interface Migration {
   version: number;
@@ -55,7 +56,7 @@ export interface Migration {
 }
 
 /** Applied in order at start-up; `PRAGMA user_version` records the last one applied. Never edit a shipped migration: add one. */
-export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m033RemoteAccess, m034ErrorGroupContext, m035QueryIndexes, m036ReadRollups, m037AttrKeysets, m038RevenueRollups, m039AgentObsTraces, m040MetricRollups, m041AgentObsIds, m042ErrorReadIndexes, m043TouchDays, m044CompactSpanRows, m045LogCountsValueSets, m046ErrorGroupHours, m047MetricRollupLevels, m048RevenueDayVersions, m049LogExpiryBatches, m050LogFtsDetailNone, m051LogAttrTemplates, m052LogRowsWithoutDeadColumns, m053AgentObsPartyIndexes, m054SpanOpHours, m055ErrorLatencyTallies, m056ErrorEventIds];
+export const MIGRATIONS: Migration[] = [m001Identity, m002Telemetry, m003Oauth, m004LogCounts, m005TraceIndexes, m006DeploymentsOrder, m007TraceChunks, m008MetricCatalog, m014ReleaseRollups, m017Status, m020AgentObservations, m023Revenue, m024Analytics, m025Payments, m027ServerState, m028Retention, m029ExpiryIndexes, m030Agent, m031ChatThreads, m032Automations, m033RemoteAccess, m034ErrorGroupContext, m035QueryIndexes, m036ReadRollups, m037AttrKeysets, m038RevenueRollups, m039AgentObsTraces, m040MetricRollups, m041AgentObsIds, m042ErrorReadIndexes, m043TouchDays, m044CompactSpanRows, m045LogCountsValueSets, m046ErrorGroupHours, m047MetricRollupLevels, m048RevenueDayVersions, m049LogExpiryBatches, m050LogFtsDetailNone, m051LogAttrTemplates, m052LogRowsWithoutDeadColumns, m053AgentObsPartyIndexes, m054SpanOpHours, m055ErrorLatencyTallies, m056ErrorEventIds, m057ErrorEventTextIndex];
 
 /** The schema version this code writes: a database with a higher user_version comes from a newer Sightline. */
 export const LATEST_SCHEMA_VERSION = Math.max(...MIGRATIONS.map((m) => m.version));
