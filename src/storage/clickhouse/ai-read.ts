@@ -92,15 +92,32 @@ const num = <T extends object>(r: T): T => {
 export function createChAiReader(engine: ChEngine) {
   const q = <T>(s: string) => engine.query<T>(s);
 
+  /**
+   * The current rows of a page chosen by a narrow query (its ids and starts, in order): read by id
+   * within the page's time span (the primary key), every column — 18.16 reads every column a query
+   * names for every row it filters, so sorting whole rows to keep a page read them all.
+   */
+  async function rowsOf(pid: number, page: { observation_id: string; started_ms: number }[]): Promise<StoredObservation[]> {
+    if (!page.length) return [];
+    const ids = page.map((p) => lit(p.observation_id)).join(', ');
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const p of page) (lo = Math.min(lo, p.started_ms)), (hi = Math.max(hi, p.started_ms));
+    // A millisecond either side: the starts come back as text and are parsed again.
+    const rows = await q<StoredObservation>(obsNow(pid, `observation_id IN (${ids}) AND started_ms >= ${lit(lo - 1)} AND started_ms <= ${lit(hi + 1)}`, `observation_id IN (${ids})`));
+    const byId = new Map(rows.map((r) => [r.observation_id, r]));
+    return page.flatMap((p) => byId.get(p.observation_id) ?? []);
+  }
+
   async function list(projectId: string, f: ObservationFilters, limit: number, offset: number) {
     const pid = Number(projectId);
     const w = win(f.fromMs, f.toMs);
-    const base = `FROM (${obsNow(pid, `${w}${obsWhere(f)}`, w)})`;
-    const [[c], rows] = await Promise.all([
+    const base = `FROM (${obsCols(['started_ms'], pid, `${w}${obsWhere(f)}`, w)})`;
+    const [[c], page] = await Promise.all([
       q<{ n: number }>(`SELECT count() AS n ${base}`),
-      q<StoredObservation>(`SELECT * ${base} ORDER BY started_ms DESC, observation_id DESC LIMIT ${lit(offset)}, ${lit(limit)}`),
+      q<{ observation_id: string; started_ms: number }>(`SELECT observation_id, started_ms ${base} ORDER BY started_ms DESC, observation_id DESC LIMIT ${lit(offset)}, ${lit(limit)}`),
     ]);
-    return { rows, total: Number(c?.n ?? 0) };
+    return { rows: await rowsOf(pid, page), total: Number(c?.n ?? 0) };
   }
 
   async function get(projectId: string, id: string): Promise<StoredObservation | null> {
@@ -174,9 +191,10 @@ export function createChAiReader(engine: ChEngine) {
       scoreSql = ` AND (observation_id IN (SELECT observation_id FROM (${s}) WHERE observation_id != '')
         OR (trace_id != '' AND trace_id IN (SELECT trace_id FROM (${s}) WHERE observation_id = '')))`;
     }
-    const rows = await q<StoredObservation>(
-      `SELECT * FROM (${obsNow(pid, cond, w)}) WHERE 1${scoreSql} ORDER BY started_ms ASC, observation_id ASC LIMIT ${lit(offset)}, ${lit(limit + 1)}`,
+    const page = await q<{ observation_id: string; started_ms: number }>(
+      `SELECT observation_id, started_ms FROM (${obsCols(['started_ms', 'trace_id'], pid, cond, w)}) WHERE 1${scoreSql} ORDER BY started_ms ASC, observation_id ASC LIMIT ${lit(offset)}, ${lit(limit + 1)}`,
     );
+    const rows = await rowsOf(pid, page);
     return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
   }
 
