@@ -14,25 +14,12 @@ import { createChAiReader } from '../../src/storage/clickhouse/ai-read.js';
 import { CH_MIGRATIONS, migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
 import { nextLogId } from '../../src/storage/clickhouse/log-store.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
-import { finalizeObservation, type ObservationDraft, type ScoreDraft } from '../../src/domain/ai/observation.js';
+import { row, score } from '../support/ai-rows.js';
 import { chMode, newChEngine, useChStore } from '../support/clickhouse-store-fixture.js';
 import { dropDatabase } from '../support/clickhouse.js';
 
 const DAY = 86_400_000;
 const AT = Date.parse('2026-05-01T10:00:00Z');
-
-const draft = (id: string, startedMs: number, extra: Partial<ObservationDraft> = {}): ObservationDraft => ({
-  observation_id: id, parent_observation_id: '', trace_id: 'tr-1', span_id: '', session_id: 'sess-1', user_id: 'user-1', distinct_id: '', visitor_id: '',
-  agent_id: '', workflow_id: '', step_id: '', observation_type: 'generation', observation_name: id, operation: 'chat', status_message: '', level: 'info',
-  status: 'ok', source: 'sightline', model: 'm', provider: 'p', tool_name: '', started_ms: startedMs, ended_ms: startedMs + 100, prompt_tokens: 10,
-  completion_tokens: 5, total_tokens: 15, cost_usd: 0.5, environment: '', release: '', input: null, output: { value: 'out' }, tags: [], attributes: {},
-  privacy_mode: false, ...extra,
-});
-const row = (id: string, startedMs: number, extra: Partial<ObservationDraft> = {}) => finalizeObservation(draft(id, startedMs, extra), { receivedMs: startedMs, projectPrivacy: false });
-const score = (id: string, startedMs: number, value: number, deleted = false): ScoreDraft => ({
-  score_id: id, trace_id: 'tr-1', observation_id: 'o', span_id: '', session_id: '', user_id: '', name: 'q', value, string_value: '', data_type: 'numeric',
-  source: 'api', comment: '', author: '', model: '', environment: '', release: '', started_ms: startedMs, deleted, metadata: {},
-});
 
 describe.skipIf(!chMode)('versions of agent observations and scores in ClickHouse', () => {
   const fx = useChStore();
@@ -43,11 +30,11 @@ describe.skipIf(!chMode)('versions of agent observations and scores in ClickHous
     // Two processes: each store knows only the rows it wrote.
     const [a, b] = [createChAiStore(fx.engine), createChAiStore(fx.engine)];
     const [batchA, batchB] = [createWriteBatcher(fx.db, 512, a.participants), createWriteBatcher(fx.db, 512, b.participants)];
-    await batchA(() => a.writeObservations('3', [row('x', AT, { cost_usd: 1 }), row('y', AT)]) + a.writeScores('3', [score('s', AT, 0.1)], AT));
+    await batchA(() => a.writeObservations('3', [row('x', AT, { cost_usd: 1 }), row('y', AT)]) + a.writeScores('3', [score('s', 'o', AT, 0.1)], AT));
     // Both replace `x` and `s` in the same moment; b's versions are the newer (written last).
     await Promise.all([
-      batchA(() => a.writeObservations('3', [row('x', AT, { cost_usd: 2 })]) + a.writeScores('3', [score('s', AT + 5, 0.2)], AT)),
-      batchB(() => b.writeObservations('3', [row('x', AT + 60_000, { cost_usd: 4, status: 'error' })]) + b.writeScores('3', [score('s', AT + 9, 0.3)], AT)),
+      batchA(() => a.writeObservations('3', [row('x', AT, { cost_usd: 2 })]) + a.writeScores('3', [score('s', 'o', AT + 5, 0.2)], AT)),
+      batchB(() => b.writeObservations('3', [row('x', AT + 60_000, { cost_usd: 4, status: 'error' })]) + b.writeScores('3', [score('s', 'o', AT + 9, 0.3)], AT)),
     ]);
     const w = win(AT - DAY, AT + DAY);
     const list = await read.list('3', w, 10, 0);
@@ -61,7 +48,7 @@ describe.skipIf(!chMode)('versions of agent observations and scores in ClickHous
     expect(scores.rows.map((s) => [s.score_id, s.value, s.started_ms])).toEqual([['s', 0.3, AT + 9]]);
     expect(await read.scoreSummary('3', w)).toMatchObject([{ name: 'q', count: 1, avg_value: 0.3 }]);
     // A deletion (the newest version, a tombstone) from the first process: no score left.
-    await batchA(() => a.writeScores('3', [score('s', AT + 9, 0.3, true)], AT));
+    await batchA(() => a.writeScores('3', [score('s', 'o', AT + 9, 0.3, true)], AT));
     expect((await read.listScores('3', w, 10, 0)).total).toBe(0);
   });
 
@@ -97,7 +84,7 @@ describe.skipIf(!chMode)('versions of agent observations and scores in ClickHous
         observationRowOf(5, row('old', AT + 2 * DAY, { cost_usd: 3 }), v2),
         observationRowOf(5, row('kept', AT), v1),
       ]);
-      await engine.insert('agent_scores', [scoreRowOf(5, score('sc', AT, 0.5), AT, v3), scoreRowOf(5, score('sc', AT, 0.75), AT, v4)]);
+      await engine.insert('agent_scores', [scoreRowOf(5, score('sc', 'o', AT, 0.5), AT, v3), scoreRowOf(5, score('sc', 'o', AT, 0.75), AT, v4)]);
       expect(await migrateClickHouse(engine)).toBe(CH_MIGRATIONS.filter((x) => x.version >= 11).length);
       const read = createChAiReader(engine);
       expect(await read.usage('5', AT - DAY, AT + 3 * DAY)).toMatchObject({ n: 2, cost: 3.5 });

@@ -16,7 +16,7 @@ import { createChAiStore } from '../../src/storage/clickhouse/ai-store.js';
 import { createChAiReader } from '../../src/storage/clickhouse/ai-read.js';
 import { copyAgentObservationsToClickHouse, CopyRefusedError } from '../../src/storage/clickhouse/migrate.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
-import { finalizeObservation, type ObservationDraft, type ScoreDraft } from '../../src/domain/ai/observation.js';
+import { row, score } from '../support/ai-rows.js';
 import { langfuseKeyPair } from '../../src/ingest/langfuse.js';
 import { newChEngine, useChStore } from '../support/clickhouse-store-fixture.js';
 import { dropDatabase } from '../support/clickhouse.js';
@@ -25,19 +25,6 @@ import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { startSecondServer, type SecondServer } from '../support/second-server.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
-
-const draft = (id: string, startedMs: number, extra: Partial<ObservationDraft> = {}): ObservationDraft => ({
-  observation_id: id, parent_observation_id: '', trace_id: 'tr-1', span_id: '', session_id: 'sess-1', user_id: 'user-1', distinct_id: '', visitor_id: '',
-  agent_id: '', workflow_id: '', step_id: '', observation_type: 'generation', observation_name: id, operation: 'chat', status_message: '', level: 'info',
-  status: 'ok', source: 'sightline', model: 'm', provider: 'p', tool_name: '', started_ms: startedMs, ended_ms: startedMs + 100, prompt_tokens: 10,
-  completion_tokens: 5, total_tokens: 15, cost_usd: 0.5, environment: '', release: '', input: null, output: { value: 'out' }, tags: [], attributes: {},
-  privacy_mode: false, ...extra,
-});
-const row = (id: string, startedMs: number, extra: Partial<ObservationDraft> = {}) => finalizeObservation(draft(id, startedMs, extra), { receivedMs: startedMs, projectPrivacy: false });
-const score = (id: string, obs: string, startedMs: number, value = 1): ScoreDraft => ({
-  score_id: id, trace_id: 'tr-1', observation_id: obs, span_id: '', session_id: '', user_id: '', name: 'q', value, string_value: '', data_type: 'numeric',
-  source: 'api', comment: '', author: '', model: '', environment: '', release: '', started_ms: startedMs, deleted: false, metadata: {},
-});
 
 describe.skipIf(mode !== 'server' && mode !== 'chdb')('agent observations in ClickHouse', () => {
   const fx = useChStore();
