@@ -69,6 +69,20 @@ describe.skipIf(!chMode)('versions of agent observations and scores in ClickHous
     expect((await read.currentRows('4', ['m'], ['tr-1'])).map((r) => r.total_tokens)).toEqual([40]);
   });
 
+  it('replaces a batch whose ids fill more than one look-up query', async () => {
+    const read = createChAiReader(fx.engine);
+    const ids = Array.from({ length: 1500 }, (_, i) => `${String(i).padStart(4, '0')}-${'x'.repeat(200)}`); // ~300 KB of ids, named twice per look-up
+    const first = createChAiStore(fx.engine);
+    await createWriteBatcher(fx.db, 512, first.participants)(() => first.writeObservations('6', ids.map((id) => row(id, AT))));
+    const later = createChAiStore(fx.engine);
+    await createWriteBatcher(fx.db, 512, later.participants)(() => later.writeObservations('6', ids.map((id) => row(id, AT + 1000, { total_tokens: 2 }))));
+    expect(await read.usage('6', AT - DAY, AT + DAY)).toMatchObject({ n: 1500, tokens: 3000 });
+    // Langfuse ingest's view of them (read by id through the keys): every one, its newest version.
+    const view = await read.currentRows('6', ids, []);
+    expect(view.length).toBe(1500);
+    expect(view.every((r) => r.total_tokens === 2)).toBe(true);
+  });
+
   it('marks the versions stored before migration 11', async () => {
     const engine = newChEngine();
     try {

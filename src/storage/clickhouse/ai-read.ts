@@ -5,7 +5,7 @@ import {
   type RollupDim, type ScoreFilters, type StoredObservation, type StoredScore, type UsageAggregate,
 } from '../ai-repo.js';
 import { lit, type ChEngine } from './client.js';
-import type { ChAiStore, ChObservationRow } from './ai-store.js';
+import { literalLists, type ChAiStore, type ChObservationRow } from './ai-store.js';
 import { VERSIONED, type VersionedTable } from './schema.js';
 
 const DAY = 86_400_000;
@@ -47,8 +47,8 @@ const obsCols = (values: readonly string[], pid: number, cond: string, range?: s
  * version's start, by id) and read by the primary key of their own table. Newest first, so that of
  * two versions left current (a process killed between its insert and its marks) the newest is taken.
  */
-function byIds(t: VersionedTable, values: readonly string[], pid: number, ids: string[], withVersion = false): string {
-  const list = ids.map(lit).join(', ');
+function byIds(t: VersionedTable, values: readonly string[], pid: number, ids: string[] | string, withVersion = false): string {
+  const list = typeof ids === 'string' ? ids : ids.map(lit).join(', ');
   return `${current(t, values, pid, `${t.id} IN (${list}) AND started_ms IN (SELECT started_ms FROM ${t.keys} WHERE project_id = ${lit(pid)} AND ${t.id} IN (${list}))`,
     `${t.id} IN (${list})`, withVersion)} ORDER BY version DESC`;
 }
@@ -131,7 +131,8 @@ export function createChAiReader(engine: ChEngine) {
     const inList = (col: string, xs: string[]) => (xs.length ? `${col} IN (${xs.map(lit).join(', ')})` : '0');
     // By id through the keys, by trace over the project's rows; an id in both answers counts once, its newest current version.
     const [a, b] = await Promise.all([
-      ids.length ? q<ChObservationRow>(byIds(OBS_T, OBS_VALUES, pid, ids, true)) : [],
+      // The query names the ids three times: lists of at most 60,000 characters (max_query_size is 256 KiB).
+      Promise.all(literalLists(ids, 60_000).map((list) => q<ChObservationRow>(byIds(OBS_T, OBS_VALUES, pid, list, true)))).then((r) => r.flat()),
       traceIds.length ? q<ChObservationRow>(obsNow(pid, inList('trace_id', traceIds), undefined, true)) : [],
     ]);
     const out = new Map<string, ChObservationRow>();

@@ -26,8 +26,23 @@ export function scoreRowOf(projectId: number, s: ScoreDraft, receivedMs: number,
   };
 }
 
-/** Ids per lookup query (ClickHouse's default max_query_size is 256 KiB). */
-const IDS_PER_LOOKUP = 2_000;
+/** Characters of id literals per lookup query, which names them twice (ClickHouse's default max_query_size is 256 KiB). */
+const LOOKUP_TEXT = 100_000;
+
+/** Literals joined into lists of at most `max` characters each (one literal longer than that alone). */
+export function literalLists(values: string[], max: number): string[] {
+  const out: string[] = [];
+  let cur: string[] = [];
+  let len = 0;
+  for (const v of values) {
+    const l = lit(v);
+    if (cur.length && len + l.length + 2 > max) (out.push(cur.join(', ')), (cur = []), (len = 0));
+    cur.push(l);
+    len += l.length + 2;
+  }
+  if (cur.length) out.push(cur.join(', '));
+  return out;
+}
 
 type VersionRow = { project_id: number; started_ms: number; version: number };
 
@@ -61,9 +76,7 @@ export async function markSuperseded<R extends VersionRow>(engine: ChEngine, t: 
   }
   const marks: Record<string, unknown>[] = [];
   for (const [pid, idSet] of byProject) {
-    const all = [...idSet];
-    for (let i = 0; i < all.length; i += IDS_PER_LOOKUP) {
-      const list = all.slice(i, i + IDS_PER_LOOKUP).map(lit).join(', ');
+    for (const list of literalLists([...idSet], LOOKUP_TEXT)) {
       const found = await engine.query<{ id: string; started_ms: number; version: number }>(
         `SELECT ${t.id} AS id, started_ms, version FROM ${t.keys} WHERE project_id = ${lit(pid)} AND ${t.id} IN (${list})
          AND (${t.id}, version) NOT IN (SELECT ${t.id}, version FROM ${t.superseded} WHERE project_id = ${lit(pid)} AND ${t.id} IN (${list}))`,
