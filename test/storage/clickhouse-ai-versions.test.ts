@@ -13,6 +13,7 @@ import { createChAiStore, observationRowOf, scoreRowOf } from '../../src/storage
 import { createChAiReader } from '../../src/storage/clickhouse/ai-read.js';
 import { CH_MIGRATIONS, migrateClickHouse } from '../../src/storage/clickhouse/schema.js';
 import { nextLogId } from '../../src/storage/clickhouse/log-store.js';
+import { expireClickHouseAgentObservations } from '../../src/storage/clickhouse/retention.js';
 import { createWriteBatcher } from '../../src/storage/write-batcher.js';
 import { row, score } from '../support/ai-rows.js';
 import { chMode, newChEngine, useChStore } from '../support/clickhouse-store-fixture.js';
@@ -81,6 +82,24 @@ describe.skipIf(!chMode)('versions of agent observations and scores in ClickHous
     const view = await read.currentRows('6', ids, []);
     expect(view.length).toBe(1500);
     expect(view.every((r) => r.total_tokens === 2)).toBe(true);
+  });
+
+  it('expires keys by whole months and marks by day with their observations', async () => {
+    const read = createChAiReader(fx.engine);
+    const OLD = Date.parse('2026-01-10T10:00:00Z');
+    const NEW = Date.parse('2026-04-10T10:00:00Z');
+    for (const at of [OLD, NEW]) {
+      // Each written twice by two processes: a version and its replacement (marked).
+      for (const v of [1, 2]) {
+        const st = createChAiStore(fx.engine);
+        await createWriteBatcher(fx.db, 512, st.participants)(() => st.writeObservations('8', [row(`r-${at}`, at, { total_tokens: v })]));
+      }
+    }
+    const count = async (table: string) => Number((await fx.engine.query<{ n: number }>(`SELECT count() AS n FROM ${table} WHERE project_id = 8`))[0]!.n);
+    expect([await count('agent_observation_keys'), await count('agent_observations_superseded')]).toEqual([4, 2]);
+    await expireClickHouseAgentObservations(fx.engine, [{ projectId: '8', cutoffMs: Date.parse('2026-03-01T00:00:00Z') }]);
+    expect([await count('agent_observation_keys'), await count('agent_observations_superseded')]).toEqual([2, 1]);
+    expect((await read.list('8', win(OLD - DAY, NEW + DAY), 10, 0)).rows.map((r) => [r.observation_id, r.total_tokens])).toEqual([[`r-${NEW}`, 2]]);
   });
 
   it('marks the versions stored before migration 11', async () => {

@@ -120,9 +120,27 @@ export async function expireClickHouseAgentScores(engine: ChEngine, cutoffs: { p
 /** A versioned table's rows, and their keys and superseded marks (schema.ts migration 11: each at its version's start), by start time. */
 async function expireVersioned(engine: ChEngine, t: VersionedTable, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
   const n = await expireByDay(engine, t.table, cutoffs, 'started_ms');
-  await expireByDay(engine, t.keys, cutoffs, 'started_ms');
+  await expireByMonth(engine, t.keys, cutoffs);
   await expireByDay(engine, t.superseded, cutoffs, 'started_ms');
   return n;
+}
+
+/**
+ * Month partitions (YYYYMM) every project's cutoff has passed are dropped; nothing else: a key of a
+ * row a shorter-lived project's retention deleted stays until its month goes (the look-ups and the
+ * reads by id only ever find such a key with no row, which they ignore).
+ */
+async function expireByMonth(engine: ChEngine, table: string, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<void> {
+  if (!cutoffs.length) return;
+  const global = Math.min(...cutoffs.map((c) => c.cutoffMs));
+  const parts = await engine.query<{ p: string }>(
+    `SELECT DISTINCT partition AS p FROM system.parts WHERE database = currentDatabase() AND table = ${lit(table)} AND active`,
+  );
+  for (const part of parts) {
+    const p = Number(part.p);
+    if (!Number.isInteger(p) || Date.UTC(Math.floor(p / 100), p % 100, 1) > global) continue; // the month's end (the next month's start)
+    await engine.command(`ALTER TABLE ${table} DROP PARTITION ${p}`);
+  }
 }
 
 /**

@@ -32,6 +32,7 @@ export const VERSIONED = [
 export type VersionedTable = (typeof VERSIONED)[number];
 
 const DAY = (col: string) => `toYYYYMMDD(toDateTime(toUInt32(intDiv(toUInt64(${col}), 1000))))`;
+const MONTH = (col: string) => `toYYYYMM(toDateTime(toUInt32(intDiv(toUInt64(${col}), 1000))))`;
 
 export const CH_MIGRATIONS: ChMigration[] = [
   {
@@ -455,14 +456,16 @@ export const CH_MIGRATIONS: ChMigration[] = [
     statements: VERSIONED.flatMap((t) => [
       // Every stored version of an id: where it lies (its start, a key column of the table) and its
       // version, ordered by id, filled by a materialized view on each insert — a read by id finds
-      // its rows through the primary key instead of reading every id of the project. Small granules:
-      // each id looked up reads one granule per day partition (a batch's ids are random).
+      // its rows through the primary key instead of reading every id of the project. Month partitions
+      // and small granules: each id looked up reads one granule per month (a batch's ids are random:
+      // with day partitions, a batch of 512 read every granule of 30 days). Expired by whole months
+      // (retention.ts): a key may outlive its row by a month, which reads ignore.
       `CREATE TABLE IF NOT EXISTS ${t.keys} (
         project_id UInt32,
         ${t.id} String,
         started_ms Float64,
         version UInt64
-      ) ENGINE = MergeTree PARTITION BY ${DAY('started_ms')} ORDER BY (project_id, ${t.id}) SETTINGS index_granularity = 256`,
+      ) ENGINE = MergeTree PARTITION BY ${MONTH('started_ms')} ORDER BY (project_id, ${t.id}) SETTINGS index_granularity = 256`,
       // The versions a later version of the same id replaced, at their own start (their row's day
       // partition): written by ai-store.ts after each insert, from the keys. Every read takes the
       // rows not listed here — the current rows — with no per-id aggregation over the table.
