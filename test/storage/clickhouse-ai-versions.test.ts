@@ -84,7 +84,7 @@ describe.skipIf(!chMode)('versions of agent observations and scores in ClickHous
     expect(view.every((r) => r.total_tokens === 2)).toBe(true);
   });
 
-  it('expires keys by whole months and marks by day with their observations', async () => {
+  it('expires keys and marks by whole months with their observations', async () => {
     const read = createChAiReader(fx.engine);
     const OLD = Date.parse('2026-01-10T10:00:00Z');
     const NEW = Date.parse('2026-04-10T10:00:00Z');

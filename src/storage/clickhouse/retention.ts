@@ -121,14 +121,14 @@ export async function expireClickHouseAgentScores(engine: ChEngine, cutoffs: { p
 async function expireVersioned(engine: ChEngine, t: VersionedTable, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<number> {
   const n = await expireByDay(engine, t.table, cutoffs, 'started_ms');
   await expireByMonth(engine, t.keys, cutoffs);
-  await expireByDay(engine, t.superseded, cutoffs, 'started_ms');
+  await expireByMonth(engine, t.superseded, cutoffs);
   return n;
 }
 
 /**
- * Month partitions (YYYYMM) every project's cutoff has passed are dropped; nothing else: a key of a
- * row a shorter-lived project's retention deleted stays until its month goes (the look-ups and the
- * reads by id only ever find such a key with no row, which they ignore).
+ * Month partitions (YYYYMM) every project's cutoff has passed are dropped; nothing else: a key or a
+ * mark of a row a shorter-lived project's retention deleted stays until its month goes (look-ups and
+ * reads by id find such a key with no row, which they ignore; such a mark excludes no row).
  */
 async function expireByMonth(engine: ChEngine, table: string, cutoffs: { projectId: string; cutoffMs: number }[]): Promise<void> {
   if (!cutoffs.length) return;

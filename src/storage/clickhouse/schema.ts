@@ -466,15 +466,17 @@ export const CH_MIGRATIONS: ChMigration[] = [
         started_ms Float64,
         version UInt64
       ) ENGINE = MergeTree PARTITION BY ${MONTH('started_ms')} ORDER BY (project_id, ${t.id}) SETTINGS index_granularity = 256`,
-      // The versions a later version of the same id replaced, at their own start (their row's day
-      // partition): written by ai-store.ts after each insert, from the keys. Every read takes the
-      // rows not listed here — the current rows — with no per-id aggregation over the table.
+      // The versions a later version of the same id replaced, at their own start: written by
+      // ai-store.ts after each insert, from the keys. Every read takes the rows not listed here — the
+      // current rows — with no per-id aggregation over the table, and reads all of a project's marks
+      // (or a window's, by the sort key): month partitions keep them in few parts (each insert makes
+      // a part per partition it touches), dropped by whole months as the keys.
       `CREATE TABLE IF NOT EXISTS ${t.superseded} (
         project_id UInt32,
         started_ms Float64,
         ${t.id} String,
         version UInt64
-      ) ENGINE = ReplacingMergeTree PARTITION BY ${DAY('started_ms')} ORDER BY (project_id, started_ms, ${t.id}, version)`,
+      ) ENGINE = ReplacingMergeTree PARTITION BY ${MONTH('started_ms')} ORDER BY (project_id, started_ms, ${t.id}, version)`,
       `CREATE MATERIALIZED VIEW IF NOT EXISTS ${t.keys}_mv TO ${t.keys} AS SELECT project_id, ${t.id}, started_ms, version FROM ${t.table}`,
       // Rows stored before this migration: their keys, and the versions already replaced (a version
       // inserted meanwhile may be listed twice: reads and marks treat the lists as sets).
