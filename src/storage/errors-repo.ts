@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
 import { batchTallies } from './write-batcher.js';
 import { inList, multiRow } from './multi-row.js';
+import { postgresOf } from './postgres/split-db.js';
 import type { ErrorEventRecord } from '../domain/telemetry-types.js';
 import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
@@ -130,7 +131,18 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
     ') AS v WHERE error_groups.id = v.column1',
   );
 
+  /*
+   * With error groups in PostgreSQL, a write batch's new groups are inserted at its end, before its
+   * tallies (a job's with its tally: a job rolled back leaves none), so a batch of one-event jobs does
+   * not pay a round trip per new group. The batch holds the advisory lock (split-db.ts) from its first
+   * PostgreSQL statement, the heads read included, to its commit: no other process adds a group of
+   * the project meanwhile, and the unique (project_id, fingerprint) stays the backstop (a violation
+   * fails the batch). On SQLite alone a job inserts its groups itself, as before.
+   */
+  const deferGroups = !!postgresOf(db);
+
   const write = (t: Tally) => {
+    insertGroups(t.newGroups, (st, args) => st.run(...args));
     writeLatency(t.lat);
     const newUsers = new Map<string, number>();
     users(
@@ -152,17 +164,34 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
    * the batch's (copied into its own, so a job rolled back leaves the batch's copy as it was), else
    * in the table. With error groups in PostgreSQL this saves a round trip per event; a change another
    * process makes to a group meanwhile (a merge, a status) is seen by the next batch. The table is
-   * read for all of a call's fingerprints at once (`readHeads`, before `head`), not one by one.
+   * read for all of a call's fingerprints at once (`readHeads`, before `head`), not one by one, and
+   * inside a batch with those the batch's jobs said they would need (`expect`, from their `prepare`):
+   * a batch of one-event jobs reads its heads in one statement per 100 fingerprints, not one per job.
+   * Inside a batch what is read goes to the batch's heads (a table row does not depend on the job
+   * that read it; a job changes its own copy), and what is not found to `absent`, so no later job
+   * of the batch reads it again.
    */
   const readHeads = (pid: number, items: KeyedErrorEvent[], t: Tally, batch: Tally | null) => {
-    const want = new Set<string>();
-    for (const { key } of items) {
-      const k = `${pid}\u0000${key.fingerprint}`;
-      if (!t.heads.has(k) && !batch?.heads.has(k)) want.add(key.fingerprint);
+    const known = (k: string) => t.heads.has(k) || !!batch?.heads.has(k) || !!batch?.absent.has(k);
+    const want = new Map<number, Set<string>>();
+    const add = (p: number, fingerprint: string) => {
+      let w = want.get(p);
+      if (!w) want.set(p, (w = new Set()));
+      w.add(fingerprint);
+    };
+    for (const { key } of items) if (!known(`${pid}\u0000${key.fingerprint}`)) add(pid, key.fingerprint);
+    if (!want.size) return;
+    if (batch) {
+      for (const [p, fps] of batch.expected) for (const fp of fps) if (!known(`${p}\u0000${fp}`)) add(p, fp);
+      batch.expected.clear();
     }
-    headsOf([...want], (st, args) => {
-      for (const { fingerprint, ...g } of st.all(pid, ...args) as (GroupHead & { fingerprint: string })[]) t.heads.set(`${pid}\u0000${fingerprint}`, g);
-    });
+    const into = batch ?? t;
+    for (const [p, fps] of want) {
+      headsOf([...fps], (st, args) => {
+        for (const { fingerprint, ...g } of st.all(p, ...args) as (GroupHead & { fingerprint: string })[]) into.heads.set(`${p}\u0000${fingerprint}`, g);
+      });
+      if (batch) for (const fp of fps) if (!batch.heads.has(`${p}\u0000${fp}`)) batch.absent.add(`${p}\u0000${fp}`);
+    }
   };
   const head = (pid: number, fingerprint: string, t: Tally, batch: Tally | null): GroupHead | undefined => {
     const k = `${pid}\u0000${fingerprint}`;
@@ -178,7 +207,12 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
    * no other writer adds a group meanwhile.
    */
   const nextSeq = (pid: number, t: Tally, batch: Tally | null): number => {
-    const n = t.seqs.get(pid) ?? batch?.seqs.get(pid) ?? (s.nextSeq.get(pid) as { n: number }).n;
+    let n = t.seqs.get(pid) ?? batch?.seqs.get(pid);
+    if (n === undefined) {
+      n = (s.nextSeq.get(pid) as { n: number }).n;
+      // The table's next seq holds for the whole batch (a job rolled back does not take it back).
+      batch?.seqs.set(pid, n);
+    }
     t.seqs.set(pid, n + 1);
     return n;
   };
@@ -220,7 +254,8 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
       };
       return { e, g, own, effective, row };
     });
-    insertGroups(newGroups, (st, args) => st.run(...args));
+    if (batch && deferGroups) t.newGroups.push(...newGroups);
+    else insertGroups(newGroups, (st, args) => st.run(...args));
     // With the events in ClickHouse, the ids go in multi-row statements (one round trip per 100 with
     // the groups in PostgreSQL); the first of equal ids in the call is the one stored.
     let fresh: Set<string> | null = null;
@@ -270,6 +305,18 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
       if (!job) return ingestAlone(projectId, projectSlug, items, now);
       // Inside a write batch the job already runs in its own savepoint; a throw here rolls it back and drops its tally.
       return ingestRows(projectId, projectSlug, items, now, job, tallies.batch());
+    },
+    /**
+     * Inside a write batch (a job's `prepare`): the groups of these events will be needed, and are
+     * read with those of the batch's other jobs, at the first job that needs one. Outside, nothing.
+     */
+    expect(projectId: string, items: readonly KeyedErrorEvent[]): void {
+      const b = tallies.batch();
+      if (!b) return;
+      const pid = Number(projectId);
+      let w = b.expected.get(pid);
+      if (!w) b.expected.set(pid, (w = new Set()));
+      for (const { key } of items) w.add(key.fingerprint);
     },
     /** Hooks for createWriteBatcher: per-group tallies written once per batch, before its commit. */
     batchParticipant: tallies.participant,
@@ -325,6 +372,12 @@ interface Tally {
   heads: Map<string, GroupHead>;
   /** The next group seq by project, once read (a job's own, then the batch's). */
   seqs: Map<number, number>;
+  /** Groups created and not yet inserted (with error groups in PostgreSQL, inside a batch): error_groups rows, in order. */
+  newGroups: unknown[][];
+  /** The batch's: fingerprints (project, fingerprint) read and not found in the table. */
+  absent: Set<string>;
+  /** The batch's: fingerprints by project its jobs said they would need (`expect`), not yet read. */
+  expected: Map<number, Set<string>>;
   add(group: string, e: ErrorEventRecord, now: number): void;
   merge(o: Tally): void;
 }
@@ -341,6 +394,7 @@ function newTally(): Tally {
   const lat = new LatencyTally();
   const heads = new Map<string, GroupHead>();
   const seqs = new Map<number, number>();
+  const newGroups: unknown[][] = [];
   const hourUser = (group: string, hour: number, key: string, n: number) => {
     const k = `${group}\u0000${hour}\u0000${key}`;
     const h = hours.get(k);
@@ -379,6 +433,9 @@ function newTally(): Tally {
     lat,
     heads,
     seqs,
+    newGroups,
+    absent: new Set(),
+    expected: new Map(),
     add(group: string, e: ErrorEventRecord, now: number) {
       const ts = e.timestamp_ms;
       const rank = LEVEL_RANK[e.level] ?? 3;
@@ -398,6 +455,7 @@ function newTally(): Tally {
     merge(o: Tally) {
       for (const [k, h] of o.heads) heads.set(k, h);
       for (const [k, n] of o.seqs) seqs.set(k, n);
+      for (const r of o.newGroups) newGroups.push(r);
       for (const g of o.groups.values()) mergeGroup(g);
       for (const d of o.dims.values()) dim(d.group, d.kind, d.value, d.n, d.min, d.max);
       for (const [k, u] of o.users) if (!users.has(k)) users.set(k, u);
