@@ -321,8 +321,11 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
         inserted++;
         const target = effective === own ? g : (s.byId.get(pid, effective) as GroupHead | undefined);
         if (target?.status === 'resolved') {
-          s.reopen.run(now, effective);
-          if (!reopened.some((r) => r.groupId === effective)) reopened.push(groupChange(target));
+          // With error groups in PostgreSQL a head may have been read for the batch before an earlier
+          // job reopened its group through a merged duplicate (whose canonical is read from the
+          // table): the group counts as reopened only when this update reopened it.
+          const changed = s.reopen.run(now, effective).changes > 0;
+          if ((changed || !deferGroups) && !reopened.some((r) => r.groupId === effective)) reopened.push(groupChange(target));
           target.status = 'unresolved';
         }
         t.add(effective, e, now);
