@@ -7,7 +7,7 @@ import type { Sightline } from '../server.js';
 import { encodeExportResponse, type OtlpEncoding, type OtlpSignal } from './otlp/decode.js';
 import { resolveSentryKey } from './sentry/envelope.js';
 import type { FeedbackRecord } from './sentry/normalize.js';
-import { ingestKeyedErrorEvents, publishGroupChanges, SpikeGuard } from './pipeline.js';
+import { expectErrorGroups, ingestKeyedErrorEvents, publishGroupChanges, SpikeGuard } from './pipeline.js';
 import { IngestQuota, ingestIdentity, type IngestIdentity } from './auth.js';
 import { readIngestBody } from './body.js';
 import { ingestLimitsFromEnv, type IngestLimits } from './limits.js';
@@ -100,7 +100,7 @@ export function buildIngestRouter(s: Sightline): Router {
         if (slice.logs?.length) services.telemetry.insertLogs(pid, slice.logs, source, t);
         if (slice.points?.length) services.telemetry.insertMetricPoints(pid, slice.points, t);
         return slice.errors?.length ? ingestKeyedErrorEvents(services, spike, id.project, slice.errors, t) : null;
-      });
+      }, slice.errors?.length ? expectErrorGroups(services, id.project, slice.errors) : undefined);
       // Committed: cron monitors (src/core/monitoring.ts) take each check-in; the envelope is
       // acknowledged once its result is stored (with ClickHouse, inserted there).
       for (const c of slice.checkIns ?? []) {

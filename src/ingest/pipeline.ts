@@ -93,6 +93,15 @@ export function ingestErrorEvents(services: Services, spike: SpikeGuard, project
   return ingestKeyedErrorEvents(services, spike, project, events.map((event) => ({ event, key: groupKeyFor(event) })), now);
 }
 
+/**
+ * A write batch job's `prepare` (services.writeBatch's second argument) for ingesting these events:
+ * their groups are read with those of the batch's other jobs, at once (with error groups in
+ * PostgreSQL a round trip per 100 groups instead of one per job).
+ */
+export function expectErrorGroups(services: Services, project: ProjectRow, keyed: readonly KeyedErrorEvent[]): () => void {
+  return () => services.errorsIngest.expect(project.id, keyed);
+}
+
 /** The same with grouping keys already computed (by a decode worker). */
 export function ingestKeyedErrorEvents(services: Services, spike: SpikeGuard, project: ProjectRow, keyed: KeyedErrorEvent[], now: number): ErrorIngestResult {
   if (!keyed.length) return { accepted: 0, dropped: 0, groups: [], created: [], reopened: [] };

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from './db.js';
 import { batchTallies } from './write-batcher.js';
 import { inList, multiRow } from './multi-row.js';
+import { postgresOf } from './postgres/split-db.js';
 import type { ErrorEventRecord } from '../domain/telemetry-types.js';
 import type { GroupKey } from '../domain/grouping/fingerprint.js';
 import { userField, userKeyOf } from '../domain/errors/users.js';
@@ -98,6 +99,9 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
   const users = multiRow(db, 'INSERT OR IGNORE INTO error_group_users (group_id, user_key, user_id, first_seen)', 4, 'RETURNING group_id');
   // Ids of events stored in ClickHouse (migration 056); RETURNING: the ids new to the table.
   const insertIds = multiRow(db, 'INSERT OR IGNORE INTO error_event_ids (project_id, event_id, group_id, timestamp_ms)', 4, 'RETURNING event_id');
+  // A batch's ids, inserted at its end (with error groups in PostgreSQL): new ones only, as read before.
+  const insertNewIds = multiRow(db, 'INSERT OR IGNORE INTO error_event_ids (project_id, event_id, group_id, timestamp_ms)', 4);
+  const idsIn = inList(db, (marks) => `SELECT event_id FROM error_event_ids WHERE project_id = ? AND event_id IN (${marks})`);
   // Per (group, hour, user key) event counts behind the window counts (migration 046).
   const hours = multiRow(db, 'INSERT INTO error_group_hour_users (group_id, hour, user_key, n)', 4, 'ON CONFLICT (group_id, hour, user_key) DO UPDATE SET n = n + excluded.n');
   // The heads of a call's fingerprints not yet known to the batch, read at once (100 a statement).
@@ -130,7 +134,19 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
     ') AS v WHERE error_groups.id = v.column1',
   );
 
+  /*
+   * With error groups in PostgreSQL, a write batch's new groups are inserted at its end, before its
+   * tallies (a job's with its tally: a job rolled back leaves none), so a batch of one-event jobs does
+   * not pay a round trip per new group. The batch holds the advisory lock (split-db.ts) from its first
+   * PostgreSQL statement, the heads read included, to its commit: no other process adds a group of
+   * the project meanwhile, and the unique (project_id, fingerprint) stays the backstop (a violation
+   * fails the batch). On SQLite alone a job inserts its groups itself, as before.
+   */
+  const deferGroups = !!postgresOf(db);
+
   const write = (t: Tally) => {
+    insertGroups(t.newGroups, (st, args) => st.run(...args));
+    insertNewIds(t.newIds, (st, args) => st.run(...args));
     writeLatency(t.lat);
     const newUsers = new Map<string, number>();
     users(
@@ -152,17 +168,60 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
    * the batch's (copied into its own, so a job rolled back leaves the batch's copy as it was), else
    * in the table. With error groups in PostgreSQL this saves a round trip per event; a change another
    * process makes to a group meanwhile (a merge, a status) is seen by the next batch. The table is
-   * read for all of a call's fingerprints at once (`readHeads`, before `head`), not one by one.
+   * read for all of a call's fingerprints at once (`readHeads`, before `head`), not one by one, and
+   * inside a batch with those the batch's jobs said they would need (`expect`, from their `prepare`):
+   * a batch of one-event jobs reads its heads in one statement per 100 fingerprints, not one per job.
+   * Inside a batch what is read goes to the batch's heads (a table row does not depend on the job
+   * that read it; a job changes its own copy), and what is not found to `absent`, so no later job
+   * of the batch reads it again.
    */
   const readHeads = (pid: number, items: KeyedErrorEvent[], t: Tally, batch: Tally | null) => {
-    const want = new Set<string>();
-    for (const { key } of items) {
-      const k = `${pid}\u0000${key.fingerprint}`;
-      if (!t.heads.has(k) && !batch?.heads.has(k)) want.add(key.fingerprint);
+    const known = (k: string) => t.heads.has(k) || !!batch?.heads.has(k) || !!batch?.absent.has(k);
+    const want = new Map<number, Set<string>>();
+    const add = (p: number, fingerprint: string) => {
+      let w = want.get(p);
+      if (!w) want.set(p, (w = new Set()));
+      w.add(fingerprint);
+    };
+    for (const { key } of items) if (!known(`${pid}\u0000${key.fingerprint}`)) add(pid, key.fingerprint);
+    if (!want.size) return;
+    if (batch) {
+      for (const [p, fps] of batch.expected) for (const fp of fps) if (!known(`${p}\u0000${fp}`)) add(p, fp);
+      batch.expected.clear();
     }
-    headsOf([...want], (st, args) => {
-      for (const { fingerprint, ...g } of st.all(pid, ...args) as (GroupHead & { fingerprint: string })[]) t.heads.set(`${pid}\u0000${fingerprint}`, g);
-    });
+    const into = batch ?? t;
+    for (const [p, fps] of want) {
+      headsOf([...fps], (st, args) => {
+        for (const { fingerprint, ...g } of st.all(p, ...args) as (GroupHead & { fingerprint: string })[]) into.heads.set(`${p}\u0000${fingerprint}`, g);
+      });
+      if (batch) for (const fp of fps) if (!batch.heads.has(`${p}\u0000${fp}`)) batch.absent.add(`${p}\u0000${fp}`);
+    }
+  };
+  /*
+   * With the ids of events in ClickHouse kept in PostgreSQL, inside a batch: which of a job's event
+   * ids are in the table is read with those of the batch's other jobs (`expect`), at the first job
+   * that needs one; taken ids go to the batch's `idsTaken`, free ones to `idsFree`. A job's new ids
+   * are taken in its tally (the batch's once it ends well) and inserted at the batch's end: the
+   * advisory lock the batch holds keeps another process from inserting one meanwhile.
+   */
+  const readIds = (pid: number, placed: readonly { row: StoredErrorEvent }[], t: Tally, batch: Tally) => {
+    const known = (k: string) => t.idsTaken.has(k) || batch.idsTaken.has(k) || batch.idsFree.has(k);
+    const want = new Map<number, Set<string>>();
+    const add = (p: number, id: string) => {
+      let w = want.get(p);
+      if (!w) want.set(p, (w = new Set()));
+      w.add(id);
+    };
+    for (const { row } of placed) if (!known(`${pid}\u0000${row.event_id}`)) add(pid, row.event_id);
+    if (!want.size) return;
+    for (const [p, ids] of batch.expectedIds) for (const id of ids) if (!known(`${p}\u0000${id}`)) add(p, id);
+    batch.expectedIds.clear();
+    for (const [p, ids] of want) {
+      idsIn([...ids], (st, args) => {
+        for (const r of st.all(p, ...args) as { event_id: string }[]) batch.idsTaken.add(`${p}\u0000${r.event_id}`);
+      });
+      for (const id of ids) if (!batch.idsTaken.has(`${p}\u0000${id}`)) batch.idsFree.add(`${p}\u0000${id}`);
+    }
   };
   const head = (pid: number, fingerprint: string, t: Tally, batch: Tally | null): GroupHead | undefined => {
     const k = `${pid}\u0000${fingerprint}`;
@@ -178,7 +237,12 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
    * no other writer adds a group meanwhile.
    */
   const nextSeq = (pid: number, t: Tally, batch: Tally | null): number => {
-    const n = t.seqs.get(pid) ?? batch?.seqs.get(pid) ?? (s.nextSeq.get(pid) as { n: number }).n;
+    let n = t.seqs.get(pid) ?? batch?.seqs.get(pid);
+    if (n === undefined) {
+      n = (s.nextSeq.get(pid) as { n: number }).n;
+      // The table's next seq holds for the whole batch (a job rolled back does not take it back).
+      batch?.seqs.set(pid, n);
+    }
     t.seqs.set(pid, n + 1);
     return n;
   };
@@ -220,11 +284,24 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
       };
       return { e, g, own, effective, row };
     });
-    insertGroups(newGroups, (st, args) => st.run(...args));
+    if (batch && deferGroups) t.newGroups.push(...newGroups);
+    else insertGroups(newGroups, (st, args) => st.run(...args));
     // With the events in ClickHouse, the ids go in multi-row statements (one round trip per 100 with
     // the groups in PostgreSQL); the first of equal ids in the call is the one stored.
     let fresh: Set<string> | null = null;
-    if (sink) {
+    if (sink && batch && deferGroups) {
+      // Inside a batch, with the ids in PostgreSQL: which are taken is read for the batch's ids at once,
+      // and the new ones are inserted at the batch's end (`newIds`, kept with the job's tally).
+      fresh = new Set();
+      readIds(pid, placed, t, batch);
+      for (const x of placed) {
+        const k = `${pid}\u0000${x.row.event_id}`;
+        if (batch.idsTaken.has(k) || t.idsTaken.has(k)) continue;
+        t.idsTaken.add(k);
+        t.newIds.push([pid, x.row.event_id, x.effective, x.row.timestamp_ms]);
+        fresh.add(x.row.event_id);
+      }
+    } else if (sink) {
       fresh = new Set();
       const newIds = fresh;
       insertIds(
@@ -244,8 +321,11 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
         inserted++;
         const target = effective === own ? g : (s.byId.get(pid, effective) as GroupHead | undefined);
         if (target?.status === 'resolved') {
-          s.reopen.run(now, effective);
-          if (!reopened.some((r) => r.groupId === effective)) reopened.push(groupChange(target));
+          // With error groups in PostgreSQL a head may have been read for the batch before an earlier
+          // job reopened its group through a merged duplicate (whose canonical is read from the
+          // table): the group counts as reopened only when this update reopened it.
+          const changed = s.reopen.run(now, effective).changes > 0;
+          if ((changed || !deferGroups) && !reopened.some((r) => r.groupId === effective)) reopened.push(groupChange(target));
           target.status = 'unresolved';
         }
         t.add(effective, e, now);
@@ -270,6 +350,25 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
       if (!job) return ingestAlone(projectId, projectSlug, items, now);
       // Inside a write batch the job already runs in its own savepoint; a throw here rolls it back and drops its tally.
       return ingestRows(projectId, projectSlug, items, now, job, tallies.batch());
+    },
+    /**
+     * Inside a write batch (a job's `prepare`), with error groups in PostgreSQL: the groups of these
+     * events (and, with the events in ClickHouse, their ids) will be needed, and are read with those
+     * of the batch's other jobs, at the first job that needs one. Otherwise nothing.
+     */
+    expect(projectId: string, items: readonly KeyedErrorEvent[]): void {
+      const b = tallies.batch();
+      // On SQLite alone a job's reads cost no round trip: each job reads its own, as before.
+      if (!b || !deferGroups) return;
+      const pid = Number(projectId);
+      let w = b.expected.get(pid);
+      if (!w) b.expected.set(pid, (w = new Set()));
+      for (const { key } of items) w.add(key.fingerprint);
+      if (sink) {
+        let ids = b.expectedIds.get(pid);
+        if (!ids) b.expectedIds.set(pid, (ids = new Set()));
+        for (const { event } of items) ids.add(event.event_id);
+      }
     },
     /** Hooks for createWriteBatcher: per-group tallies written once per batch, before its commit. */
     batchParticipant: tallies.participant,
@@ -325,6 +424,20 @@ interface Tally {
   heads: Map<string, GroupHead>;
   /** The next group seq by project, once read (a job's own, then the batch's). */
   seqs: Map<number, number>;
+  /** Groups created and not yet inserted (with error groups in PostgreSQL, inside a batch): error_groups rows, in order. */
+  newGroups: unknown[][];
+  /** The batch's: fingerprints (project, fingerprint) read and not found in the table. */
+  absent: Set<string>;
+  /** The batch's: fingerprints by project its jobs said they would need (`expect`), not yet read. */
+  expected: Map<number, Set<string>>;
+  /** Event ids (project, id) in error_event_ids or taken by a job (a job's own, then the batch's), with the ids in PostgreSQL inside a batch. */
+  idsTaken: Set<string>;
+  /** The batch's: event ids read and not in the table. */
+  idsFree: Set<string>;
+  /** The batch's: event ids by project its jobs said they would write, not yet read. */
+  expectedIds: Map<number, Set<string>>;
+  /** error_event_ids rows to insert at the end (the new ids of `idsTaken`). */
+  newIds: unknown[][];
   add(group: string, e: ErrorEventRecord, now: number): void;
   merge(o: Tally): void;
 }
@@ -341,6 +454,9 @@ function newTally(): Tally {
   const lat = new LatencyTally();
   const heads = new Map<string, GroupHead>();
   const seqs = new Map<number, number>();
+  const newGroups: unknown[][] = [];
+  const idsTaken = new Set<string>();
+  const newIds: unknown[][] = [];
   const hourUser = (group: string, hour: number, key: string, n: number) => {
     const k = `${group}\u0000${hour}\u0000${key}`;
     const h = hours.get(k);
@@ -379,6 +495,13 @@ function newTally(): Tally {
     lat,
     heads,
     seqs,
+    newGroups,
+    absent: new Set(),
+    expected: new Map(),
+    idsTaken,
+    idsFree: new Set(),
+    expectedIds: new Map(),
+    newIds,
     add(group: string, e: ErrorEventRecord, now: number) {
       const ts = e.timestamp_ms;
       const rank = LEVEL_RANK[e.level] ?? 3;
@@ -398,6 +521,9 @@ function newTally(): Tally {
     merge(o: Tally) {
       for (const [k, h] of o.heads) heads.set(k, h);
       for (const [k, n] of o.seqs) seqs.set(k, n);
+      for (const r of o.newGroups) newGroups.push(r);
+      for (const k of o.idsTaken) idsTaken.add(k);
+      for (const r of o.newIds) newIds.push(r);
       for (const g of o.groups.values()) mergeGroup(g);
       for (const d of o.dims.values()) dim(d.group, d.kind, d.value, d.n, d.min, d.max);
       for (const [k, u] of o.users) if (!users.has(k)) users.set(k, u);

@@ -3,6 +3,7 @@ import { postgresOf } from './postgres/split-db.js';
 
 interface Job {
   fn: () => unknown;
+  prepare?: () => void;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -14,8 +15,14 @@ interface Job {
  * One commit per batch instead of per request is what lets small requests (Sentry envelopes carry
  * one event) reach thousands per second.
  */
-/** Runs a write with group commit; `depth()` is how many writes wait for the next commit. */
-export type WriteBatch = (<T>(fn: () => T) => Promise<T>) & { depth(): number };
+/**
+ * Runs a write with group commit; `depth()` is how many writes wait for the next commit. `prepare`,
+ * when given, runs in the batch's transaction after every participant's `begin()` and before the
+ * first job: it says what the job will need (for example the error groups of its events, which a
+ * participant then reads for every job of the batch at once) and must neither write nor throw (a
+ * throw fails its job, which then does not run).
+ */
+export type WriteBatch = (<T>(fn: () => T, prepare?: () => void) => Promise<T>) & { depth(): number };
 
 /**
  * A writer that keeps tallies for a whole batch (for example per error group: one UPDATE per group
@@ -125,8 +132,18 @@ export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly
       // (503 storage_unavailable, retry after 30 s). Immediate, the commit waits those ms instead.
       db.transaction(() => {
         for (const p of participants) p.begin();
-        for (const job of jobs) {
+        const unprepared = jobs.map((job) => {
           try {
+            job.prepare?.();
+            return undefined;
+          } catch (error) {
+            return { error };
+          }
+        });
+        for (const [i, job] of jobs.entries()) {
+          try {
+            const u = unprepared[i];
+            if (u) throw u.error;
             results.push({ ok: true, value: runJob(job.fn) });
             for (const p of participants) p.jobEnd(true);
           } catch (error) {
@@ -156,9 +173,9 @@ export function createWriteBatcher(db: Db, maxJobs = 512, participants: readonly
     else Promise.all(remote).then(() => settle(), (e) => settle(e ?? new Error('remote commit failed')));
   };
 
-  const batch = <T>(fn: () => T) =>
+  const batch = <T>(fn: () => T, prepare?: () => void) =>
     new Promise<T>((resolve, reject) => {
-      queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      queue.push({ fn, ...(prepare ? { prepare } : {}), resolve: resolve as (v: unknown) => void, reject });
       if (queue.length >= maxJobs) flush();
       else if (!scheduled) {
         scheduled = true;

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createSightline, type Sightline } from '../../src/server.js';
 import { bootstrapOrganization } from '../../src/core/bootstrap.js';
 import { processJob } from '../../src/ingest/process.js';
-import { ingestKeyedErrorEvents, SpikeGuard } from '../../src/ingest/pipeline.js';
+import { expectErrorGroups, ingestKeyedErrorEvents, SpikeGuard } from '../../src/ingest/pipeline.js';
 import { ingestLimitsFromEnv } from '../../src/ingest/limits.js';
 import type { KeyedErrorEvent } from '../../src/storage/errors-repo.js';
 import { postgresOf } from '../../src/storage/postgres/split-db.js';
@@ -37,13 +37,16 @@ async function open(databaseUrl: string | null) {
   const spike = new SpikeGuard();
   const project = () => s.services.identity.projectById(pid)!;
   /** One job of a write batch: the events, ingested as the decode workers key them; `fail` throws after them. */
-  const job = (events: KeyedErrorEvent[], now: number, fail = false) =>
-    s.services.writeBatch(() => {
-      const r = ingestKeyedErrorEvents(s.services, spike, project(), events, now);
+  const job = (events: KeyedErrorEvent[], now: number, fail = false, p = project()) => {
+    // The project is read before the job, as the ingest routes read it (each read asks PostgreSQL
+    // whether control data changed: a round trip).
+    return s.services.writeBatch(() => {
+      const r = ingestKeyedErrorEvents(s.services, spike, p, events, now);
       if (fail) throw new Error('the job fails after its events');
       return r;
-    });
-  return { s, pid, job };
+    }, expectErrorGroups(s.services, p, events));
+  };
+  return { s, pid, job, project };
 }
 
 interface Ev {
@@ -156,5 +159,49 @@ describe.skipIf(!!missing)('Error ingest with the error groups in PostgreSQL', (
     // heads (2), the next seq (1), the inserts (2), users, bumps (2), dims and hours, savepoint, commit.
     expect(Math.max(...calls)).toBeLessThanOrEqual(20);
     expect((o.s.db.prepare('SELECT SUM(event_count) AS n FROM error_groups').get() as { n: number }).n).toBe(768);
+  });
+
+  it('writes 256 one-event jobs of one batch over 200 groups, existing, new, new in several jobs, in a bounded number of round trips; a failed job leaves no group', async () => {
+    const pgdb = await createPgDatabase();
+    cleanup.push(() => pgdb.drop());
+    const T = D / 1000;
+    const run = async (o: Awaited<ReturnType<typeof open>>, pg?: ReturnType<typeof postgresOf>) => {
+      // Groups 0–99 exist (one event each, some resolved); then 256 jobs of one event each over groups
+      // 0–199 (0–55 twice: existing and new groups in two jobs), and two failing jobs: one with a group
+      // no other job has (it must not be kept), one with a group a later job creates (its seq is reused).
+      await o.job(keyed(Array.from({ length: 100 }, (_, g) => ({ id: 90_000 + g, group: g, ts: T + g }))), D);
+      const ids = (type: string) => (o.s.db.prepare('SELECT id FROM error_groups WHERE project_id = ? AND type = ?').get(Number(o.pid), type) as { id: string }).id;
+      for (const g of [3, 60, 62, 99]) o.s.db.prepare("UPDATE error_groups SET status = 'resolved' WHERE id = ?").run(ids(`G${g}Error`));
+      // G61 merged into the resolved G62: its event (job 61) reopens G62, whose own event (job 62) then reopens nothing.
+      o.s.db.prepare('UPDATE error_groups SET merged_into = ?, merged_at = ? WHERE id = ?').run(ids('G62Error'), D, ids('G61Error'));
+      const evs = wide(1, T + 3600, { release: (i) => (i % 5 ? `app@1.${i % 3}` : undefined), user: (i) => (i % 4 ? `u${i % 50}` : undefined) });
+      const p = o.project();
+      const before = pg ? pg.trips.calls : 0;
+      const jobs = evs.map((e, i) => o.job(keyed([e]), D + 10 + i, false, p));
+      jobs.splice(10, 0, o.job(keyed([{ id: 80_000, group: 250, ts: T + 5000 }]), D + 9, true, p));
+      jobs.splice(20, 0, o.job(keyed([{ id: 80_001, group: 180, ts: T + 5001, level: 'fatal' }]), D + 9, true, p));
+      const outcomes = await Promise.allSettled(jobs);
+      const calls = pg ? pg.trips.calls - before : 0;
+      return {
+        calls,
+        outcomes: outcomes.map((r) => (r.status === 'fulfilled' ? { accepted: r.value.accepted, created: r.value.created.map((g) => g.shortId), reopened: r.value.reopened.map((g) => g.shortId) } : 'rejected')),
+        state: state(o.s),
+      };
+    };
+    const a = await run(await open(null));
+    const o = await open(pgdb.url);
+    const b = await run(o, postgresOf(o.s.db)!);
+    expect({ ...b, calls: 0 }).toEqual({ ...a, calls: 0 });
+    expect(a.outcomes.filter((x) => x === 'rejected')).toHaveLength(2);
+    expect(a.state.groups).toHaveLength(200);
+    expect(a.state.groups.map((g) => g.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    expect(a.state.groups.some((g) => g.type === 'G250Error')).toBe(false);
+    expect(a.state.groups.find((g) => g.type === 'G180Error')).toMatchObject({ level: 'error', event_count: 1 });
+    expect(a.state.groups.find((g) => g.type === 'G3Error')).toMatchObject({ status: 'unresolved', event_count: 3 });
+    // A job read its group's head (1 call) and inserted its new group (1 more): 320 calls. Now the
+    // batch's heads (2), the next seq, a statement per reopen and per event of a merged duplicate (its
+    // canonical's head), then once per batch the new groups (1), users (2), bumps (2), dims (5), hours
+    // (2) and the commit: 23.
+    expect(b.calls).toBeLessThanOrEqual(25);
   });
 });

@@ -72,6 +72,23 @@ describe('write batcher (group commit)', () => {
     expect(d.prepare('SELECT v FROM t ORDER BY v').all()).toEqual([{ v: 6 }]);
   });
 
+  it("runs every job's prepare after the participants' begin and before the first job; a prepare that throws fails its job alone", async () => {
+    const d = db();
+    const log: string[] = [];
+    const participant = { begin: () => log.push('begin'), jobEnd: (ok: boolean) => log.push(`end ${ok}`), end: () => log.push('batch end') };
+    const run = createWriteBatcher(d, 512, [participant]);
+    const outcomes = await Promise.allSettled([
+      run(() => log.push('job 1'), () => log.push('prepare 1')),
+      run(() => log.push('job 2')),
+      run(() => log.push('job 3'), () => {
+        throw new Error('no');
+      }),
+      run(() => log.push('job 4'), () => log.push('prepare 4')),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(log).toEqual(['begin', 'prepare 1', 'prepare 4', 'job 1', 'end true', 'job 2', 'end true', 'end false', 'job 4', 'end true', 'batch end']);
+  });
+
   it('settles only after the commit: a reader sees the rows as soon as the promise resolves', async () => {
     const d = db();
     const run = createWriteBatcher(d);
