@@ -47,6 +47,13 @@ export function groupFromRow(r: any): ErrorGroupRow {
 
 const LEVEL_RANK: Record<string, number> = { debug: 0, info: 1, warning: 2, error: 3, fatal: 4 };
 
+/** Adds `value` to the set `map` holds for `key` (made when missing). */
+function addToSetOf<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
+  let set = map.get(key);
+  if (!set) map.set(key, (set = new Set()));
+  set.add(value);
+}
+
 /** Sentry-style short id: project slug + base-36 sequence (e.g. CHECKOUT-1A). */
 export function shortId(projectSlug: string, seq: number): string {
   const prefix = projectSlug.toUpperCase().replace(/[^A-Z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 16) || 'PROJECT';
@@ -178,11 +185,7 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
   const readHeads = (pid: number, items: KeyedErrorEvent[], t: Tally, batch: Tally | null) => {
     const known = (k: string) => t.heads.has(k) || !!batch?.heads.has(k) || !!batch?.absent.has(k);
     const want = new Map<number, Set<string>>();
-    const add = (p: number, fingerprint: string) => {
-      let w = want.get(p);
-      if (!w) want.set(p, (w = new Set()));
-      w.add(fingerprint);
-    };
+    const add = (p: number, v: string) => addToSetOf(want, p, v);
     for (const { key } of items) if (!known(`${pid}\u0000${key.fingerprint}`)) add(pid, key.fingerprint);
     if (!want.size) return;
     if (batch) {
@@ -207,11 +210,7 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
   const readIds = (pid: number, placed: readonly { row: StoredErrorEvent }[], t: Tally, batch: Tally) => {
     const known = (k: string) => t.idsTaken.has(k) || batch.idsTaken.has(k) || batch.idsFree.has(k);
     const want = new Map<number, Set<string>>();
-    const add = (p: number, id: string) => {
-      let w = want.get(p);
-      if (!w) want.set(p, (w = new Set()));
-      w.add(id);
-    };
+    const add = (p: number, v: string) => addToSetOf(want, p, v);
     for (const { row } of placed) if (!known(`${pid}\u0000${row.event_id}`)) add(pid, row.event_id);
     if (!want.size) return;
     for (const [p, ids] of batch.expectedIds) for (const id of ids) if (!known(`${p}\u0000${id}`)) add(p, id);
@@ -361,14 +360,8 @@ export function createErrorsIngestRepo(db: Db, opts: { events?: ErrorEventSink }
       // On SQLite alone a job's reads cost no round trip: each job reads its own, as before.
       if (!b || !deferGroups) return;
       const pid = Number(projectId);
-      let w = b.expected.get(pid);
-      if (!w) b.expected.set(pid, (w = new Set()));
-      for (const { key } of items) w.add(key.fingerprint);
-      if (sink) {
-        let ids = b.expectedIds.get(pid);
-        if (!ids) b.expectedIds.set(pid, (ids = new Set()));
-        for (const { event } of items) ids.add(event.event_id);
-      }
+      for (const { key } of items) addToSetOf(b.expected, pid, key.fingerprint);
+      if (sink) for (const { event } of items) addToSetOf(b.expectedIds, pid, event.event_id);
     },
     /** Hooks for createWriteBatcher: per-group tallies written once per batch, before its commit. */
     batchParticipant: tallies.participant,
