@@ -86,6 +86,10 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const other = bootstrapOrganization(s.services, { org: 'Other org', project: 'other', email: 'other@test.local', now: now() });
 
   const server = http.createServer(s.app.callback());
+  // No server-side keep-alive timeout: with chdb in the process a long query blocks the event loop,
+  // and the server's 5 s timer then closed an idle socket just as fetch reused it (ECONNRESET).
+  // fetch closes its idle sockets itself.
+  server.keepAliveTimeout = 0;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   s.onClose.push(
