@@ -31,12 +31,8 @@ import { writeDrafts } from '../src/ingest/ai-write.js';
 import { emptyDraft, type ObservationDraft, type ScoreDraft } from '../src/domain/ai/observation.js';
 import type { ChEngine } from '../src/storage/clickhouse/client.js';
 import { startClickHouseServer, type ClickHouseServer } from '../test/support/clickhouse.js';
-import { openBenchSide, rng, timeGetP95, type BenchSide } from './lib.js';
+import { openBenchSide, rng, timeGetP95, type BenchSide, flag } from './lib.js';
 
-const flag = (name: string, dflt: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1]! : dflt;
-};
 const N = Number(flag('observations', '300000'));
 const SCORED = Number(flag('scored', '0.2'));
 const RESENT = Number(flag('resent', '0.1'));

@@ -21,12 +21,8 @@ import { processJob } from '../src/ingest/process.js';
 import { ingestKeyedErrorEvents, SpikeGuard } from '../src/ingest/pipeline.js';
 import { ingestLimitsFromEnv } from '../src/ingest/limits.js';
 import { startClickHouseServer } from '../test/support/clickhouse.js';
-import { openBenchSide, rng, timeGetP95, type BenchSide } from './lib.js';
+import { openBenchSide, rng, timeGetP95, type BenchSide, flag } from './lib.js';
 
-const flag = (name: string, dflt: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1]! : dflt;
-};
 const N = Number(flag('events', '300000'));
 const G = Number(flag('groups', '2000'));
 const RUNS = Number(flag('runs', '20'));

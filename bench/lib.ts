@@ -15,6 +15,12 @@ export const freePort = () =>
   });
 
 /** Deterministic PRNG (mulberry32) so every run seeds the same shape. */
+/** The value after `--name` on the command line, or `dflt`. */
+export const flag = (name: string, dflt: string): string => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1]! : dflt;
+};
+
 export function rng(seed: number) {
   let a = seed >>> 0;
   return () => {

@@ -38,12 +38,8 @@ import { createSightline } from '../src/server.js';
 import { bootstrapOrganization } from '../src/core/bootstrap.js';
 import type { SpanRecord } from '../src/domain/telemetry-types.js';
 import { dropDatabase, startClickHouseServer } from '../test/support/clickhouse.js';
-import { otlpTraceBatch, rng, startBenchServer, timeGetP95, type BenchServer } from './lib.js';
+import { otlpTraceBatch, rng, startBenchServer, timeGetP95, type BenchServer, flag } from './lib.js';
 
-const flag = (name: string, dflt: string) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1]! : dflt;
-};
 const N = Number(flag('spans', '1000000'));
 const SECONDS = Number(flag('seconds', '8'));
 const PROCS = flag('procs', '1,2,3').split(',').map(Number).filter((x) => x > 0);
