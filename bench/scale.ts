@@ -14,7 +14,7 @@
  *    traces.get; p95 of sequential calls after a warm-up.
  *
  *   npx tsx bench/scale.ts [--spans 1000000] [--seconds 8] [--procs 1,2,3] [--connections 8] [--runs 15] [--sqlite-max 2000000]
- *     [--clickhouse-url http://127.0.0.1:8123] [--keep DIR] [--ingest-only] [--baseline CHECKOUT] [--rounds 1] [--alt-env K=V]
+ *     [--clickhouse-url http://127.0.0.1:8123] [--keep DIR] [--ingest-only] [--baseline CHECKOUT] [--rounds 1] [--alt-env K=V] [--pg]
  *
  * The ingest table gives CPU per span beside the wall rate (the machine is shared: CPU per span is
  * the figure that compares): the Sightline processes' CPU (all threads, from /proc/<pid>/stat) and
@@ -22,7 +22,10 @@
  * by the spans acknowledged, with the load average. `--baseline CHECKOUT` runs each process count
  * with that checkout's `bin/sightline.mjs` too (another git worktree: "before"), alternating with
  * this one `--rounds` times; `--alt-env K=V,K2=V2` adds a run of this checkout with those variables
- * (a setting compared in the same run). `--ingest-only` skips the store path and reads.
+ * (a setting compared in the same run). `--ingest-only` skips the store path and reads. `--pg` puts
+ * control data in a fresh PostgreSQL database per run (test/support/postgres.ts: the local server)
+ * and gives each process its own SQLite file, as processes on separate machines run; without it the
+ * processes share one SQLite file (one machine).
  *
  * SQLite is seeded and read only up to --sqlite-max spans (its seeding is the slow part at 10M).
  * `--clickhouse-url` uses a running server instead of starting a private one; with `--keep DIR` as
@@ -38,6 +41,7 @@ import { createSightline } from '../src/server.js';
 import { bootstrapOrganization } from '../src/core/bootstrap.js';
 import type { SpanRecord } from '../src/domain/telemetry-types.js';
 import { dropDatabase, startClickHouseServer } from '../test/support/clickhouse.js';
+import { createPgDatabase } from '../test/support/postgres.js';
 import { otlpTraceBatch, rng, startBenchServer, timeGetP95, type BenchServer, flag } from './lib.js';
 
 const N = Number(flag('spans', '1000000'));
@@ -52,6 +56,7 @@ const INGEST_ONLY = process.argv.includes('--ingest-only');
 const BASELINE = flag('baseline', '');
 const ROUNDS = Number(flag('rounds', '1'));
 const ALT_ENV = flag('alt-env', '');
+const PG = process.argv.includes('--pg');
 const NOW = Date.UTC(2026, 10, 20, 12, 0, 0);
 const DAY = 86_400_000;
 const SERVICES = ['web', 'checkout', 'payments', 'search', 'inventory', 'users'];
@@ -310,9 +315,13 @@ async function main() {
         for (const v of variants) {
           const dir = mkdtempSync(join(tmpdir(), 'sl-bench-scale-http-'));
           const db = `bench_http_${procs}_${Date.now()}`;
-          const env = { SIGHTLINE_CLICKHOUSE_URL: `${ch.url}/${db}`, ...v.env };
-          const servers: BenchServer[] = [await startBenchServer(join(dir, 'bench.db'), env, v.checkout)];
-          for (let i = 1; i < procs; i++) servers.push(await startBenchServer(join(dir, 'bench.db'), env, v.checkout));
+          // --pg: control data in a fresh PostgreSQL database, each process with its own SQLite file
+          // (as on separate machines); else one SQLite file shared by the processes (one machine).
+          const pgDb = PG ? await createPgDatabase() : null;
+          const env = { SIGHTLINE_CLICKHOUSE_URL: `${ch.url}/${db}`, ...(pgDb ? { SIGHTLINE_DATABASE_URL: pgDb.url } : {}), ...v.env };
+          const file = (i: number) => join(dir, pgDb ? `bench-${i}.db` : 'bench.db');
+          const servers: BenchServer[] = [await startBenchServer(file(0), env, v.checkout)];
+          for (let i = 1; i < procs; i++) servers.push(await startBenchServer(file(i), env, v.checkout));
           const key = servers[0]!.keys!.ingest;
           await ingest(servers, key); // warm-up: workers, statements, the ClickHouse tables
           const cpu0 = servers.map((x) => cpuUs(x.child.pid!));
@@ -333,6 +342,7 @@ async function main() {
           for (const s of servers) s.child.kill('SIGTERM');
           await Promise.all(servers.map((s) => new Promise((res) => (s.child.exitCode !== null ? res(null) : s.child.once('exit', res)))));
           await dropDatabase(ch.url, db);
+          await pgDb?.drop();
           rmSync(dir, { recursive: true, force: true });
         }
 

@@ -6,9 +6,16 @@ export interface AppConfig {
   dbFile: string;
   /**
    * ClickHouse for spans (SIGHTLINE_CLICKHOUSE_URL, e.g. `http://127.0.0.1:8123/sightline`; the path
-   * names the database). Unset: spans stay in SQLite. Issue 20, in progress: only spans so far.
+   * names the database). Unset: telemetry stays in SQLite.
    */
   clickhouseUrl: string | null;
+  /**
+   * Under load, at most one ClickHouse insert per table and process every `lingerMs`
+   * (SIGHTLINE_CLICKHOUSE_FLUSH_MS, default 200) unless `rows` rows wait (SIGHTLINE_CLICKHOUSE_FLUSH_ROWS,
+   * default 20000): larger inserts cost ClickHouse far less per row (batch-buffer.ts). Writes are
+   * acknowledged after their insert either way; a write after a quiet spell is inserted at once.
+   */
+  clickhouseFlush: { lingerMs: number; rows: number };
   /**
    * PostgreSQL for control data (SIGHTLINE_DATABASE_URL, e.g. `postgres://sightline@127.0.0.1:5432/sightline`):
    * organizations, users, keys, OAuth, feedback, deployments, settings, automations, status pages,
@@ -244,6 +251,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     },
     scheduler: overrides.scheduler ?? { leaderLeaseMs: Math.max(2000, int(env.SIGHTLINE_SCHEDULER_LEASE_MS, 30_000)) },
     clickhouseUrl: overrides.clickhouseUrl !== undefined ? overrides.clickhouseUrl : env.SIGHTLINE_CLICKHOUSE_URL || null,
+    clickhouseFlush: overrides.clickhouseFlush ?? {
+      lingerMs: Math.max(0, int(env.SIGHTLINE_CLICKHOUSE_FLUSH_MS, 200)),
+      rows: Math.max(1, int(env.SIGHTLINE_CLICKHOUSE_FLUSH_ROWS, 20_000)),
+    },
     databaseUrl: overrides.databaseUrl !== undefined ? overrides.databaseUrl : env.SIGHTLINE_DATABASE_URL || null,
     instance: instanceName(overrides.instance !== undefined ? overrides.instance : env.SIGHTLINE_INSTANCE || null),
   };

@@ -162,18 +162,18 @@ export function createServices(db: Db, config: AppConfig, now: () => number = Da
   const chEngine = opts.clickhouse ?? (config.clickhouseUrl ? createHttpEngine(config.clickhouseUrl) : null);
   const ch = chEngine ? { engine: migratedOnFirstUse(chEngine), spans: null as unknown as ChSpanStore, logs: null as unknown as ChLogStore, metrics: null as unknown as ChMetricStore, errors: null as unknown as ChErrorEventStore, ai: null as unknown as ChAiStore, releases: null as unknown as ChReleaseStore } : null;
   if (ch) {
-    ch.spans = createChSpanStore(ch.engine);
-    ch.logs = createChLogStore(ch.engine);
-    ch.metrics = createChMetricStore(ch.engine);
-    ch.errors = createChErrorEventStore(ch.engine);
-    ch.ai = createChAiStore(ch.engine);
-    ch.releases = createChReleaseStore(ch.engine);
+    ch.spans = createChSpanStore(ch.engine, config.clickhouseFlush);
+    ch.logs = createChLogStore(ch.engine, config.clickhouseFlush);
+    ch.metrics = createChMetricStore(ch.engine, config.clickhouseFlush);
+    ch.errors = createChErrorEventStore(ch.engine, config.clickhouseFlush);
+    ch.ai = createChAiStore(ch.engine, config.clickhouseFlush);
+    ch.releases = createChReleaseStore(ch.engine, config.clickhouseFlush);
   }
   // With ClickHouse, error events too (their ids stay beside the groups, in SQLite or PostgreSQL).
   const errorsIngest = createErrorsIngestRepo(db, ch ? { events: ch.errors } : {});
   const errorEvents = ch ? createChErrorEventsReader(ch.engine, db) : createSqliteErrorEventsReader(db);
   // With ClickHouse, product-analytics capture events too (persons, sessions and touches stay here).
-  const captures = ch ? createChCaptureStore(ch.engine) : undefined;
+  const captures = ch ? createChCaptureStore(ch.engine, config.clickhouseFlush) : undefined;
   const ingestMisc = createIngestMiscRepo(db);
   const jobs = createJobsRepo(db);
   const scheduler = createScheduler(jobs, { now, leaderLeaseMs: config.scheduler.leaderLeaseMs });

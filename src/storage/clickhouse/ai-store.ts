@@ -1,7 +1,7 @@
 import { FLAG_COLUMNS, type ObservationRow, type ScoreDraft } from '../../domain/ai/observation.js';
 import type { AiIngestView, StoredObservation, StoredScore } from '../ai-repo.js';
 import { lit, type ChEngine } from './client.js';
-import { createBatchBuffer, rowArrays } from './batch-buffer.js';
+import { createBatchBuffer, NO_PACING, rowArrays, type BufferPacing } from './batch-buffer.js';
 import { nextLogId } from './log-store.js';
 import { VERSIONED, type VersionedTable } from './schema.js';
 
@@ -110,7 +110,7 @@ const INSERTED_KEPT = 1_000;
  * SQLite's repository skips a resend of exactly the stored observation (it keeps its first received
  * time); here the resend is a new version with its own received time.
  */
-export function createChAiStore(engine: ChEngine) {
+export function createChAiStore(engine: ChEngine, pacing: BufferPacing = NO_PACING) {
   /**
    * Rows written here, by project and id: those whose insert is still to come (their batch's commit,
    * the insert in flight), and the last {@link INSERTED_KEPT} inserted (oldest first: a Map keeps
@@ -135,13 +135,14 @@ export function createChAiStore(engine: ChEngine) {
     forget(rows) {
       for (const r of rows) if (waiting.get(keyOf(r)) === r) waiting.delete(keyOf(r));
     },
-  });
+  }, pacing);
   const scores = createBatchBuffer(
     rowArrays<ChScoreRow>(async (rows) => {
       const stored = newestOnly(rows, (r) => r.score_id);
       await engine.insert('agent_scores', stored);
       await markSuperseded(engine, SCORES, stored);
     }),
+    pacing,
   );
 
   function writeObservations(projectId: string, rows: ObservationRow[]): number {

@@ -9,7 +9,24 @@ export interface BufferKind<B> {
   insert(b: B): Promise<void>;
   /** Rows that will not be inserted (their job failed, their batch was rolled back, their insert failed). */
   forget?(b: B): void;
+  /** How many rows `b` holds (for {@link BufferPacing.rows}); without it only the time counts. */
+  size?(b: B): number;
 }
+
+/**
+ * How often a store inserts under load (issue 20: "flush by size or time"). Each insert makes a part
+ * per table in ClickHouse at a fixed cost (on 18.16 here: ~85 µs of server CPU per span row in
+ * inserts of 512 rows, ~10 µs in inserts of 8,192), so rows arriving less than `lingerMs` after the
+ * previous insert started wait for the rest of that time, gathering what comes meanwhile into one
+ * insert — unless `rows` rows already wait. Rows after a quiet spell go at once, so a lone write is
+ * not delayed. Acknowledgements still come only after the insert. `lingerMs` 0: no waiting.
+ */
+export interface BufferPacing {
+  lingerMs: number;
+  rows: number;
+}
+
+export const NO_PACING: BufferPacing = { lingerMs: 0, rows: 0 };
 
 /**
  * Rows bound for ClickHouse (the span, log and metric stores). Inside a write batch
@@ -19,7 +36,7 @@ export interface BufferKind<B> {
  * flight, the rows of later batches wait and go in the next one, so under load inserts grow large,
  * as ClickHouse wants. Rows added outside a batch are inserted at once.
  */
-export function createBatchBuffer<B>(kind: BufferKind<B>) {
+export function createBatchBuffer<B>(kind: BufferKind<B>, pacing: BufferPacing = NO_PACING) {
   let inBatch = false;
   let job = kind.empty();
   let batch = kind.empty();
@@ -27,11 +44,39 @@ export function createBatchBuffer<B>(kind: BufferKind<B>) {
   let pending = kind.empty();
   let waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   let inFlight: Promise<void> | null = null;
+  /** When the last insert started and how long it took; the wake-up of a wait in progress. */
+  let lastStart = 0;
+  let lastMs = 0;
+  let hurry = false;
+  let wake: (() => void) | null = null;
+  const full = () => hurry || (pacing.rows > 0 && kind.size !== undefined && kind.size(pending) >= pacing.rows);
+  const wakeUp = () => {
+    const w = wake;
+    wake = null;
+    w?.();
+  };
+  /**
+   * Waits, while fewer than `pacing.rows` rows wait, until `lingerMs` after the last insert started —
+   * or 4× that insert's time when longer (up to 5 × `lingerMs`): a loaded server (slow inserts,
+   * several processes inserting) gets fewer, larger inserts.
+   */
+  const linger = async () => {
+    const gap = Math.min(5 * pacing.lingerMs, Math.max(pacing.lingerMs, 4 * lastMs));
+    const left = lastStart + gap - Date.now();
+    if (left <= 0 || full()) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => ((wake = null), resolve()), left);
+      wake = () => (clearTimeout(timer), resolve());
+    });
+  };
 
   const pump = (): Promise<void> => {
     if (inFlight) return inFlight;
     inFlight = (async () => {
       while (!kind.isEmpty(pending)) {
+        if (pacing.lingerMs > 0) await linger();
+        hurry = false;
+        lastStart = Date.now();
         const rows = pending;
         const w = waiters;
         pending = kind.empty();
@@ -43,6 +88,7 @@ export function createBatchBuffer<B>(kind: BufferKind<B>) {
           kind.forget?.(rows);
           for (const x of w) x.reject(e);
         }
+        lastMs = Date.now() - lastStart;
       }
       inFlight = null;
     })();
@@ -55,6 +101,7 @@ export function createBatchBuffer<B>(kind: BufferKind<B>) {
     kind.append(pending, rows);
     const p = new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
     if (!inFlight) void pump();
+    else if (wake && full()) wakeUp();
     return p;
   };
 
@@ -96,7 +143,10 @@ export function createBatchBuffer<B>(kind: BufferKind<B>) {
     async flush(): Promise<void> {
       const rows = sealed;
       sealed = kind.empty();
-      await enqueue(rows);
+      const done = enqueue(rows);
+      // Whatever waits goes now, without the rest of its linger.
+      if (!kind.isEmpty(pending)) (hurry = true), wakeUp();
+      await done;
       while (inFlight) await inFlight;
     },
   };
@@ -110,6 +160,7 @@ export function rowArrays<R>(insert: (rows: R[]) => Promise<void>): BufferKind<R
       for (const r of from) into.push(r);
     },
     isEmpty: (b) => b.length === 0,
+    size: (b) => b.length,
     insert,
   };
 }

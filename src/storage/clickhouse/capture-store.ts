@@ -1,6 +1,6 @@
 import type { CaptureEvent } from '../../domain/analytics/capture.js';
 import type { CaptureEventStore } from '../analytics-repo.js';
-import { createBatchBuffer, rowArrays } from './batch-buffer.js';
+import { createBatchBuffer, NO_PACING, rowArrays, type BufferPacing } from './batch-buffer.js';
 import { lit, type ChEngine } from './client.js';
 import { nextLogId } from './log-store.js';
 import { insertByPartition } from './monitor-results.js';
@@ -48,8 +48,8 @@ export const insertCaptureRows = (engine: ChEngine, rows: readonly ChCaptureRow[
  * commit of the batch's persons, sessions and touches, before the reply), and the reads of them
  * (analytics.status's count and latest time), so every process answers from the same events.
  */
-export function createChCaptureStore(engine: ChEngine): CaptureEventStore & { participant: ReturnType<typeof createBatchBuffer>['participant']; flush(): Promise<void> } {
-  const buffer = createBatchBuffer(rowArrays<ChCaptureRow>((rows) => insertCaptureRows(engine, rows)));
+export function createChCaptureStore(engine: ChEngine, pacing: BufferPacing = NO_PACING): CaptureEventStore & { participant: ReturnType<typeof createBatchBuffer>['participant']; flush(): Promise<void> } {
+  const buffer = createBatchBuffer(rowArrays<ChCaptureRow>((rows) => insertCaptureRows(engine, rows)), pacing);
   return {
     add(projectId, events, receivedAt) {
       if (events.length) buffer.add(events.map((e) => captureRow(projectId, e, receivedAt, nextLogId())));

@@ -17,7 +17,7 @@ import {
 export type { StoredErrorEvent };
 import { LATENCY_MAX_AGE_MS } from '../error-latency.js';
 import { lit, type ChEngine } from './client.js';
-import { createBatchBuffer, rowArrays } from './batch-buffer.js';
+import { createBatchBuffer, NO_PACING, rowArrays, type BufferPacing } from './batch-buffer.js';
 import { insertByPartition } from './monitor-results.js';
 import { valueAtRank } from './traces-read.js';
 
@@ -96,8 +96,8 @@ const DAY = 86_400_000;
 export const insertErrorEvents = (engine: ChEngine, rows: readonly ChErrorEventRow[]) => insertByPartition(engine, 'error_events', rows, (r) => Math.floor(Math.max(r.timestamp_ms, 0) / DAY));
 
 /** The buffered writer: events held per write-batch job, inserted after the commit, before the acknowledgement. */
-export function createChErrorEventStore(engine: ChEngine) {
-  const buffer = createBatchBuffer(rowArrays<ChErrorEventRow>((rows) => insertErrorEvents(engine, rows)));
+export function createChErrorEventStore(engine: ChEngine, pacing: BufferPacing = NO_PACING) {
+  const buffer = createBatchBuffer(rowArrays<ChErrorEventRow>((rows) => insertErrorEvents(engine, rows)), pacing);
   return {
     add(e: StoredErrorEvent): void {
       buffer.add([chErrorEventRow(e)]);

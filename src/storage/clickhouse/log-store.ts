@@ -4,7 +4,7 @@ import { environmentOf, levelOf, serviceVersionOf } from '../sqlite-telemetry-st
 import { idBlob } from '../compact-ids.js';
 import { ftsAttrsText, ftsTokens } from '../log-fts.js';
 import type { ChEngine } from './client.js';
-import { createBatchBuffer, rowArrays } from './batch-buffer.js';
+import { createBatchBuffer, NO_PACING, rowArrays, type BufferPacing } from './batch-buffer.js';
 
 /** A log record as its ClickHouse row (schema.ts, migration 4, table `logs`). */
 export interface ChLogRow {
@@ -183,8 +183,8 @@ export function logRow(projectId: number, l: LogRecordOut, source: string, recei
 }
 
 /** Log records bound for ClickHouse: acknowledged once inserted (batch-buffer.ts). */
-export function createChLogStore(engine: ChEngine) {
-  const buffer = createBatchBuffer(rowArrays<ChLogRow>((rows) => engine.insert('logs', rows)));
+export function createChLogStore(engine: ChEngine, pacing: BufferPacing = NO_PACING) {
+  const buffer = createBatchBuffer(rowArrays<ChLogRow>((rows) => engine.insert('logs', rows)), pacing);
 
   /** Rows already mapped (a copy from SQLite, or {@link add}). */
   function addRows(rows: ChLogRow[]): number {

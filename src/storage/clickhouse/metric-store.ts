@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Attributes, MetricPointRecord } from '../../domain/telemetry-types.js';
 import { environmentOf } from '../sqlite-telemetry-store.js';
 import type { ChEngine } from './client.js';
-import { createBatchBuffer, rowArrays } from './batch-buffer.js';
+import { createBatchBuffer, NO_PACING, rowArrays, type BufferPacing } from './batch-buffer.js';
 import { kv, nextLogId } from './log-store.js';
 
 /** A metric point as its ClickHouse row (schema.ts, migration 5, table `metric_points`). */
@@ -138,8 +138,8 @@ export function storedMetricRow(r: StoredMetricPoint, id: number): ChMetricRow {
 }
 
 /** Metric points bound for ClickHouse: acknowledged once inserted (batch-buffer.ts). */
-export function createChMetricStore(engine: ChEngine) {
-  const buffer = createBatchBuffer(rowArrays<ChMetricRow>((rows) => engine.insert('metric_points', rows)));
+export function createChMetricStore(engine: ChEngine, pacing: BufferPacing = NO_PACING) {
+  const buffer = createBatchBuffer(rowArrays<ChMetricRow>((rows) => engine.insert('metric_points', rows)), pacing);
 
   function addRows(rows: ChMetricRow[]): number {
     buffer.add(rows);

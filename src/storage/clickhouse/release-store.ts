@@ -5,7 +5,7 @@ import type { Totals } from '../../domain/releases/health.js';
 import { SILENCE_MS } from '../../domain/releases/serving.js';
 import { newSketch, type Sketch } from '../../domain/releases/sketch.js';
 import { lit, type ChEngine } from './client.js';
-import { createBatchBuffer } from './batch-buffer.js';
+import { createBatchBuffer, NO_PACING, type BufferPacing } from './batch-buffer.js';
 import { insertByPartition } from './monitor-results.js';
 
 /**
@@ -93,7 +93,7 @@ export async function insertReleaseRows(engine: ChEngine, rows: Partial<Rows>): 
 }
 
 /** The rows bound for ClickHouse: a span batch's release rollups, acknowledged with its spans. */
-export function createChReleaseStore(engine: ChEngine) {
+export function createChReleaseStore(engine: ChEngine, pacing: BufferPacing = NO_PACING) {
   const buffer = createBatchBuffer<Rows>({
     empty,
     append(into, from) {
@@ -102,8 +102,9 @@ export function createChReleaseStore(engine: ChEngine) {
       for (const r of from.a) into.a.push(r);
     },
     isEmpty: (r) => !r.m.length && !r.h.length && !r.a.length,
+    size: (r) => r.m.length + r.h.length + r.a.length,
     insert: (rows) => insertReleaseRows(engine, rows),
-  });
+  }, pacing);
   return {
     /** A span batch's cells and clusters (release-rollups.ts, the writer's sink). */
     add(projectId: string, b: ReleaseBatch): void {

@@ -1,19 +1,22 @@
 import type { SpanRecord } from '../../domain/telemetry-types.js';
 import type { ChEngine } from './client.js';
-import { createBatchBuffer } from './batch-buffer.js';
+import { createBatchBuffer, NO_PACING, type BufferPacing } from './batch-buffer.js';
 import { encodeRowObjects, encodeSpans, opKey, takeEncoded, type ChSpanRow, type EncodedSpans } from './span-rows.js';
 
 export { entryRow, spanRow, utcDay, type ChEntryRow, type ChSpanRow } from './span-rows.js';
 
 /** Text waiting for its insert: JSONEachRow pieces per table, and entry operations not yet written by this process. */
 interface Rows {
+  /** Spans encoded in `spans` (the size that paces inserts). */
+  n: number;
   spans: Uint8Array[];
   entries: Uint8Array[];
   chunks: Uint8Array[];
   ops: [number, string, string, number][];
 }
-const empty = (): Rows => ({ spans: [], entries: [], chunks: [], ops: [] });
+const empty = (): Rows => ({ n: 0, spans: [], entries: [], chunks: [], ops: [] });
 const append = (into: Rows, from: Rows) => {
+  into.n += from.n;
   for (const r of from.spans) into.spans.push(r);
   for (const r of from.entries) into.entries.push(r);
   for (const r of from.chunks) into.chunks.push(r);
@@ -29,7 +32,7 @@ const opsText = (ops: Rows['ops']): Uint8Array[] =>
  * (batch-buffer.ts). Rows travel as JSONEachRow text (span-rows.ts), made on the decode worker for
  * OTLP spans, else here.
  */
-export function createChSpanStore(engine: ChEngine) {
+export function createChSpanStore(engine: ChEngine, pacing: BufferPacing = NO_PACING) {
   const seenOps = new Set<string>();
   const forgetOps = (ops: Rows['ops']) => {
     for (const [pid, svc, op, day] of ops) seenOps.delete(opKey(pid, svc, op, day));
@@ -38,6 +41,7 @@ export function createChSpanStore(engine: ChEngine) {
     empty,
     append,
     isEmpty,
+    size: (r) => r.n,
     async insert(rows) {
       // Spans first: an entry, chunk or operation row never names spans that are not stored.
       if (rows.spans.length) await engine.insertLines('spans', rows.spans);
@@ -47,7 +51,7 @@ export function createChSpanStore(engine: ChEngine) {
     },
     // Entry operations not inserted are written again by the next span that names them.
     forget: (rows) => forgetOps(rows.ops),
-  });
+  }, pacing);
 
   /** Spans of one project; encoded here unless the decode worker did (span-rows.ts, attachEncoded). */
   function add(projectId: string, spans: SpanRecord[], source: string, receivedMs: number): number {
@@ -62,6 +66,7 @@ export function createChSpanStore(engine: ChEngine) {
 
   function addEncoded(enc: EncodedSpans): number {
     const rows = empty();
+    rows.n = enc.count;
     if (enc.spans.byteLength) rows.spans.push(enc.spans);
     if (enc.entries.byteLength) rows.entries.push(enc.entries);
     if (enc.chunks.byteLength) rows.chunks.push(enc.chunks);
