@@ -76,6 +76,8 @@ const SCALE_OUT_FILES = [
   'test/ingest/http.test.ts',
   'test/ingest/limits.test.ts',
   'test/e2e/sdk-ingest.test.ts',
+  // The proxy of docker-compose.yml (deploy/nginx.conf) in front of three processes.
+  'test/deploy/*.test.ts',
 ];
 
 const pgMissing = await postgresMissing();
@@ -106,7 +108,7 @@ export default defineConfig({
     // importing the server's modules once per worker instead of once per file saves about 40 % of the time.
     isolate: false,
     projects: [
-      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/storage/clickhouse-*.test.ts', '**/node_modules/**'] } },
+      { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'], exclude: ['test/storage/clickhouse-*.test.ts', 'test/deploy/*.test.ts', '**/node_modules/**'] } },
       ...engines
         .filter((e) => !e.missing)
         .map((e) => ({

@@ -10,10 +10,8 @@
  * checks go on from a survivor once the leader lease (2 s here) runs out. Runs on clickhouse-server (the `scale-out` project, or `clickhouse-18`
  * without PostgreSQL) only.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
 import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
@@ -22,47 +20,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabase } from '../support/clickhouse.js';
 import { sentryEvent } from '../operations/errors-fixtures.js';
 import { createPgDatabase, pgQuery, type PgDatabase } from '../support/postgres.js';
+import { printedKeys, startProcess, stopProcesses, type Proc } from '../support/processes.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
-const ROOT = join(import.meta.dirname, '..', '..');
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-
-interface Proc {
-  child: ChildProcess;
-  url: string;
-  out: string;
-}
-
-async function startProcess(env: Record<string, string>): Promise<Proc> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [join(ROOT, 'bin/sightline.mjs'), 'start'], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGHTLINE_RATE_LIMIT: '1000000', SIGHTLINE_TEST_CLICKHOUSE: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const p: Proc = { child, url: `http://127.0.0.1:${port}`, out: '' };
-  child.stdout!.on('data', (d) => (p.out += d));
-  child.stderr!.on('data', (d) => (p.out += d));
-  const deadline = Date.now() + 45_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`sightline exited: ${p.out}`);
-    try {
-      if ((await fetch(`${p.url}/readyz`)).ok) return p;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) throw new Error(`sightline did not start: ${p.out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** One OTLP/JSON export of a root span in a new trace; resolves with the trace id once acknowledged (200), else null. */
 async function sendTrace(url: string, key: string): Promise<string | null> {
@@ -105,16 +66,11 @@ describe.skipIf(mode !== 'server')('three processes over one SQLite file and Cli
     // processes share may live there. Without it they share one file.
     const own = (i: number) => (pgDatabase ? { ...env, SIGHTLINE_DB: join(dir, `process-${i}.db`) } : env);
     procs.push(await startProcess(own(0))); // the first one sets the database up and prints the keys
-    const admin = /admin key\s+(sl_[0-9a-f]+)/.exec(procs[0]!.out)?.[1];
-    const ingest = /ingest key\s+(sl_[0-9a-f]+)/.exec(procs[0]!.out)?.[1];
-    const project = /project\s+(\d+)/.exec(procs[0]!.out)?.[1];
-    if (!admin || !ingest || !project) throw new Error(`no keys printed: ${procs[0]!.out}`);
-    keys = { admin, ingest, project };
+    keys = printedKeys(procs[0]!.out);
     procs.push(...(await Promise.all([startProcess(own(1)), startProcess(own(2))])));
   }, 120_000);
   afterAll(async () => {
-    const running = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
-    await Promise.all(running.map((p) => new Promise((r) => (p.child.once('exit', r), p.child.kill('SIGTERM')))));
+    await stopProcesses(procs);
     await dropDatabase(serverUrl!, database);
     await pgDatabase?.drop();
     rmSync(dir, { recursive: true, force: true });
