@@ -1,18 +1,11 @@
 /** Small helpers the benchmark scripts share. */
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { ExportTraceServiceRequest } from '../src/ingest/otlp/schema.js';
 
-/** A free TCP port on loopback. */
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
+import { freePort } from '../test/support/clickhouse.js';
+
+export { freePort };
 
 /** Deterministic PRNG (mulberry32) so every run seeds the same shape. */
 /** The value after `--name` on the command line, or `dflt`. */

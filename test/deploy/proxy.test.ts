@@ -8,7 +8,6 @@
  * the scale-out project when Debian's nginx is installed (scripts/install-test-tools.sh).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +16,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabase } from '../support/clickhouse.js';
 import { createPgDatabase, type PgDatabase } from '../support/postgres.js';
-import { freePort, printedKeys, startProcess, stopProcesses, type Proc } from '../support/processes.js';
+import { freePort, printedKeys, sendTrace, startProcess, stopProcesses, type Proc } from '../support/processes.js';
 
 const NGINX = '/usr/sbin/nginx';
 const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
@@ -102,17 +101,8 @@ describe.skipIf(!!missing)('deploy/nginx.conf in front of three processes', () =
   });
 
   it('takes telemetry and answers reads through the proxy from any process', async () => {
-    const traceId = randomBytes(16).toString('hex');
-    const now = BigInt(Date.now()) * 1_000_000n;
-    const body = {
-      resourceSpans: [{
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'proxied' } }] },
-        scopeSpans: [{ spans: [{ traceId, spanId: randomBytes(8).toString('hex'), name: 'GET /p', kind: 2, startTimeUnixNano: String(now - 5_000_000n), endTimeUnixNano: String(now) }] }],
-      }],
-    };
-    const sent = await fetch(`${base}/ingest/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-service-key': keys.ingest }, body: JSON.stringify(body) });
-    await sent.arrayBuffer();
-    expect(sent.status).toBe(200);
+    const traceId = await sendTrace(base, keys.ingest, 'proxied', 'GET /p');
+    expect(traceId).not.toBeNull();
     // Three reads in a row: round robin puts them on the three processes.
     for (let i = 0; i < 3; i++) {
       const r = await fetch(`${base}/v1/projects/${keys.project}/traces/${traceId}`, { headers: { 'x-service-key': keys.admin } });

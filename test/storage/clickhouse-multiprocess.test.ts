@@ -20,29 +20,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabase } from '../support/clickhouse.js';
 import { sentryEvent } from '../operations/errors-fixtures.js';
 import { createPgDatabase, pgQuery, type PgDatabase } from '../support/postgres.js';
-import { printedKeys, startProcess, stopProcesses, type Proc } from '../support/processes.js';
+import { printedKeys, sendTrace, startProcess, stopProcesses, type Proc } from '../support/processes.js';
 
 const mode = process.env.SIGHTLINE_TEST_CLICKHOUSE;
 const serverUrl = process.env.SIGHTLINE_TEST_CLICKHOUSE_URL;
 
-/** One OTLP/JSON export of a root span in a new trace; resolves with the trace id once acknowledged (200), else null. */
-async function sendTrace(url: string, key: string): Promise<string | null> {
-  const traceId = randomBytes(16).toString('hex');
-  const now = BigInt(Date.now()) * 1_000_000n;
-  const body = {
-    resourceSpans: [{
-      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'multi' } }] },
-      scopeSpans: [{ spans: [{ traceId, spanId: randomBytes(8).toString('hex'), name: 'GET /x', kind: 2, startTimeUnixNano: String(now - 5_000_000n), endTimeUnixNano: String(now) }] }],
-    }],
-  };
-  try {
-    const r = await fetch(`${url}/ingest/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-service-key': key }, body: JSON.stringify(body) });
-    await r.arrayBuffer();
-    return r.status === 200 ? traceId : null;
-  } catch {
-    return null; // the process was killed mid-request: not acknowledged
-  }
-}
 
 describe.skipIf(mode !== 'server')('three processes over one SQLite file and ClickHouse', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sightline-multi-'));

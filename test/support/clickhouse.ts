@@ -14,7 +14,8 @@ import type { ChEngine } from '../../src/storage/clickhouse/client.js';
 
 export const CLICKHOUSE_SERVER_BIN = '/usr/sbin/clickhouse-server';
 
-const freePort = () =>
+/** A free TCP port on loopback. */
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const s = createServer();
     s.once('error', reject);

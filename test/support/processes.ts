@@ -3,19 +3,13 @@
  * processes (test/storage/clickhouse-multiprocess.test.ts, test/deploy/proxy.test.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { freePort } from './clickhouse.js';
+
+export { freePort };
 
 const ROOT = join(import.meta.dirname, '..', '..');
-
-export const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
 
 export interface Proc {
   child: ChildProcess;
@@ -61,4 +55,23 @@ export function printedKeys(out: string): { admin: string; ingest: string; proje
 export async function stopProcesses(procs: readonly Proc[]): Promise<void> {
   const running = procs.filter((p) => p.child.exitCode === null && p.child.signalCode === null);
   await Promise.all(running.map((p) => new Promise((r) => (p.child.once('exit', r), p.child.kill('SIGTERM')))));
+}
+
+/** One OTLP/JSON export of a root span in a new trace; resolves with the trace id once acknowledged (200), else null. */
+export async function sendTrace(url: string, key: string, service = 'multi', name = 'GET /x'): Promise<string | null> {
+  const traceId = randomBytes(16).toString('hex');
+  const now = BigInt(Date.now()) * 1_000_000n;
+  const body = {
+    resourceSpans: [{
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
+      scopeSpans: [{ spans: [{ traceId, spanId: randomBytes(8).toString('hex'), name, kind: 2, startTimeUnixNano: String(now - 5_000_000n), endTimeUnixNano: String(now) }] }],
+    }],
+  };
+  try {
+    const r = await fetch(`${url}/ingest/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-service-key': key }, body: JSON.stringify(body) });
+    await r.arrayBuffer();
+    return r.status === 200 ? traceId : null;
+  } catch {
+    return null; // the process was killed mid-request: not acknowledged
+  }
 }
