@@ -100,11 +100,16 @@ describe('the rate limiter store', () => {
 describe('password checks', () => {
   it('run off the event loop: other callbacks run while a password is verified', async () => {
     const stored = hashPassword('correct horse');
+    // Up to three tries: in a shared test worker another file's leftover synchronous work can hold the
+    // loop for one whole verification (seen once in a full run); a verification that ran on the loop
+    // would give no turn in any try.
     let turns = 0;
-    const tick = setInterval(() => turns++, 0);
-    const ok = await verifyPasswordAsync('correct horse', stored);
-    clearInterval(tick);
-    expect(ok).toBe(true);
+    for (let attempt = 0; attempt < 3 && turns === 0; attempt++) {
+      const tick = setInterval(() => turns++, 0);
+      const ok = await verifyPasswordAsync('correct horse', stored);
+      clearInterval(tick);
+      expect(ok).toBe(true);
+    }
     expect(turns).toBeGreaterThan(0);
     expect(await verifyPasswordAsync('wrong', stored)).toBe(false);
   });

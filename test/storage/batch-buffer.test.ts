@@ -1,9 +1,10 @@
 /**
  * Issue 20 item 3: rows bound for ClickHouse are acknowledged only after their insert, and under load
- * the store inserts less often with more rows per insert ("flush by size or time"): after an insert
- * starts, rows wait `lingerMs` (or 4× the last insert's time, up to 5 × `lingerMs`) unless `rows` rows
- * wait or the store is flushed; a write after a quiet spell goes at once. Fake timers: every wait is
- * an explicit clock step.
+ * the store inserts less often with more rows per insert ("flush by size or time"): when rows arrived
+ * while the last insert ran, the next insert waits until `lingerMs` after the last one started (or 4×
+ * its time, up to 5 × `lingerMs`) unless `rows` rows wait or the store is flushed; rows that arrived
+ * with no insert running (a lone writer waiting for each acknowledgement) go at once. Fake timers:
+ * every wait is an explicit clock step.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatchBuffer, rowArrays, type BufferPacing } from '../../src/storage/clickhouse/batch-buffer.js';
@@ -73,16 +74,30 @@ describe('ClickHouse insert pacing', () => {
     expect([b.acked.value, c.acked.value]).toEqual([true, true]);
   });
 
-  it('inserts a write after a quiet spell at once, then waits lingerMs after that insert started for more rows', async () => {
+  it('never delays a lone writer that sends its next rows once the last are acknowledged', async () => {
+    const { inserts, write } = bufferWith({ lingerMs: 200, rows: 1000 });
+    for (let i = 0; i < 5; i++) {
+      const w = write([i]);
+      await step(0);
+      expect(inserts).toHaveLength(i + 1); // inserted at once, every time
+      await step(30);
+      inserts[i]!.done();
+      await step(0);
+      expect(w.acked.value).toBe(true);
+    }
+    expect(inserts.map((x) => x.at - inserts[0]!.at)).toEqual([0, 30, 60, 90, 120]);
+  });
+
+  it('when rows arrive during an insert, waits lingerMs after it started and gathers what comes meanwhile', async () => {
     const { inserts, write } = bufferWith({ lingerMs: 200, rows: 1000 });
     const a = write([1]);
     await step(0);
-    expect(inserts).toHaveLength(1); // not delayed
+    expect(inserts).toHaveLength(1); // the first rows: at once
+    const later = [write([2]), write([3])]; // other writers, while that insert runs
     await step(10);
     inserts[0]!.done();
     await step(0);
     expect(a.acked.value).toBe(true);
-    const later = [write([2]), write([3])];
     await step(100);
     const more = write([4, 5]);
     await step(80); // 190 ms after the first insert started
@@ -101,9 +116,9 @@ describe('ClickHouse insert pacing', () => {
     const { inserts, write } = bufferWith({ lingerMs: 200, rows: 5 });
     write([1]);
     await step(0);
-    inserts[0]!.done();
-    await step(5);
     write([2, 3]);
+    await step(5);
+    inserts[0]!.done();
     await step(5);
     expect(inserts).toHaveLength(1);
     write([4, 5, 6]);
@@ -115,18 +130,16 @@ describe('ClickHouse insert pacing', () => {
     const { inserts, write } = bufferWith({ lingerMs: 50, rows: 1000 });
     write([1]);
     await step(0);
+    write([2]);
     await step(40); // a slow insert: 40 ms
     inserts[0]!.done();
-    await step(0);
-    write([2]);
     await step(110);
     expect(inserts).toHaveLength(1);
     await step(10); // 160 ms = 4 × 40 after the first insert started
     expect(inserts).toHaveLength(2);
+    write([3]);
     await step(100); // a very slow one: 4 × 100 is past the cap of 5 × 50
     inserts[1]!.done();
-    await step(0);
-    write([3]);
     await step(149);
     expect(inserts).toHaveLength(2);
     await step(1); // 250 ms after the second insert started
@@ -137,9 +150,10 @@ describe('ClickHouse insert pacing', () => {
     const { inserts, write, buffer } = bufferWith({ lingerMs: 1000, rows: 1000 });
     write([1]);
     await step(0);
+    const w = write([2]);
     inserts[0]!.done();
     await step(0);
-    const w = write([2]);
+    expect(inserts).toHaveLength(1); // [2] waits: it came during an insert
     let flushed = false;
     void buffer.flush().then(() => (flushed = true));
     await step(0);

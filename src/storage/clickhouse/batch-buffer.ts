@@ -16,10 +16,12 @@ export interface BufferKind<B> {
 /**
  * How often a store inserts under load (issue 20: "flush by size or time"). Each insert makes a part
  * per table in ClickHouse at a fixed cost (on 18.16 here: ~85 µs of server CPU per span row in
- * inserts of 512 rows, ~10 µs in inserts of 8,192), so rows arriving less than `lingerMs` after the
- * previous insert started wait for the rest of that time, gathering what comes meanwhile into one
- * insert — unless `rows` rows already wait. Rows after a quiet spell go at once, so a lone write is
- * not delayed. Acknowledgements still come only after the insert. `lingerMs` 0: no waiting.
+ * inserts of 512 rows, ~10 µs in inserts of 8,192), so when rows arrived while the previous insert
+ * was running (several writers at once), the next insert waits until `lingerMs` after the previous
+ * one started (or 4× that insert's time when longer, up to 5 × `lingerMs`), gathering what comes
+ * meanwhile — unless `rows` rows already wait. Rows that arrived with no insert running (a lone
+ * writer that sends its next batch once the last is acknowledged: waiting would only delay it) go at
+ * once. Acknowledgements still come only after the insert. `lingerMs` 0: no waiting.
  */
 export interface BufferPacing {
   lingerMs: number;
@@ -47,6 +49,9 @@ export function createBatchBuffer<B>(kind: BufferKind<B>, pacing: BufferPacing =
   /** When the last insert started and how long it took; the wake-up of a wait in progress. */
   let lastStart = 0;
   let lastMs = 0;
+  /** An insert is running; rows arrived while one was (other writers are sending meanwhile). */
+  let inserting = false;
+  let busy = false;
   let hurry = false;
   let wake: (() => void) | null = null;
   const full = () => hurry || (pacing.rows > 0 && kind.size !== undefined && kind.size(pending) >= pacing.rows);
@@ -74,8 +79,10 @@ export function createBatchBuffer<B>(kind: BufferKind<B>, pacing: BufferPacing =
     if (inFlight) return inFlight;
     inFlight = (async () => {
       while (!kind.isEmpty(pending)) {
-        if (pacing.lingerMs > 0) await linger();
+        if (pacing.lingerMs > 0 && busy) await linger();
         hurry = false;
+        busy = false;
+        inserting = true;
         lastStart = Date.now();
         const rows = pending;
         const w = waiters;
@@ -88,6 +95,7 @@ export function createBatchBuffer<B>(kind: BufferKind<B>, pacing: BufferPacing =
           kind.forget?.(rows);
           for (const x of w) x.reject(e);
         }
+        inserting = false;
         lastMs = Date.now() - lastStart;
       }
       inFlight = null;
@@ -99,6 +107,7 @@ export function createBatchBuffer<B>(kind: BufferKind<B>, pacing: BufferPacing =
   const enqueue = (rows: B): Promise<void> => {
     if (kind.isEmpty(rows)) return Promise.resolve();
     kind.append(pending, rows);
+    if (inserting) busy = true;
     const p = new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
     if (!inFlight) void pump();
     else if (wake && full()) wakeUp();
