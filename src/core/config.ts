@@ -10,10 +10,11 @@ export interface AppConfig {
    */
   clickhouseUrl: string | null;
   /**
-   * Under load, at most one ClickHouse insert per table and process every `lingerMs`
-   * (SIGHTLINE_CLICKHOUSE_FLUSH_MS, default 200) unless `rows` rows wait (SIGHTLINE_CLICKHOUSE_FLUSH_ROWS,
-   * default 20000): larger inserts cost ClickHouse far less per row (batch-buffer.ts). Writes are
-   * acknowledged after their insert either way; a write after a quiet spell is inserted at once.
+   * ClickHouse insert pacing (batch-buffer.ts): when rows arrived during the last insert, a process
+   * inserts into a table at most once every `lingerMs` (SIGHTLINE_CLICKHOUSE_FLUSH_MS, default 200)
+   * unless `rows` rows wait (SIGHTLINE_CLICKHOUSE_FLUSH_ROWS, default 20000): larger inserts cost
+   * ClickHouse far less per row. Rows that arrived with no insert running go at once; writes are
+   * acknowledged after their insert either way.
    */
   clickhouseFlush: { lingerMs: number; rows: number };
   /**

@@ -74,13 +74,10 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const pgDatabase = process.env.SIGHTLINE_TEST_POSTGRES && opts.config?.databaseUrl === undefined ? await createPgDatabase() : null;
   const s = createSightline(
     // Tests send many bad credentials from one address: the failed-authentication throttle is off
-    // unless a test configures it (test/security/throttle.test.ts). ClickHouse inserts are not paced
-    // (a test's writes follow one another: each would wait for the last insert's pacing); the
-    // multi-process test runs the processes with the default pacing, test/storage/batch-buffer.test.ts
-    // checks the pacing itself.
+    // unless a test configures it (test/security/throttle.test.ts). ClickHouse inserts keep the default
+    // pacing (test/storage/batch-buffer.test.ts checks the pacing itself).
     {
       logLevel: (process.env.SIGHTLINE_TEST_LOG_LEVEL as 'silent' | undefined) ?? 'silent', authFailureLimit: { limit: 1_000_000, windowSeconds: 60 },
-      clickhouseFlush: { lingerMs: 0, rows: 20_000 },
       ...opts.config, dbFile, port: 0, host: '127.0.0.1',
       ...(chServer ? { clickhouseUrl: `${chServer}/${chDatabase}` } : {}),
       ...(pgDatabase ? { databaseUrl: pgDatabase.url } : {}),
