@@ -286,6 +286,10 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     async listen() {
       warmDecodePool(s); // decode workers load while the server starts, not on the first large batch
       services.scheduler.start(); // monitors, mail and other due jobs (state in the database)
+      // The shared rate-limit counters (Redis or PostgreSQL) connected before the first request: until
+      // they are, a process counts on its own, so requests right after a start would get a budget of
+      // their own beside the shared one. Bounded: with the counters' store away, the API starts anyway.
+      await redis?.ready(2_000);
       const server = http.createServer(app.callback());
       await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve));
       s.onClose.push(() => closeGracefully(server, config.shutdownTimeoutMs));

@@ -87,6 +87,7 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
   const main = bootstrapOrganization(s.services, { org: 'Test org', project: 'test', email: 'owner@test.local', now: now() });
   const other = bootstrapOrganization(s.services, { org: 'Other org', project: 'other', email: 'other@test.local', now: now() });
 
+  await s.redis?.ready(5_000); // as listen() does: shared rate-limit counters connected before the first request
   const server = http.createServer(s.app.callback());
   // No server-side keep-alive timeout: with chdb in the process a long query blocks the event loop,
   // and the server's 5 s timer then closed an idle socket just as fetch reused it (ECONNRESET).

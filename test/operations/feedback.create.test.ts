@@ -62,6 +62,17 @@ function metadataOfEncodedSize(bytes: number): Record<string, string> {
 }
 
 describe('feedback.create', () => {
+  it('accepts control characters; a NUL is kept (U+FFFD in PostgreSQL, whose text cannot hold one) and filters carrying it find the record', async () => {
+    const res = await expect201({ message: 'a\u0000\u0001\u001fb', environment: 'env\u0000x' });
+    const nul = t.s.config.databaseUrl ? '\ufffd' : '\u0000';
+    expect(stored(res.body.id)).toMatchObject({ message: `a${nul}\u0001\u001fb`, environment: `env${nul}x` });
+    for (const query of [`environment=${encodeURIComponent('env\u0000x')}`, `q=${encodeURIComponent('a\u0000\u0001')}`]) {
+      const list = await api(t, 'GET', `${path}?${query}`, { key: t.keys.admin });
+      expect(list.status, JSON.stringify(list.body)).toBe(200);
+      expect(list.body.data.map((r: { id: string }) => r.id)).toEqual([res.body.id]);
+    }
+  });
+
   it('answers 201 with id, project_id and created_at only, not repeating the message or contact details', async () => {
     const res = await expect201({ message: 'Export is broken', contact_email: 'ana@example.com', name: 'Ana', user_id: 'u-1' });
     expect(Object.keys(res.body).sort()).toEqual(['created_at', 'id', 'project_id']);

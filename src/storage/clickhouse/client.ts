@@ -119,6 +119,9 @@ export function lit(v: unknown): string {
   if (typeof v === 'string') return `'${v.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\0/g, '\\0').replace(/\n/g, '\\n').replace(/\r/g, '\\r')}'`;
   if (typeof v === 'number') {
     if (!Number.isFinite(v)) throw new TypeError('lit: not a finite number');
+    // A subnormal number (below 2^-1022) is refused by 18.16's parser (its strtod reports a range
+    // error): written as a normal number divided by 2^600, both exact, so the value is the same.
+    if (v !== 0 && Math.abs(v) < 2.2250738585072014e-308) return `(${String(v * 2 ** 600)} / ${String(2 ** 600)})`;
     return String(v);
   }
   if (typeof v === 'bigint') return v.toString();

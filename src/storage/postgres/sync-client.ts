@@ -98,7 +98,7 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
     deferred = [];
     trips.calls++;
     trips.statements += 1 + before.length + (guard ? 2 : 0);
-    const r = roundTrip({ sql, params: params ?? [], array, guard, ...(before.length ? { before } : {}) });
+    const r = roundTrip({ sql, params: params ? textSafe(params) : [], array, guard, ...(before.length ? { before } : {}) });
     if (r.error) throw new SyncPgError(r.error.message, r.error.code);
     const rows = r.rows ?? [];
     if (r.binary) asBuffers(rows);
@@ -145,6 +145,22 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
   // Connects now: a wrong URL fails here, not at the first repository call.
   client.query('SELECT 1');
   return client;
+}
+
+/**
+ * Parameters PostgreSQL accepts: its text cannot hold U+0000 (SQLite's can), so a NUL in a string
+ * value — a hostile label, filter or feedback message, or an SDK's field — becomes U+FFFD, the
+ * replacement character, instead of failing the statement (and the request with it, as a 500). The
+ * same mapping applies to what is stored and what is looked up, so an equality filter carrying a NUL
+ * still finds the value stored with it. (ClickHouse strings keep every byte; SQLite keeps the NUL.)
+ */
+function textSafe(params: readonly unknown[]): readonly unknown[] {
+  let out: unknown[] | null = null;
+  for (let i = 0; i < params.length; i++) {
+    const v = params[i];
+    if (typeof v === 'string' && v.includes('\0')) (out ??= [...params])[i] = v.replaceAll('\0', '\ufffd');
+  }
+  return out ?? params;
 }
 
 /**
