@@ -93,6 +93,17 @@ describe('errors.get', () => {
     expect(r.body).not.toHaveProperty('replays');
   });
 
+  it('stores an SDK event whose strings carry a NUL (U+FFFD in the PostgreSQL group, whose text cannot hold one)', async () => {
+    const id = await sendEvent(t, { type: 'Nul\u0000Error', value: 'bad\u0000byte', fn: 'nul\u0000fn', service: 'shop\u0000x', environment: 'env\u0000x', at: T0 - H });
+    const nulGroup = groupOfEvent(t, id);
+    const nul = t.s.config.databaseUrl ? '\ufffd' : '\u0000';
+    const r = await rest(t, 'GET', `/errors/${nulGroup}?include_replay=false&include_payload=true`);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body).toMatchObject({ title: `Nul${nul}Error: bad${nul}byte`, type: `Nul${nul}Error`, service_name: `shop${nul}x`, event_count: 1 });
+    expect(r.body.latest_event).toMatchObject({ event_id: id });
+    expect(r.body.latest_event.payload.exception.values[0].value).toBe('bad\u0000byte'); // the event itself keeps every character
+  });
+
   it('trims a huge event payload to at most 64 KiB and says so', async () => {
     const r = await rest(t, 'GET', `/errors/${bigGroup}?include_payload=true`);
     expect(r.status).toBe(200);
