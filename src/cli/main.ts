@@ -88,15 +88,34 @@ async function init(argv: string[]): Promise<number> {
   return 0;
 }
 
+/**
+ * Backup and restore copy the SQLite file only. With SIGHTLINE_DATABASE_URL or SIGHTLINE_CLICKHOUSE_URL
+ * set, what a user means by their data is in PostgreSQL and ClickHouse, and a process's SQLite file holds
+ * nothing the processes share: the command refuses, saying what to back up instead, unless
+ * `--sqlite-only` says the file alone is meant.
+ */
+function scaleOutRefusal(config: { databaseUrl: string | null; clickhouseUrl: string | null }, verb: 'backup' | 'restore', sqliteOnly: boolean | undefined): string | null {
+  if (sqliteOnly || (!config.databaseUrl && !config.clickhouseUrl)) return null;
+  const where = [config.databaseUrl ? 'control data in PostgreSQL (SIGHTLINE_DATABASE_URL): pg_dump' : '', config.clickhouseUrl ? "telemetry in ClickHouse (SIGHTLINE_CLICKHOUSE_URL): its BACKUP command or a copy of its data directory with the server stopped (18.16: ALTER TABLE … FREEZE)" : '']
+    .filter(Boolean)
+    .join('; ');
+  return `sightline: ${verb} copies the SQLite file (SIGHTLINE_DB) only, and this configuration keeps its data elsewhere — ${where}. Back those up with their own tools. To ${verb} the SQLite file alone anyway, add --sqlite-only.\n`;
+}
+
 /** `sightline backup <file>`: VACUUM INTO from the configured database (SIGHTLINE_DB), live. */
 async function backup(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+  const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean' }, 'sqlite-only': { type: 'boolean' } }, allowPositionals: true, strict: true });
   if (positionals.length !== 1) {
-    process.stderr.write('sightline: usage: sightline backup <file> [--json]   (the database is SIGHTLINE_DB)\n');
+    process.stderr.write('sightline: usage: sightline backup <file> [--json] [--sqlite-only]   (the database is SIGHTLINE_DB)\n');
     return 2;
   }
   const { backupDatabase } = await import('../storage/backup.js');
   const config = loadConfig(process.env);
+  const refused = scaleOutRefusal(config, 'backup', values['sqlite-only']);
+  if (refused) {
+    process.stderr.write(refused);
+    return 2;
+  }
   const r = backupDatabase(config.dbFile, positionals[0]!);
   if (values.json) process.stdout.write(JSON.stringify({ source: config.dbFile, ...r }) + '\n');
   else process.stdout.write(`backed up ${config.dbFile} to ${r.file}: ${r.bytes} bytes, schema version ${r.schemaVersion}, ${r.ms} ms\n`);
@@ -105,13 +124,18 @@ async function backup(argv: string[]): Promise<number> {
 
 /** `sightline restore <file>`: refuses while a server runs on the database. */
 async function restore(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+  const { values, positionals } = parseArgs({ args: argv, options: { json: { type: 'boolean' }, 'sqlite-only': { type: 'boolean' } }, allowPositionals: true, strict: true });
   if (positionals.length !== 1) {
-    process.stderr.write('sightline: usage: sightline restore <file> [--json]   (replaces SIGHTLINE_DB; stop the server first)\n');
+    process.stderr.write('sightline: usage: sightline restore <file> [--json] [--sqlite-only]   (replaces SIGHTLINE_DB; stop the server first)\n');
     return 2;
   }
   const { restoreDatabase, RestoreRefusedError } = await import('../storage/backup.js');
   const config = loadConfig(process.env);
+  const refused = scaleOutRefusal(config, 'restore', values['sqlite-only']);
+  if (refused) {
+    process.stderr.write(refused);
+    return 2;
+  }
   try {
     const r = restoreDatabase(positionals[0]!, config.dbFile);
     if (values.json) process.stdout.write(JSON.stringify(r) + '\n');

@@ -123,6 +123,25 @@ describe('restore', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^restored .*cli\.db from .*cli\.bak \(\d+ bytes, schema version \d+\); the database it replaced is kept as .*before-restore-/m);
   });
+
+  it('refuses from the CLI when the data is in PostgreSQL or ClickHouse, unless --sqlite-only says the file alone is meant', async () => {
+    const d = dir();
+    const file = join(d, 'split.db');
+    openDatabase(file).close();
+    for (const [k, tool] of [['SIGHTLINE_DATABASE_URL', /pg_dump/], ['SIGHTLINE_CLICKHOUSE_URL', /ClickHouse/]] as const) {
+      const env = { SIGHTLINE_DB: file, HOME: d, [k]: k === 'SIGHTLINE_DATABASE_URL' ? 'postgres://127.0.0.1:1/none' : 'http://127.0.0.1:1/none' };
+      for (const verb of ['backup', 'restore']) {
+        const r = await runBin([verb, join(d, `${verb}.bak`)], env);
+        expect(r.code, r.stderr).toBe(2);
+        expect(r.stderr).toMatch(tool);
+        expect(r.stderr).toContain('--sqlite-only');
+      }
+      expect(existsSync(join(d, 'backup.bak'))).toBe(false);
+    }
+    const b = await runBin(['backup', join(d, 'only.bak'), '--sqlite-only'], { SIGHTLINE_DB: file, HOME: d, SIGHTLINE_DATABASE_URL: 'postgres://127.0.0.1:1/none' });
+    expect(b.code, b.stderr).toBe(0);
+    expect(existsSync(join(d, 'only.bak'))).toBe(true);
+  });
 });
 
 describe('upgrades', () => {
