@@ -10,7 +10,7 @@ export const status = defineOperation({
   tag: 'system',
   summary: "The server's own health and figures: readiness, database size, requests, ingest counts",
   description:
-    'Server-wide figures, the same as GET /metrics exposes in Prometheus format: readiness checks (database writable, migrations applied, sandbox pool), uptime, database and WAL size with free pages and schema version, the ClickHouse store when one is configured (reachable, version, rows and bytes per table), ingest writes waiting for commit, requests answered by operation and status since start, telemetry items stored by signal and outcome, and the other self-metric gauges. Asked through a project, the figures are server-wide, so only its organization\'s owners (OAuth) and keys holding `*` may read them.',
+    'Server-wide figures, the same as GET /metrics exposes in Prometheus format: readiness checks (database writable, migrations applied, sandbox pool), uptime, database and WAL size with free pages and schema version, the ClickHouse store and PostgreSQL when configured (reachable, version, schema; for ClickHouse rows and bytes per table), ingest writes waiting for commit, requests answered by operation and status since start, telemetry items stored by signal and outcome, and the other self-metric gauges. Asked through a project, the figures are server-wide, so only its organization\'s owners (OAuth) and keys holding `*` may read them.',
   method: 'GET',
   path: '/v1/projects/{project_id}/system/status',
   scopes: ['project:write'],
@@ -43,6 +43,15 @@ export const status = defineOperation({
       })
       .nullable()
       .describe('The ClickHouse store when SIGHTLINE_CLICKHOUSE_URL is set (null otherwise): reachable, version, schema, rows and bytes per table.'),
+    postgres: z
+      .object({
+        reachable: z.boolean(),
+        error: z.string().optional(),
+        version: z.string().optional(),
+        schema: z.object({ version: z.number().int(), latest: z.number().int() }).optional(),
+      })
+      .nullable()
+      .describe('PostgreSQL when control data is there (SIGHTLINE_DATABASE_URL; null otherwise): reachable, server version, schema version applied and the latest this code knows.'),
     retention: z
       .object({
         started_at: z.number(),

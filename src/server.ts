@@ -19,6 +19,7 @@ import { requestId } from './http/middleware/request-id.js';
 import { errorHandler } from './http/middleware/errors.js';
 import { RateLimiter, SharedRateLimiter, type RequestLimiter } from './http/middleware/rate-limit.js';
 import { clickHouseStatus } from './storage/clickhouse/status.js';
+import { createPostgresProbe, type PostgresProbe } from './storage/postgres/status.js';
 import { createRedisCounters, type SharedCounters } from './storage/redis-counters.js';
 import { AuthThrottle } from './http/middleware/auth-throttle.js';
 import { buildRestRouter } from './http/router.js';
@@ -162,6 +163,15 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
       },
     ],
   ]);
+  // Control data in PostgreSQL: a process that cannot reach it cannot serve, whatever its SQLite file says.
+  const pgProbe = config.databaseUrl ? createPostgresProbe(config.databaseUrl) : null;
+  if (pgProbe) {
+    readiness.set('postgres', async () => {
+      const st = await pgProbe.status();
+      if (!st.reachable) return { ok: false, detail: `PostgreSQL: ${st.error}` };
+      return st.schema!.version >= st.schema!.latest ? { ok: true } : { ok: false, detail: `PostgreSQL schema ${st.schema!.version} of ${st.schema!.latest}` };
+    });
+  }
   const chStore = services.clickhouse;
   if (chStore) {
     readiness.set('clickhouse', async () => {
@@ -177,7 +187,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     return z.freelist_pages * z.page_size;
   });
   metrics.gauge('sightline_write_queue_depth', 'Ingest writes waiting for the next group commit.', () => services.writeBatch.depth());
-  services.serverStatus = async () => serverStatus(s);
+  services.serverStatus = async () => serverStatus(s, pgProbe);
   const ch = services.clickhouse;
   const retention = createRetentionRunner({
     repo: services.retention, targets: EXPIRY_TARGETS, config: config.retention, now: core.now, log, metrics,
@@ -282,7 +292,7 @@ export function createSightline(configOverrides: Partial<AppConfig> = {}, opts: 
     readiness,
     retention,
     authThrottle,
-    onClose: [() => services.scheduler.stop(), async () => void (await backgroundExecutor?.close()), async () => void (await redis?.close())],
+    onClose: [() => services.scheduler.stop(), async () => void (await backgroundExecutor?.close()), async () => void (await redis?.close()), async () => void (await pgProbe?.close())],
     async listen() {
       warmDecodePool(s); // decode workers load while the server starts, not on the first large batch
       services.scheduler.start(); // monitors, mail and other due jobs (state in the database)
@@ -403,7 +413,7 @@ function countingWriter(writer: TelemetryWriter, metrics: SelfMetrics): Telemetr
 }
 
 /** What system.status answers: the self-metrics as JSON plus database facts. */
-async function serverStatus(s: Sightline): Promise<Record<string, unknown>> {
+async function serverStatus(s: Sightline, pgProbe: PostgresProbe | null): Promise<Record<string, unknown>> {
   const snapshot = await s.metrics.snapshot();
   const pick = (name: string) => snapshot.find((m) => m.name === name)?.values ?? [];
   const requests = pick('sightline_http_requests_total').map((v) => ({ operation: String(v.labels.operation), status: Number(v.labels.status), count: v.value }));
@@ -416,6 +426,7 @@ async function serverStatus(s: Sightline): Promise<Record<string, unknown>> {
     database: { file: s.config.dbFile, ...s.services.system.sizes(), schema: s.services.system.schema() },
     write_queue_depth: s.services.writeBatch.depth(),
     clickhouse: s.services.clickhouse ? await clickHouseStatus(s.services.clickhouse.engine) : null,
+    postgres: pgProbe ? await pgProbe.status() : null,
     retention: s.retention.last(),
     requests: requests.sort((a, b) => b.count - a.count),
     ingest,
