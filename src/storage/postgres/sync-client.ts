@@ -8,7 +8,7 @@
  * meanwhile, so a transaction opened with `transaction(fn)` can never interleave with another
  * request's statements. The cost: the thread waits for each round trip (`bench/pg-sync.ts`).
  */
-import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 
 export interface SyncPgResult<R> {
   rows: R[];
@@ -60,11 +60,20 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const flag = new SharedArrayBuffer(4);
   const signal = new Int32Array(flag);
-  const { port1, port2 } = new MessageChannel();
-  const worker = new Worker(new URL('./sync-worker.mjs', import.meta.url), { workerData: { url, port: port2, flag }, transferList: [port2] });
-  worker.unref();
+  // The worker and its port; replaced by a new one (a new connection) after one stopped answering.
+  let port1!: MessagePort;
+  let worker!: Worker;
+  const spawn = () => {
+    const channel = new MessageChannel();
+    port1 = channel.port1;
+    worker = new Worker(new URL('./sync-worker.mjs', import.meta.url), { workerData: { url, port: channel.port2, flag }, transferList: [channel.port2] });
+    worker.unref();
+  };
+  spawn();
   let closed = false;
   let depth = 0;
+  /** A worker was given up inside a transaction: its statements are refused until the transaction ends. */
+  let lostTransaction = false;
 
   let seq = 0;
   const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -78,8 +87,12 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (Atomics.wait(signal, 0, 0, Math.max(1, deadline - Date.now())) === 'timed-out' || Date.now() > deadline) {
-        closed = true;
+        // Given up: the next statement goes to a new worker and connection (PostgreSQL may be back by
+        // then); a transaction this one was in is lost with the old connection.
         void worker.terminate();
+        port1.close();
+        spawn();
+        if (depth > 0) lostTransaction = true;
         throw new SyncPgError(`PostgreSQL did not answer within ${timeoutMs} ms; the connection was closed.`, 'ETIMEDOUT');
       }
       // The flag can be seen before the posted answer is in the port's queue (seen once under load
@@ -94,6 +107,12 @@ export function openSyncPg(url: string, opts: { timeoutMs?: number } = {}): Sync
   const trips = { calls: 0, statements: 0 };
   function run<R>(sql: string, params: readonly unknown[] | undefined, array: boolean, guard = false): SyncPgResult<R> {
     if (sql === 'ROLLBACK') deferred = [];
+    if (lostTransaction) {
+      // Nothing of the transaction reached a commit; its statements must not run outside it on the new connection.
+      if (sql === 'ROLLBACK' || sql === 'COMMIT') lostTransaction = false;
+      if (sql === 'ROLLBACK') return { rows: [], rowCount: 0 };
+      throw new SyncPgError('The connection to PostgreSQL was lost during this transaction: nothing of it was committed.', '08006');
+    }
     const before = deferred;
     deferred = [];
     trips.calls++;
