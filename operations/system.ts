@@ -5,6 +5,14 @@ import { projectId } from './shared.js';
 
 const requestRow = z.object({ operation: z.string().describe('operationId, or METHOD and route for endpoints outside the catalogue (ingest, OAuth, MCP).'), status: z.number().int(), count: z.number() });
 
+/** What both scale-out stores report: whether they answer, their version, the schema version applied and the latest known. */
+const storeStatus = z.object({
+  reachable: z.boolean(),
+  error: z.string().optional(),
+  version: z.string().optional(),
+  schema: z.object({ version: z.number().int(), latest: z.number().int() }).optional(),
+});
+
 export const status = defineOperation({
   operationId: 'system.status',
   tag: 'system',
@@ -32,24 +40,14 @@ export const status = defineOperation({
       schema: z.object({ version: z.number().int(), latest: z.number().int(), pending: z.number().int() }),
     }),
     write_queue_depth: z.number().int(),
-    clickhouse: z
-      .object({
-        reachable: z.boolean(),
-        error: z.string().optional(),
-        version: z.string().optional(),
-        schema: z.object({ version: z.number().int(), latest: z.number().int() }).optional(),
+    clickhouse: storeStatus
+      .extend({
         tables: z.record(z.string(), z.object({ rows: z.number(), bytes: z.number() })).optional().describe('Rows and bytes on disk per table (spans, trace_chunks, entry_operations).'),
         mutations_pending: z.number().int().optional().describe('Retention deletes still running in the background.'),
       })
       .nullable()
       .describe('The ClickHouse store when SIGHTLINE_CLICKHOUSE_URL is set (null otherwise): reachable, version, schema, rows and bytes per table.'),
-    postgres: z
-      .object({
-        reachable: z.boolean(),
-        error: z.string().optional(),
-        version: z.string().optional(),
-        schema: z.object({ version: z.number().int(), latest: z.number().int() }).optional(),
-      })
+    postgres: storeStatus
       .nullable()
       .describe('PostgreSQL when control data is there (SIGHTLINE_DATABASE_URL; null otherwise): reachable, server version, schema version applied and the latest this code knows.'),
     retention: z

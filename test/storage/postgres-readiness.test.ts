@@ -4,59 +4,27 @@
  * a load balancer stops sending it traffic; it was "ready" while its SQLite file stayed writable.
  * PostgreSQL is reached through a TCP relay the test closes to cut it off.
  */
-import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { createPgDatabase, postgresMissing, type PgDatabase } from '../support/postgres.js';
+import { pgRelay, type PgRelay } from '../support/pg-relay.js';
 import { PG_LATEST_SCHEMA_VERSION } from '../../src/storage/postgres/schema.js';
 
 const missing = await postgresMissing();
 if (missing) console.log(`postgres-readiness: skipped, ${missing}`);
 
-/**
- * A relay to PostgreSQL on a port of its own, in a worker thread (the server under test runs in this
- * thread and blocks it on every synchronous PostgreSQL call, so a relay here would never get to run);
- * `cut()` closes it and every connection through it.
- */
-const RELAY = `
-const net = require('node:net');
-const { parentPort, workerData } = require('node:worker_threads');
-const sockets = new Set();
-const server = net.createServer((client) => {
-  const upstream = net.connect(workerData.port, workerData.host);
-  for (const s of [client, upstream]) { sockets.add(s); s.on('close', () => sockets.delete(s)); s.on('error', () => {}); }
-  client.pipe(upstream).pipe(client);
-});
-server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));
-parentPort.on('message', () => { server.close(); for (const s of sockets) s.destroy(); parentPort.postMessage('cut'); });
-`;
-async function relay(target: URL): Promise<{ url: string; cut: () => Promise<void> }> {
-  const worker = new Worker(RELAY, { eval: true, workerData: { port: Number(target.port || 5432), host: target.hostname } });
-  const port = await new Promise<number>((r) => worker.once('message', r));
-  const u = new URL(target);
-  u.hostname = '127.0.0.1';
-  u.port = String(port);
-  return {
-    url: u.toString(),
-    cut: async () => {
-      worker.postMessage('cut');
-      await new Promise((r) => worker.once('message', r));
-      await worker.terminate();
-    },
-  };
-}
-
 describe.skipIf(missing)('PostgreSQL in /readyz and system.status', () => {
   let db: PgDatabase;
-  let link: Awaited<ReturnType<typeof relay>>;
+  let link: PgRelay;
   let t: TestServer;
   beforeAll(async () => {
     db = await createPgDatabase();
-    link = await relay(new URL(db.url));
+    link = await pgRelay(db.url);
     t = await startTestServer({ config: { databaseUrl: link.url } });
   });
   afterAll(async () => {
     await t?.close().catch(() => {});
+    await link?.close();
     await db?.drop();
   });
 
@@ -70,7 +38,7 @@ describe.skipIf(missing)('PostgreSQL in /readyz and system.status', () => {
   });
 
   it('answers 503 naming PostgreSQL once it is unreachable, within the probe bound', async () => {
-    await link.cut();
+    await link.close();
     const started = Date.now();
     const r = await fetch(`${t.url}/readyz`);
     expect(r.status).toBe(503);

@@ -5,53 +5,21 @@
  * later statements never run outside it on the new connection. PostgreSQL is reached through a TCP
  * relay (in a worker thread: the code under test blocks this one) that drops every connection on cue.
  */
-import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
 import { createPgDatabase, postgresMissing, type PgDatabase } from '../support/postgres.js';
+import { pgRelay, type PgRelay } from '../support/pg-relay.js';
 import { openSyncPg, SyncPgError } from '../../src/storage/postgres/sync-client.js';
 
 const missing = await postgresMissing();
 if (missing) console.log(`postgres-reconnect: skipped, ${missing}`);
 
-const RELAY = `
-const net = require('node:net');
-const { parentPort, workerData } = require('node:worker_threads');
-const sockets = new Set();
-const server = net.createServer((client) => {
-  const upstream = net.connect(workerData.port, workerData.host);
-  for (const s of [client, upstream]) { sockets.add(s); s.on('close', () => sockets.delete(s)); s.on('error', () => {}); }
-  client.pipe(upstream).pipe(client);
-});
-server.listen(0, '127.0.0.1', () => parentPort.postMessage(server.address().port));
-parentPort.on('message', (m) => {
-  if (m === 'close') server.close();
-  for (const s of sockets) s.destroy();
-  parentPort.postMessage('done');
-});
-`;
-
-/** A relay to PostgreSQL: `drop()` cuts every connection through it (as a PostgreSQL restart does) and keeps listening. */
-async function relay(target: URL) {
-  const worker = new Worker(RELAY, { eval: true, workerData: { port: Number(target.port || 5432), host: target.hostname } });
-  const port = await new Promise<number>((r) => worker.once('message', r));
-  const u = new URL(target);
-  u.hostname = '127.0.0.1';
-  u.port = String(port);
-  const send = async (m: string) => {
-    worker.postMessage(m);
-    await new Promise((r) => worker.once('message', r));
-    await new Promise((r) => setTimeout(r, 200)); // the clients see their sockets close
-  };
-  return { url: u.toString(), drop: () => send('drop'), close: async () => (await send('close'), await worker.terminate()) };
-}
-
 describe.skipIf(missing)('a lost PostgreSQL connection', () => {
   let db: PgDatabase;
-  let link: Awaited<ReturnType<typeof relay>>;
+  let link: PgRelay;
   beforeAll(async () => {
     db = await createPgDatabase();
-    link = await relay(new URL(db.url));
+    link = await pgRelay(db.url);
   });
   afterAll(async () => {
     await link?.close();
