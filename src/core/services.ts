@@ -153,7 +153,7 @@ function migratedOnFirstUse(engine: ChEngine): ChEngine {
     command: async (s) => (await up(), engine.command(s)),
     query: async (s) => (await up(), engine.query(s)),
     insert: async (t, r) => (await up(), engine.insert(t, r)),
-    insertLines: async (t, p) => (await up(), engine.insertLines(t, p)),
+    insertLines: async (t, c, p) => (await up(), engine.insertLines(t, c, p)),
     close: () => engine.close(),
   };
 }

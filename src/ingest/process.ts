@@ -26,7 +26,7 @@ export type IngestJob =
       body: Uint8Array;
       receivedMs: number;
       limits: IngestLimits;
-      /** Spans go to ClickHouse: each slice also carries its rows' JSONEachRow text for this project (span-rows.ts). */
+      /** Spans go to ClickHouse: each slice also carries its rows' TabSeparated text for this project (span-rows.ts). */
       clickhouse?: { projectId: number };
     }
   | { kind: 'envelope'; body: Uint8Array; receivedMs: number; limits: IngestLimits }

@@ -1,13 +1,14 @@
 /**
- * Issue 20: spans reach ClickHouse as JSONEachRow text made from the decoded spans (span-rows.ts),
+ * Issue 20: spans reach ClickHouse as TabSeparated text made from the decoded spans (span-rows.ts),
  * on the decode worker for OTLP. Runs in the `clickhouse-18` and `clickhouse-chdb` projects.
- * - the text of a span is exactly JSON.stringify of its row object (so the writer made from text and
- *   the one made from row objects store the same rows);
+ * - the text of a span is its row object's fields in SPAN_COLUMNS order, tab-separated, escaped as
+ *   ClickHouse reads them (so the writer made from spans and the one made from row objects store the
+ *   same rows);
  * - awkward strings (quotes, backslashes, control characters, U+2028, astral characters, lone
  *   surrogates, byte-order marks) sent over OTLP come back from ClickHouse as SQLite gives them back.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeSpans } from '../../src/storage/clickhouse/span-rows.js';
+import { ENTRY_COLUMNS, SPAN_COLUMNS, encodeSpans } from '../../src/storage/clickhouse/span-rows.js';
 import { entryRow, spanRow } from '../../src/storage/clickhouse/span-store.js';
 import type { SpanRecord } from '../../src/domain/telemetry-types.js';
 import { api, startTestServer, type TestServer } from '../helpers/server.js';
@@ -50,15 +51,33 @@ const span = (i: number, over: Partial<SpanRecord> = {}): SpanRecord => ({
   ...over,
 });
 
-describe.skipIf(mode !== 'server' && mode !== 'chdb')('span rows as JSONEachRow text', () => {
-  it('writes each span as JSON.stringify of its row object, key for key', () => {
+/** A TabSeparated field as ClickHouse reads it back (the escapes the encoder writes), for the check below. */
+const unescape = (f: string): string => f.replace(/\\(.)/g, (_, c: string) => ({ t: '\t', n: '\n', r: '\r', '0': '\0', '\\': '\\' })[c] ?? `?${c}`);
+
+describe.skipIf(mode !== 'server' && mode !== 'chdb')('span rows as TabSeparated text', () => {
+  it('writes each span as its row object\'s fields in column order, one line each, every special character escaped', () => {
     const spans = AWKWARD.map((_, i) => span(i));
     spans.push(span(99, { kind: 5, parent_span_id: 'ff'.repeat(8), start_ms: Number.NaN }));
     const enc = encodeSpans(42, spans, 'otlp', 1_767_225_600_123.25);
-    const text = (u: Uint8Array) => Buffer.from(u).toString('utf8');
+    const lines = (u: Uint8Array) => Buffer.from(u).toString('utf8').split('\n');
     const rows = spans.map((sp) => spanRow(42, sp, 'otlp', 1_767_225_600_123.25));
-    expect(text(enc.spans)).toBe(rows.map((r) => JSON.stringify(r) + '\n').join(''));
-    expect(text(enc.entries)).toBe(rows.filter((r) => r.is_entry).map((r) => JSON.stringify(entryRow(r)) + '\n').join(''));
+    // A non-finite time is written as the column's default.
+    const field = (r: Record<string, unknown>, c: string) => (typeof r[c] === 'number' && !Number.isFinite(r[c]) ? '0' : String(r[c]));
+    const check = (text: Uint8Array, want: Record<string, unknown>[], columns: readonly string[]) => {
+      const got = lines(text);
+      expect(got.pop()).toBe(''); // every line ends with \n
+      expect(got).toHaveLength(want.length);
+      got.forEach((line, i) => {
+        const fields = line.split('\t');
+        expect(fields).toHaveLength(columns.length);
+        expect(fields.map(unescape)).toEqual(columns.map((c) => field(want[i]!, c)));
+      });
+    };
+    check(enc.spans, rows as unknown as Record<string, unknown>[], SPAN_COLUMNS);
+    check(enc.entries, rows.filter((r) => r.is_entry).map(entryRow) as unknown as Record<string, unknown>[], ENTRY_COLUMNS);
+    // Every column of the row is written, in the order the INSERT names them.
+    expect([...SPAN_COLUMNS].sort()).toEqual(Object.keys(rows[0]!).sort());
+    expect([...ENTRY_COLUMNS]).toEqual(Object.keys(entryRow(rows[0]!)));
     expect(enc.count).toBe(spans.length);
   });
 });

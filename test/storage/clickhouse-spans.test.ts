@@ -108,7 +108,7 @@ describe.skipIf(mode !== 'server' && mode !== 'chdb')('ClickHouse span store', (
 
   it('coalesces batches that wait behind an insert into one insert', async () => {
     let inserts = 0;
-    const counting: ChEngine = { ...fx.engine, insertLines: async (t, p) => (t === 'spans' && inserts++, fx.engine.insertLines(t, p)), close: async () => {} };
+    const counting: ChEngine = { ...fx.engine, insertLines: async (t, c, p) => (t === 'spans' && inserts++, fx.engine.insertLines(t, c, p)), close: async () => {} };
     const store = createChSpanStore(counting);
     const batch = createWriteBatcher(fx.db, 1, [store.participant]); // one job per batch: one commit each
     const jobs = [];

@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import type { ChEngine } from '../../src/storage/clickhouse/client.js';
+import { linesInsert, type ChEngine } from '../../src/storage/clickhouse/client.js';
 
 export const CLICKHOUSE_SERVER_BIN = '/usr/sbin/clickhouse-server';
 
@@ -160,9 +160,9 @@ export function createChdbEngine(): ChEngine & { database: string } {
       if (!rows.length) return;
       run(`INSERT INTO ${table} FORMAT JSONEachRow\n${rows.map((r) => JSON.stringify(r)).join('\n')}`);
     },
-    async insertLines(table, pieces) {
+    async insertLines(table, columns, pieces) {
       const text = pieces.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('utf8')).join('');
-      if (text) run(`INSERT INTO ${table} FORMAT JSONEachRow\n${text}`);
+      if (text) run(`${linesInsert(table, columns)}\n${text}`);
     },
     async close() {
       session.query(`DROP DATABASE IF EXISTS \`${database}\``);

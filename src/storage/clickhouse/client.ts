@@ -18,10 +18,10 @@ export interface ChEngine {
   /** Inserts rows (objects keyed by column) in one INSERT … FORMAT JSONEachRow. */
   insert(table: string, rows: readonly object[]): Promise<void>;
   /**
-   * Inserts JSONEachRow text already made (`pieces`: UTF-8, whole lines each, in order) in one INSERT:
-   * the span store's path (span-rows.ts), no row objects.
+   * Inserts TabSeparated text already made (`pieces`: UTF-8, whole lines each, in order; fields in the
+   * order of `columns`) in one INSERT: the span store's path (span-rows.ts), no row objects.
    */
-  insertLines(table: string, pieces: readonly Uint8Array[]): Promise<void>;
+  insertLines(table: string, columns: readonly string[], pieces: readonly Uint8Array[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -61,10 +61,10 @@ export function createHttpEngine(url: string): ChEngine & { database: string } {
       await ensureDb();
       await client.insert({ table, values: rows as object[], format: 'JSONEachRow' });
     },
-    async insertLines(table, pieces) {
+    async insertLines(table, columns, pieces) {
       if (!pieces.some((p) => p.byteLength)) return;
       await ensureDb();
-      await postInsert(u, agent, authHeader, database, table, pieces);
+      await postInsert(u, agent, authHeader, database, table, linesInsert(table, columns), pieces);
     },
     async close() {
       agent.destroy();
@@ -73,13 +73,15 @@ export function createHttpEngine(url: string): ChEngine & { database: string } {
   };
 }
 
+/** The INSERT of {@link ChEngine.insertLines}' text (both engines). */
+export const linesInsert = (table: string, columns: readonly string[]): string => `INSERT INTO ${ident(table)} (${columns.map(ident).join(', ')}) FORMAT TabSeparated`;
+
 /**
- * One `INSERT INTO table FORMAT JSONEachRow` over HTTP with the pieces as its body, written one after
+ * One INSERT (`query`: its data follows) over HTTP with the pieces as its body, written one after
  * another (no copy into one buffer). Resolves when the server answered 200: the rows are stored
  * (a synchronous insert; 18.16 has no async inserts). Any other answer rejects with the server's text.
  */
-function postInsert(u: URL, agent: http.Agent, authorization: string, database: string, table: string, pieces: readonly Uint8Array[]): Promise<void> {
-  const query = `INSERT INTO ${ident(table)} FORMAT JSONEachRow`;
+function postInsert(u: URL, agent: http.Agent, authorization: string, database: string, table: string, query: string, pieces: readonly Uint8Array[]): Promise<void> {
   let length = 0;
   for (const p of pieces) length += p.byteLength;
   const mod = u.protocol === 'https:' ? https : http;

@@ -2,12 +2,15 @@ import type { Attributes, SpanRecord } from '../../domain/telemetry-types.js';
 import { environmentOf, operationOf, serviceVersionOf } from '../sqlite-telemetry-store.js';
 
 /**
- * Spans as the JSONEachRow text of their ClickHouse rows (schema.ts: `spans`, `entry_spans`,
+ * Spans as the TabSeparated text of their ClickHouse rows (schema.ts: `spans`, `entry_spans`,
  * `trace_chunks`), as UTF-8 bytes: on an OTLP decode worker (src/ingest/process.ts) the text is made
  * where the spans are decoded, so the main thread only passes the bytes on to the insert (issue 20:
  * the ClickHouse client's JSON.stringify per row object, and the garbage of those objects, were a
- * third of the main thread). JSON.stringify escapes control characters, quotes and backslashes as
- * ClickHouse's JSONEachRow reader expects; lone surrogates are replaced before (`wellFormed`).
+ * third of the main thread). TabSeparated rather than JSONEachRow: no column names on every row, and a
+ * string needs escaping only where it holds a backslash, tab, line break or NUL (the attributes' JSON
+ * text, full of quotes, goes as it is instead of JSON in JSON): about a third less of the decode
+ * worker's time per span than JSON.stringify of the row object (README, bench/scale.ts). Lone
+ * surrogates are replaced before (`wellFormed`).
  */
 export interface EncodedSpans {
   projectId: number;
@@ -15,13 +18,23 @@ export interface EncodedSpans {
   receivedMs: number;
   /** Spans encoded. */
   count: number;
-  /** JSONEachRow lines (UTF-8) for `spans`, `entry_spans` and `trace_chunks`. */
+  /** TabSeparated lines (UTF-8) for `spans`, `entry_spans` and `trace_chunks`, columns in the order of the `*_COLUMNS` below. */
   spans: Uint8Array;
   entries: Uint8Array;
   chunks: Uint8Array;
   /** Distinct (project, service, operation, UTC day) of the entry spans: `entry_operations` rows once per process (span-store.ts). */
   ops: [number, string, string, number][];
 }
+
+/** The columns of each table's TabSeparated lines, in their order (the INSERT names them: span-store.ts). */
+export const SPAN_COLUMNS = [
+  'project_id', 'start_ms', 'trace_id', 'span_id', 'parent_span_id', 'trace_state', 'name', 'operation', 'kind', 'is_entry', 'service_name',
+  'environment', 'service_version', 'end_ms', 'duration_ms', 'status_code', 'status_message', 'attributes', 'events', 'links', 'scope_name',
+  'scope_version', 'source', 'received_ms',
+] as const;
+export const ENTRY_COLUMNS = ['project_id', 'service_name', 'operation', 'start_ms', 'trace_id', 'span_id', 'environment', 'duration_ms', 'status_code'] as const;
+export const CHUNK_COLUMNS = ['project_id', 'trace_id', 'min_start_ms', 'max_start_ms', 'max_end_ms', 'span_count', 'error_count'] as const;
+export const OP_COLUMNS = ['project_id', 'service_name', 'operation', 'day'] as const;
 
 /** The UTC day of an epoch-ms time as YYYYMMDD (ClickHouse's toYYYYMMDD of the partition key). */
 export function utcDay(ms: number): number {
@@ -32,21 +45,33 @@ export function utcDay(ms: number): number {
 /** The key of an `entry_operations` row (project, service, operation, day). */
 export const opKey = (pid: number, service: string, operation: string, day: number) => `${pid}\u0000${service}\u0000${operation}\u0000${day}`;
 
-/** A number as JSON.stringify writes it (non-finite: null). */
-const num = (x: number): string => (Number.isFinite(x) ? '' + x : 'null');
+/**
+ * A number as a TabSeparated field: as JavaScript writes it (ClickHouse reads the exponent form
+ * too); a non-finite one as 0, the column's default (JSONEachRow's `null` before). The times come from
+ * the decoders finite and not subnormal.
+ */
+const num = (x: number): string => (Number.isFinite(x) ? '' + x : '0');
 /**
  * A string without lone surrogates (OTLP/JSON can carry them, as `\ud800` escapes): ClickHouse 18.16
- * refuses a JSONEachRow escape of a lone surrogate ("missing second part of surrogate pair"), and the
- * whole insert with it — one such span name would fail every request coalesced into that insert.
- * Each becomes three U+FFFD: SQLite stores a lone surrogate as its three WTF-8 bytes and reads them
- * back as three U+FFFD, so both stores give the same text back. (The JSON columns — attributes,
- * events, links — hold the escape itself as text, `\\ud800`, as SQLite's do.)
+ * refused a JSONEachRow escape of a lone surrogate ("missing second part of surrogate pair"), and the
+ * whole insert with it, and UTF-8 has no encoding for one. Each becomes three U+FFFD: SQLite stores a
+ * lone surrogate as its three WTF-8 bytes and reads them back as three U+FFFD, so both stores give the
+ * same text back. (The JSON columns — attributes, events, links — hold the escape itself as text,
+ * `\\ud800`, as SQLite's do.)
  */
 type WellFormed = { isWellFormed(): boolean }; // ES2024, in Node 20
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 export const wellFormed = (s: string): string => ((s as unknown as WellFormed).isWellFormed() ? s : s.replace(LONE_SURROGATE, '\ufffd\ufffd\ufffd'));
-/** A string as JSON.stringify writes it (well-formed); a missing one as "" (ClickHouse's default for the column either way). */
-const str = (s: string | null | undefined): string => (typeof s === 'string' ? JSON.stringify(wellFormed(s)) : '""');
+/**
+ * A string as a TabSeparated field (well-formed): backslash, tab, line feed, carriage return and NUL
+ * as ClickHouse's escapes (every other character as it is: its reader copies bytes up to a tab, line
+ * break or backslash); a missing one as "" (the column's default either way).
+ */
+const TSV_SPECIAL = /[\\\t\n\r\0]/;
+const TSV_SPECIALS = /[\\\t\n\r\0]/g;
+const TSV_ESCAPE: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\\0' };
+export const tsv = (s: string): string => (TSV_SPECIAL.test(s) ? s.replace(TSV_SPECIALS, (c) => TSV_ESCAPE[c]!) : s);
+const str = (s: string | null | undefined): string => (typeof s === 'string' ? tsv(wellFormed(s)) : '');
 
 interface Chunk {
   pid: number;
@@ -81,7 +106,7 @@ function derived() {
     chunkBytes(): Uint8Array {
       const out = chunkLines.start();
       for (const c of chunks.values())
-        out.line(`{"project_id":${c.pid},"trace_id":${str(c.trace)},"min_start_ms":${num(c.min)},"max_start_ms":${num(c.max)},"max_end_ms":${num(c.maxEnd)},"span_count":${c.n},"error_count":${c.errors}}`);
+        out.line(c.pid + '\t' + str(c.trace) + '\t' + num(c.min) + '\t' + num(c.max) + '\t' + num(c.maxEnd) + '\t' + c.n + '\t' + c.errors);
       return out.take();
     },
     ops: () => [...ops.values()],
@@ -89,7 +114,7 @@ function derived() {
 }
 
 /**
- * JSONEachRow lines written as UTF-8 into a scratch buffer, one flat string per row, then copied once
+ * TabSeparated lines written as UTF-8 into a scratch buffer, one flat string per row, then copied once
  * into a buffer of their exact size (which the decode worker transfers to the main thread). Appending
  * the rows to one string and converting that was 3–4× the cost of the whole encoding (the rope of
  * hundreds of rows is flattened, then converted: ~7.5 µs of ~10.5 per span in `bench` terms, against
@@ -217,41 +242,44 @@ export function spanRow(projectId: number, sp: SpanRecord, source: string, recei
   };
 }
 
-/**
- * Spans → their rows' JSONEachRow text: JSON.stringify of each row object (`spanRow`, `entryRow`),
- * appended to one string per table. (Writing each field with its own JSON.stringify instead was
- * slower: V8 serializes a flat object in one native pass.)
- */
-export function encodeSpans(projectId: number, spans: readonly SpanRecord[], source: string, receivedMs: number): EncodedSpans {
+/** A `spans` row as its TabSeparated line (SPAN_COLUMNS); its strings are well-formed already (spanRow, or read from SQLite). */
+export const spanLine = (r: ChSpanRow): string =>
+  r.project_id + '\t' + num(r.start_ms) + '\t' + tsv(r.trace_id) + '\t' + tsv(r.span_id) + '\t' + tsv(r.parent_span_id) + '\t' + tsv(r.trace_state) + '\t' +
+  tsv(r.name) + '\t' + tsv(r.operation) + '\t' + r.kind + '\t' + r.is_entry + '\t' + tsv(r.service_name) + '\t' + tsv(r.environment) + '\t' +
+  tsv(r.service_version) + '\t' + num(r.end_ms) + '\t' + num(r.duration_ms) + '\t' + r.status_code + '\t' + tsv(r.status_message) + '\t' +
+  tsv(r.attributes) + '\t' + tsv(r.events) + '\t' + tsv(r.links) + '\t' + tsv(r.scope_name) + '\t' + tsv(r.scope_version) + '\t' + tsv(r.source) + '\t' +
+  num(r.received_ms);
+
+/** An entry span's `spans` row as its `entry_spans` line (ENTRY_COLUMNS: entryRow's columns). */
+export const entryLine = (r: ChSpanRow): string =>
+  r.project_id + '\t' + tsv(r.service_name) + '\t' + tsv(r.operation) + '\t' + num(r.start_ms) + '\t' + tsv(r.trace_id) + '\t' + tsv(r.span_id) + '\t' +
+  tsv(r.environment) + '\t' + num(r.duration_ms) + '\t' + r.status_code;
+
+/** Row objects → the lines of `spans` and `entry_spans` and the derived rows. */
+function encodeRows(count: number, rowAt: (i: number) => ChSpanRow, projectId: number, source: string, receivedMs: number): EncodedSpans {
   const d = derived();
   const rows = spanLines.start();
   const entries = entryLines.start();
-  for (const sp of spans) {
-    const r = spanRow(projectId, sp, source, receivedMs);
-    rows.line(JSON.stringify(r));
-    d.span(projectId, r.trace_id, r.start_ms, r.end_ms, r.status_code);
+  for (let i = 0; i < count; i++) {
+    const r = rowAt(i);
+    rows.line(spanLine(r));
+    d.span(r.project_id, r.trace_id, r.start_ms, r.end_ms, r.status_code);
     if (r.is_entry) {
-      entries.line(JSON.stringify(entryRow(r)));
-      d.entry(projectId, r.service_name, r.operation, r.start_ms);
+      entries.line(entryLine(r));
+      d.entry(r.project_id, r.service_name, r.operation, r.start_ms);
     }
   }
-  return { projectId, source, receivedMs, count: spans.length, spans: rows.take(), entries: entries.take(), chunks: d.chunkBytes(), ops: d.ops() };
+  return { projectId, source, receivedMs, count, spans: rows.take(), entries: entries.take(), chunks: d.chunkBytes(), ops: d.ops() };
+}
+
+/** Spans of one project → their rows' TabSeparated text and derived rows. */
+export function encodeSpans(projectId: number, spans: readonly SpanRecord[], source: string, receivedMs: number): EncodedSpans {
+  return encodeRows(spans.length, (i) => spanRow(projectId, spans[i]!, source, receivedMs), projectId, source, receivedMs);
 }
 
 /** Row objects (a copy from SQLite, of any projects) → the same text and derived rows. */
 export function encodeRowObjects(rowObjs: readonly ChSpanRow[]): EncodedSpans {
-  const d = derived();
-  const rows = spanLines.start();
-  const entries = entryLines.start();
-  for (const r of rowObjs) {
-    rows.line(JSON.stringify(r));
-    d.span(r.project_id, r.trace_id, r.start_ms, r.end_ms, r.status_code);
-    if (r.is_entry) {
-      entries.line(JSON.stringify(entryRow(r)));
-      d.entry(r.project_id, r.service_name, r.operation, r.start_ms);
-    }
-  }
-  return { projectId: -1, source: '', receivedMs: 0, count: rowObjs.length, spans: rows.take(), entries: entries.take(), chunks: d.chunkBytes(), ops: d.ops() };
+  return encodeRows(rowObjs.length, (i) => rowObjs[i]!, -1, '', 0);
 }
 
 const NO_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;

@@ -1,11 +1,11 @@
 import type { SpanRecord } from '../../domain/telemetry-types.js';
 import type { ChEngine } from './client.js';
 import { createBatchBuffer, NO_PACING, type BufferPacing } from './batch-buffer.js';
-import { encodeRowObjects, encodeSpans, opKey, takeEncoded, type ChSpanRow, type EncodedSpans } from './span-rows.js';
+import { CHUNK_COLUMNS, ENTRY_COLUMNS, encodeRowObjects, encodeSpans, OP_COLUMNS, opKey, SPAN_COLUMNS, takeEncoded, tsv, type ChSpanRow, type EncodedSpans } from './span-rows.js';
 
 export { entryRow, spanRow, utcDay, type ChEntryRow, type ChSpanRow } from './span-rows.js';
 
-/** Text waiting for its insert: JSONEachRow pieces per table, and entry operations not yet written by this process. */
+/** Text waiting for its insert: TabSeparated pieces per table, and entry operations not yet written by this process. */
 interface Rows {
   /** Spans encoded in `spans` (the size that paces inserts). */
   n: number;
@@ -23,13 +23,13 @@ const append = (into: Rows, from: Rows) => {
   for (const r of from.ops) into.ops.push(r);
 };
 const isEmpty = (r: Rows) => !r.spans.length && !r.entries.length && !r.chunks.length && !r.ops.length;
+/** `entry_operations` lines (OP_COLUMNS; the names are well-formed: span-rows.ts `derived`). */
 const opsText = (ops: Rows['ops']): Uint8Array[] =>
-  ops.length ? [Buffer.from(ops.map(([project_id, service_name, operation, day]) => JSON.stringify({ project_id, service_name, operation, day }) + '\n').join(''), 'utf8')] : [];
-
+  ops.length ? [Buffer.from(ops.map(([pid, service, operation, day]) => `${pid}\t${tsv(service)}\t${tsv(operation)}\t${day}\n`).join(''), 'utf8')] : [];
 
 /**
  * Spans bound for ClickHouse, acknowledged once inserted, inserts coalesced under load
- * (batch-buffer.ts). Rows travel as JSONEachRow text (span-rows.ts), made on the decode worker for
+ * (batch-buffer.ts). Rows travel as TabSeparated text (span-rows.ts), made on the decode worker for
  * OTLP spans, else here.
  */
 export function createChSpanStore(engine: ChEngine, pacing: BufferPacing = NO_PACING) {
@@ -44,10 +44,10 @@ export function createChSpanStore(engine: ChEngine, pacing: BufferPacing = NO_PA
     size: (r) => r.n,
     async insert(rows) {
       // Spans first: an entry, chunk or operation row never names spans that are not stored.
-      if (rows.spans.length) await engine.insertLines('spans', rows.spans);
-      if (rows.entries.length) await engine.insertLines('entry_spans', rows.entries);
-      if (rows.chunks.length) await engine.insertLines('trace_chunks', rows.chunks);
-      if (rows.ops.length) await engine.insertLines('entry_operations', opsText(rows.ops));
+      if (rows.spans.length) await engine.insertLines('spans', SPAN_COLUMNS, rows.spans);
+      if (rows.entries.length) await engine.insertLines('entry_spans', ENTRY_COLUMNS, rows.entries);
+      if (rows.chunks.length) await engine.insertLines('trace_chunks', CHUNK_COLUMNS, rows.chunks);
+      if (rows.ops.length) await engine.insertLines('entry_operations', OP_COLUMNS, opsText(rows.ops));
     },
     // Entry operations not inserted are written again by the next span that names them.
     forget: (rows) => forgetOps(rows.ops),
